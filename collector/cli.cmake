@@ -1,0 +1,1 @@
+# The gpuattr executable and its socket ingest (see collector/CMakeLists.txt).

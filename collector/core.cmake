@@ -1,0 +1,7 @@
+find_package(nlohmann_json 3 REQUIRED)
+add_library(gpuattr_collector_core STATIC
+  base/status.cpp
+)
+target_include_directories(gpuattr_collector_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(gpuattr_collector_core PUBLIC gpuattr_wire nlohmann_json::nlohmann_json)
+target_compile_options(gpuattr_collector_core PRIVATE ${GPUATTR_WARNINGS})
