@@ -1,0 +1,49 @@
+// Builds the JSON report (schemas/report.schema.json, "gpuattr.report/1") from finished
+// ProcessTraces, renders its short terminal summary, and writes it atomically.
+//
+// Called once, on the collector's main thread, after every connection ended or timed out.
+#ifndef GPUATTR_COLLECTOR_REPORT_REPORT_BUILDER_H_
+#define GPUATTR_COLLECTOR_REPORT_REPORT_BUILDER_H_
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/process_trace.h"
+#include "base/status.h"
+
+namespace gpuattr::collector {
+
+struct CaptureInfo {
+  std::string mode;                    // "run" | "attach" | "import"
+  std::vector<std::string> command;    // argv of the traced command
+  std::string host;
+  uint64_t started_at_realtime_ns = 0; // wall clock when the capture began
+  uint64_t duration_ns = 0;            // capture window length
+};
+
+struct ReportInputs {
+  CaptureInfo capture;
+  std::vector<const ProcessTrace*> processes;
+  std::map<uint32_t, int> exit_statuses;  // pid -> exit status, where the collector waited on it
+  AnalysisOptions options;
+  // Collector-side loss not attributable to one process (bad clients, framing errors).
+  uint64_t rejected_connections = 0;
+  uint64_t rejected_messages = 0;
+};
+
+nlohmann::json BuildReport(const ReportInputs& inputs);
+
+// A short human table for stderr: per process, devices busy/idle, top passes, coverage, loss.
+std::string RenderSummary(const nlohmann::json& report);
+
+// Writes `report` to `path` through a temporary file in the same directory and rename(2), so a
+// reader sees the old file, the new file, or none, never half of one.
+Status WriteReportAtomically(const nlohmann::json& report, const std::string& path);
+
+}  // namespace gpuattr::collector
+
+#endif  // GPUATTR_COLLECTOR_REPORT_REPORT_BUILDER_H_
