@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs everything a fresh Debian 12 machine needs to build and test gpuattr, then configures and
+# builds it. Idempotent: packages already present are not reinstalled, and an existing build
+# directory is reused. Usage: scripts/setup.sh [BUILD_DIR] (default: build).
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${1:-${repo}/build}"
+
+packages=(
+  build-essential cmake pkg-config binutils
+  catch2 nlohmann-json3-dev libspdlog-dev libcli11-dev zlib1g-dev libbenchmark-dev
+  python3 python3-jsonschema
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "${package}" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("${package}")
+done
+if ((${#missing[@]} > 0)); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=()
+  [[ "$(id -u)" -ne 0 ]] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+# The CUDA toolkit (headers, CUPTI, NVTX3) is not a Debian package: it must already be installed.
+# CMake's FindCUDAToolkit looks for nvcc on PATH, in CUDAToolkit_ROOT / CUDA_PATH, and in the
+# standard /usr/local/cuda location; the project's configure step fails if it finds none.
+configure_log="$(mktemp)"
+trap 'rm -f "${configure_log}"' EXIT
+if ! cmake -S "${repo}" -B "${build_dir}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"${configure_log}" 2>&1; then
+  if grep -q "CUDAToolkit" "${configure_log}"; then
+    cat >&2 <<'MSG'
+setup: the CUDA 13 toolkit was not found.
+  gpuattr needs the CUDA toolkit's headers (cuda.h, cupti*.h, nvtx3/) and CUPTI at build time,
+  even on machines without a GPU. Install the CUDA 13.0 toolkit (with CUPTI), then make it
+  findable: put its bin/ on PATH, or set CUDAToolkit_ROOT=/path/to/cuda, and run this again.
+MSG
+  else
+    cat "${configure_log}" >&2
+    echo "setup: configuring failed (see above)" >&2
+  fi
+  exit 1
+fi
+cmake --build "${build_dir}" -j "$(nproc)"
+echo "setup: built in ${build_dir}" >&2

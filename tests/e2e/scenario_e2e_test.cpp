@@ -1,0 +1,194 @@
+// End-to-end: each scenario of tests/scenarios runs on the simulated GPU under `gpuattr run`, and
+// the report must agree with the simulator's ground truth exactly (integer nanoseconds) on
+// counts, every pass path's self_ns and total_ns, and every device's span, busy and idle; the
+// reconciliation invariant must hold and the report must validate against the schema.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "process_runner.h"
+#include "truth_compare.h"
+
+namespace gpuattr::e2e {
+namespace {
+
+using nlohmann::json;
+
+const json* FindProcess(const json& report, int64_t pid) {
+  for (const auto& process : report["processes"]) {
+    if (process["pid"].get<int64_t>() == pid) return &process;
+  }
+  return nullptr;
+}
+
+bool SchemaValid(const std::string& report_path) {
+  const RunResult result =
+      RunCommand({GPUATTR_PYTHON, GPUATTR_SCRIPTS_DIR "/validate_report.py", report_path});
+  if (result.exit_status != 0) UNSCOPED_INFO("schema: " << result.out << result.err);
+  return result.exit_status == 0;
+}
+
+// Runs `scenario` under gpuattr and returns {report, truth}.
+std::pair<json, json> RunScenario(const TempDir& dir, const std::string& scenario,
+                                  const std::map<std::string, std::string>& env = {}) {
+  const std::string report_path = dir.File("report.json");
+  const std::string truth_path = dir.File("truth.json");
+  const RunResult run = RunCommand({GPUATTR_BIN, "run", "--quiet", "-o", report_path, "--",
+                                    SIMGPU_RUN, scenario, "--truth", truth_path},
+                                   env);
+  INFO("gpuattr stderr: " << run.err);
+  REQUIRE(run.exit_status == 0);
+  REQUIRE(SchemaValid(report_path));
+  const json report = json::parse(ReadFile(report_path), nullptr, false);
+  const json truth = json::parse(ReadFile(truth_path), nullptr, false);
+  REQUIRE_FALSE(report.is_discarded());
+  REQUIRE_FALSE(truth.is_discarded());
+  return {report, truth};
+}
+
+void CheckAgainstTruth(const json& report, const json& truth) {
+  const auto expected_processes = ExpectFromTruth(truth);
+  REQUIRE_FALSE(expected_processes.empty());
+  for (const ExpectedProcess& expected : expected_processes) {
+    INFO("pid " << expected.pid);
+    const json* process = FindProcess(report, expected.pid);
+    REQUIRE(process != nullptr);
+    CHECK((*process)["status"] == "complete");
+    CHECK((*process)["loss"]["dropped_records"] == 0);
+    CHECK((*process)["loss"]["orphan_activities"] == 0);
+
+    const json& totals = (*process)["totals"];
+    CHECK(totals["kernels"] == expected.kernels);
+    CHECK(totals["kernel_ns"] == expected.kernel_ns);
+    CHECK(totals["memcpy_ns"] == expected.memcpy_ns);
+    CHECK(totals["memset_ns"] == expected.memset_ns);
+
+    std::map<int64_t, const json*> devices;
+    for (const auto& device : (*process)["devices"]) devices[device["id"]] = &device;
+    REQUIRE(devices.size() == expected.devices.size());
+    for (const auto& [id, device] : expected.devices) {
+      INFO("device " << id);
+      REQUIRE(devices.count(id) == 1);
+      CHECK((*devices[id])["span_ns"] == device.span_ns);
+      CHECK((*devices[id])["busy_ns"] == device.busy_ns);
+      CHECK((*devices[id])["idle_ns"] == device.idle_ns);
+    }
+
+    const auto passes = FlattenPasses(*process);
+    for (const auto& [path, pass] : expected.passes) {
+      INFO("pass " << json(path).dump());
+      REQUIRE(passes.count(path) == 1);
+      const json& device = passes.at(path)["device"];
+      CHECK(device["self_ns"] == pass.self_ns);
+      CHECK(device["total_ns"] == pass.total_ns);
+      for (const auto& [kind, ns] : pass.ns_by_attribution) {
+        CHECK(passes.at(path)["attribution"][kind + "_ns"] == ns);
+      }
+    }
+    // Passes with device time in the report must all be expected ones.
+    for (const auto& [path, pass] : passes) {
+      if (pass["device"]["total_ns"].get<uint64_t>() > 0) {
+        INFO("unexpected pass " << json(path).dump());
+        CHECK(expected.passes.count(path) == 1);
+      }
+    }
+
+    // Reconciliation: root totals + unattributed == all device activity time.
+    uint64_t roots = 0;
+    for (const auto& root : (*process)["passes"]) roots += root["device"]["total_ns"].get<uint64_t>();
+    uint64_t unattributed = 0;
+    for (const auto& entry : (*process)["coverage"]["unattributed"]) {
+      unattributed += entry["ns"].get<uint64_t>();
+    }
+    CHECK(unattributed == expected.unattributed_ns);
+    CHECK(roots + unattributed ==
+          expected.kernel_ns + expected.memcpy_ns + expected.memset_ns);
+  }
+}
+
+void CheckScenario(const std::string& name) {
+  TempDir dir;
+  const auto [report, truth] = RunScenario(dir, GPUATTR_SCENARIO_DIR "/" + name + ".json");
+  CheckAgainstTruth(report, truth);
+}
+
+TEST_CASE("nested ranges on one thread agree with the truth", "[e2e]") {
+  CheckScenario("nested_ranges");
+}
+
+TEST_CASE("two overlapping streams agree with the truth", "[e2e]") {
+  CheckScenario("two_streams_overlap");
+}
+
+TEST_CASE("several threads with their own ranges agree with the truth", "[e2e]") {
+  CheckScenario("threads_own_ranges");
+}
+
+TEST_CASE("a kernel launched outside any range agrees with the truth", "[e2e]") {
+  CheckScenario("launch_outside_range");
+}
+
+TEST_CASE("with the real libcupti and no driver, the report refuses device time", "[e2e]") {
+  TempDir dir;
+  const auto [report, truth] = RunScenario(dir, GPUATTR_SCENARIO_DIR "/nested_ranges.json",
+                                           {{"GPUATTR_CUPTI_LIBRARY", REAL_CUPTI_LIBRARY}});
+  REQUIRE(report["processes"].size() == truth["processes"].size());
+  for (const auto& process : report["processes"]) {
+    REQUIRE(process["refusals"].size() >= 1);
+    CHECK(process["refusals"][0]["code"] == "cupti_unavailable");
+    CHECK_FALSE(process["refusals"][0]["cause"].get<std::string>().empty());
+    CHECK_FALSE(process["refusals"][0]["remedy"].get<std::string>().empty());
+    CHECK(process["status"] == "refused");
+    CHECK(process["devices"].is_null());
+    CHECK(process["totals"]["kernel_ns"].is_null());
+    // The NVTX host ranges are still reported, with their instance counts.
+    std::map<std::vector<std::string>, uint64_t> truth_instances;
+    for (const auto& range : truth["processes"][0]["ranges"]) {
+      ++truth_instances[range["path"].get<std::vector<std::string>>()];
+    }
+    const auto passes = FlattenPasses(process);
+    REQUIRE_FALSE(truth_instances.empty());
+    for (const auto& [path, instances] : truth_instances) {
+      INFO("pass " << json(path).dump());
+      REQUIRE(passes.count(path) == 1);
+      CHECK(passes.at(path)["instances"] == instances);
+      CHECK(passes.at(path)["host_ns"]["total"].get<uint64_t>() > 0);
+      CHECK(passes.at(path)["device"].is_null());
+    }
+  }
+}
+
+TEST_CASE("the app's stdout, stderr and exit status are the same with and without gpuattr",
+          "[e2e]") {
+  TempDir dir;
+  const std::string scenario = GPUATTR_SCENARIO_DIR "/exit_status.json";
+  const RunResult bare = RunCommand({SIMGPU_RUN, scenario, "--truth", dir.File("bare.json")});
+  const RunResult traced =
+      RunCommand({GPUATTR_BIN, "run", "--quiet", "-o", dir.File("report.json"), "--", SIMGPU_RUN,
+                  scenario, "--truth", dir.File("traced.json")});
+  CHECK(bare.exit_status == 3);
+  CHECK(traced.exit_status == bare.exit_status);
+  CHECK(traced.out == bare.out);
+  CHECK(traced.err == bare.err);
+  CHECK(SchemaValid(dir.File("report.json")));
+}
+
+TEST_CASE("gpuattr run works on programs that never touch CUDA", "[e2e]") {
+  TempDir dir;
+  SECTION("/bin/true") {
+    const RunResult run =
+        RunCommand({GPUATTR_BIN, "run", "-o", dir.File("true.json"), "--", "/bin/true"});
+    CHECK(run.exit_status == 0);
+    CHECK(run.out.empty());
+    CHECK(SchemaValid(dir.File("true.json")));
+  }
+  SECTION("python3 -c 'print(1)'") {
+    const RunResult run = RunCommand(
+        {GPUATTR_BIN, "run", "-o", dir.File("py.json"), "--", "python3", "-c", "print(1)"});
+    CHECK(run.exit_status == 0);
+    CHECK(run.out == "1\n");
+    CHECK(SchemaValid(dir.File("py.json")));
+  }
+}
+
+}  // namespace
+}  // namespace gpuattr::e2e
