@@ -1,0 +1,185 @@
+// Analysis of one finished ProcessTrace: the correlation join, attribution to the NVTX pass
+// tree (DESIGN §2), busy/idle unions and gaps per device, kernel families, loss and coverage.
+//
+// Pure and single-threaded: AnalyzeProcess reads the trace const and returns plain values, which
+// the report builder turns into JSON. Called on the collector's main thread after the trace's
+// connection ended (ProcessTrace::Finish). Every number here is measured; where DESIGN allows
+// "not measured" the field is an std::optional and stays empty rather than 0.
+//
+// Invariant (tested): sum over root passes of total_ns + sum over unattributed of ns equals
+// kernel_ns + memcpy_ns + memset_ns, exactly. Activities without timestamps (start = end = 0) are
+// counted in loss and excluded from every time.
+#ifndef GPUATTR_COLLECTOR_ANALYSIS_ATTRIBUTION_H_
+#define GPUATTR_COLLECTOR_ANALYSIS_ATTRIBUTION_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/process_trace.h"
+#include "analysis/trace_data.h"
+
+namespace gpuattr::collector {
+
+struct DurationStats {
+  uint64_t count = 0;
+  uint64_t total = 0;
+  uint64_t min = 0;
+  uint64_t median = 0;  // the lower median: always an observed duration
+  uint64_t max = 0;
+};
+
+// Device time of captured (graph) activities of a pass, split by the path open where the graph
+// was launched: DESIGN §2's "second dimension". `path` is empty when the launch had no range,
+// absent when the launch was never seen.
+struct LaunchContext {
+  std::optional<std::vector<std::string>> path;
+  uint64_t ns = 0;
+  uint64_t activities = 0;
+};
+
+struct PassNode {
+  std::string name;
+  std::vector<std::string> path;
+  uint64_t instances = 0;             // closed push/pop instances of exactly this path
+  std::optional<DurationStats> host;  // empty when the path never appeared as a host range
+  // Device fields: meaningful only when the process's device time was measured.
+  uint64_t self_ns = 0;     // activities attributed to exactly this node
+  uint64_t total_ns = 0;    // self + children's totals
+  uint64_t busy_ns = 0;     // union of this node's own activity intervals
+  uint64_t kernels = 0;     // kernels attributed to exactly this node
+  uint64_t activities = 0;  // all activities attributed to exactly this node
+  uint64_t direct_ns = 0;
+  uint64_t inherited_ns = 0;
+  uint64_t captured_ns = 0;
+  std::vector<LaunchContext> launch_contexts;
+  std::vector<PassNode> children;
+};
+
+struct Unattributed {
+  std::string reason;
+  uint64_t ns = 0;
+  uint64_t kernel_ns = 0;
+  uint64_t activities = 0;
+};
+
+struct StreamStats {
+  uint32_t id = 0;
+  uint64_t busy_ns = 0;
+  uint64_t kernel_ns = 0;
+  uint64_t memcpy_ns = 0;
+  uint64_t memset_ns = 0;
+  uint64_t activities = 0;
+};
+
+enum class GapKind { kHostBound, kDependency, kUnknown };
+
+struct Gap {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  GapKind kind = GapKind::kUnknown;
+  std::optional<uint32_t> launch_tid;                  // thread that launched the gap's ending work
+  std::optional<std::vector<std::string>> host_range;  // its innermost range when the gap began
+};
+
+struct DeviceStats {
+  uint32_t id = 0;
+  std::optional<std::string> name;
+  uint64_t first_start_ns = 0;
+  uint64_t last_end_ns = 0;
+  uint64_t span_ns = 0;
+  uint64_t busy_ns = 0;
+  uint64_t idle_ns = 0;
+  std::vector<StreamStats> streams;
+  uint64_t host_bound_ns = 0;
+  uint64_t dependency_ns = 0;
+  uint64_t unclassified_ns = 0;  // holes ended by work whose launch was never seen
+  uint64_t tail_ns = 0;
+  uint64_t gaps = 0;
+  std::vector<Gap> largest;  // longest first, at most kLargestGaps
+};
+
+struct ShapeStats {
+  KernelShape shape;
+  uint64_t kernels = 0;
+  uint64_t total_ns = 0;
+};
+
+struct FamilyStats {
+  std::string family;
+  uint64_t kernels = 0;
+  uint64_t total_ns = 0;
+  uint64_t min_ns = 0;
+  uint64_t max_ns = 0;
+  std::vector<std::string> names;  // distinct demangled examples, at most kFamilyExamples
+  std::vector<ShapeStats> shapes;  // most kernels first
+
+  void Merge(const FamilyStats& other);
+};
+
+struct Totals {
+  uint64_t kernel_ns = 0;
+  uint64_t memcpy_ns = 0;
+  uint64_t memset_ns = 0;
+  uint64_t kernels = 0;
+  uint64_t memcpys = 0;
+  uint64_t memsets = 0;
+  uint64_t launches = 0;
+  uint64_t device_ns() const { return kernel_ns + memcpy_ns + memset_ns; }
+};
+
+struct Loss {
+  std::optional<uint64_t> dropped_records;  // ring + socket + CUPTI; empty without Diagnostics
+  uint64_t unmatched_launches = 0;
+  uint64_t orphan_activities = 0;   // activities whose correlation id matched no launch
+  uint64_t incomplete_records = 0;  // activities without timestamps, seen by the collector
+};
+
+struct SpanStats {
+  std::string name;
+  std::optional<std::string> domain;
+  DurationStats host;
+};
+
+struct MarkStats {
+  std::string name;
+  std::optional<std::string> domain;
+  uint64_t count = 0;
+};
+
+struct ProcessAnalysis {
+  bool device_measured = false;  // CUPTI subscribed (or device records arrived regardless)
+  std::optional<uint32_t> main_tid;
+  uint64_t capture_end_ns = 0;  // the latest timestamp of the stream
+  Totals totals;
+  Loss loss;
+  std::vector<DeviceStats> devices;
+  std::vector<PassNode> passes;       // roots
+  std::vector<FamilyStats> families;  // total_ns descending
+  std::vector<Unattributed> unattributed;
+  uint64_t attributed_kernel_ns = 0;
+  std::vector<SpanStats> ranges;
+  std::vector<MarkStats> marks;
+};
+
+constexpr size_t kLargestGaps = 5;
+constexpr size_t kFamilyExamples = 5;
+
+// Unattributed reasons (DESIGN §2).
+inline constexpr const char* kReasonNoOpenRange = "no_open_range";
+inline constexpr const char* kReasonLaunchNotSeen = "launch_not_seen";
+inline constexpr const char* kReasonGraphBeforeAttach = "graph_captured_before_attach";
+
+ProcessAnalysis AnalyzeProcess(const TraceData& data, const AnalysisOptions& options);
+
+// The name of an interned string, or "<unknown:ID>" when it was never defined.
+std::string StringOr(const TraceData& data, uint32_t id);
+
+// Lower median, min, max and total of `durations` (reordered). Empty input -> count 0.
+DurationStats Summarize(std::vector<uint64_t>& durations);
+
+}  // namespace gpuattr::collector
+
+#endif  // GPUATTR_COLLECTOR_ANALYSIS_ATTRIBUTION_H_

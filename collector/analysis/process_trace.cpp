@@ -1,0 +1,357 @@
+#include "analysis/process_trace.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "analysis/trace_data.h"
+#include "wire/codec.h"
+
+namespace gpuattr::collector {
+
+struct ProcessTrace::State {
+  TraceData data;
+};
+
+const TraceData& ReportBuilderAccess::Data(const ProcessTrace& trace) { return trace.state_->data; }
+
+namespace {
+
+// Names travel as raw bytes; the report is JSON, which must be valid UTF-8. Invalid sequences
+// become U+FFFD here so that nothing downstream (nlohmann's dump throws on them) can fail.
+std::string SanitizeUtf8(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  size_t i = 0;
+  while (i < in.size()) {
+    const auto c = static_cast<unsigned char>(in[i]);
+    size_t length = 0;
+    uint32_t min_code = 0;
+    if (c < 0x80) {
+      length = 1;
+    } else if ((c & 0xE0) == 0xC0) {
+      length = 2;
+      min_code = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      length = 3;
+      min_code = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      length = 4;
+      min_code = 0x10000;
+    }
+    bool valid = length > 0 && i + length <= in.size();
+    uint32_t code = length == 1 ? c : (c & (0x7F >> length));
+    for (size_t k = 1; valid && k < length; ++k) {
+      const auto next = static_cast<unsigned char>(in[i + k]);
+      if ((next & 0xC0) != 0x80) valid = false;
+      code = (code << 6) | (next & 0x3F);
+    }
+    if (valid && length > 1) {
+      valid = code >= min_code && code <= 0x10FFFF && !(code >= 0xD800 && code <= 0xDFFF);
+    }
+    if (valid && c != 0) {
+      out.append(in.substr(i, length));
+      i += length;
+    } else {
+      out.append("\xEF\xBF\xBD");
+      ++i;
+    }
+  }
+  return out;
+}
+
+void SeeTimestamp(TraceData& data, uint64_t ns) {
+  data.last_timestamp_ns = std::max(data.last_timestamp_ns, ns);
+}
+
+void PushRange(TraceData& data, const wire::RangeEvent& event) {
+  data.open_stacks[event.tid].push_back({event.timestamp_ns, event.node});
+  if (!data.main_tid || event.timestamp_ns < data.main_tid_first_push_ns) {
+    data.main_tid = event.tid;
+    data.main_tid_first_push_ns = event.timestamp_ns;
+  }
+}
+
+// Closes the innermost open range of `event.node` on the thread. Ranges above it (pushed later,
+// never popped) close with it: NVTX stacks cannot outlive their parent.
+void PopRange(TraceData& data, const wire::RangeEvent& event) {
+  auto stack_it = data.open_stacks.find(event.tid);
+  if (stack_it == data.open_stacks.end() || stack_it->second.empty()) {
+    ++data.unmatched_pops;
+    return;
+  }
+  auto& stack = stack_it->second;
+  auto match = std::find_if(stack.rbegin(), stack.rend(),
+                            [&](const OpenHostRange& open) { return open.node == event.node; });
+  if (match == stack.rend()) {
+    ++data.unmatched_pops;
+    return;
+  }
+  const size_t keep = static_cast<size_t>(stack.rend() - match) - 1;
+  data.implicitly_closed += stack.size() - keep - 1;
+  for (size_t i = stack.size(); i-- > keep;) {
+    const uint64_t end = std::max(event.timestamp_ns, stack[i].start_ns);
+    data.host_ranges.push_back({stack[i].start_ns, end, event.tid, stack[i].node});
+  }
+  stack.resize(keep);
+}
+
+void AddApiEnter(TraceData& data, const wire::ApiEnter& enter, uint16_t flags) {
+  if (enter.kind == static_cast<uint8_t>(wire::ApiKind::kCapture)) return;  // no device work
+  if (enter.correlation_id == 0) {
+    ++data.zero_correlation_launches;
+    return;
+  }
+  const bool nested = (flags & wire::kApiFlagNested) != 0;
+  auto [it, inserted] = data.launches.try_emplace(enter.correlation_id);
+  // A nested driver call shares its runtime call's correlation id: the outer call is the launch.
+  if (!inserted && (nested || !it->second.nested)) return;
+  LaunchRecord& launch = it->second;
+  launch.enter_ns = enter.timestamp_ns;
+  launch.tid = enter.tid;
+  launch.node = enter.node;
+  launch.cbid = enter.cbid;
+  launch.domain = enter.domain;
+  launch.kind = enter.kind;
+  launch.nested = nested;
+}
+
+uint32_t InternShape(TraceData& data, const wire::Kernel& kernel) {
+  KernelShape shape;
+  std::copy(std::begin(kernel.grid), std::end(kernel.grid), shape.grid.begin());
+  std::copy(std::begin(kernel.block), std::end(kernel.block), shape.block.begin());
+  shape.shared_memory_bytes = kernel.shared_memory_bytes;
+  auto [it, inserted] =
+      data.shape_index.try_emplace(shape, static_cast<uint32_t>(data.shapes.size()));
+  if (inserted) data.shapes.push_back(shape);
+  return it->second;
+}
+
+void AddActivity(TraceData& data, ActivityRecord record) {
+  SeeTimestamp(data, record.end_ns);
+  data.activities.push_back(record);
+}
+
+void Apply(TraceData& data, const wire::RecordView& record) {
+  using wire::RecordType;
+  switch (record.type) {
+    case RecordType::kHello:
+      data.hello = record.As<wire::Hello>();
+      SeeTimestamp(data, data.hello->monotonic_ns);
+      break;
+    case RecordType::kString: {
+      const auto header = record.As<wire::String>();
+      if (header.id != 0) data.strings[header.id] = SanitizeUtf8(record.StringText());
+      break;
+    }
+    case RecordType::kPathNode: {
+      const auto node = record.As<wire::PathNode>();
+      if (node.id != 0)
+        data.path_nodes[node.id] = {node.parent, node.name_string, node.domain_string};
+      break;
+    }
+    case RecordType::kThreadName: {
+      const auto name = record.As<wire::ThreadName>();
+      data.thread_names[name.tid] = name.name_string;
+      break;
+    }
+    case RecordType::kRangePush: {
+      const auto event = record.As<wire::RangeEvent>();
+      SeeTimestamp(data, event.timestamp_ns);
+      PushRange(data, event);
+      break;
+    }
+    case RecordType::kRangePop: {
+      const auto event = record.As<wire::RangeEvent>();
+      SeeTimestamp(data, event.timestamp_ns);
+      PopRange(data, event);
+      break;
+    }
+    case RecordType::kRangeStart: {
+      const auto start = record.As<wire::RangeStart>();
+      SeeTimestamp(data, start.timestamp_ns);
+      data.open_spans[start.range_id] = {start.timestamp_ns, 0, start.tid, start.name_string,
+                                         start.domain_string};
+      break;
+    }
+    case RecordType::kRangeEnd: {
+      const auto end = record.As<wire::RangeEnd>();
+      SeeTimestamp(data, end.timestamp_ns);
+      auto it = data.open_spans.find(end.range_id);
+      if (it == data.open_spans.end()) {
+        ++data.unmatched_range_ends;
+        break;
+      }
+      it->second.end_ns = std::max(end.timestamp_ns, it->second.start_ns);
+      data.spans.push_back(it->second);
+      data.open_spans.erase(it);
+      break;
+    }
+    case RecordType::kMark: {
+      const auto mark = record.As<wire::Mark>();
+      SeeTimestamp(data, mark.timestamp_ns);
+      ++data.marks[{mark.name_string, mark.domain_string}];
+      break;
+    }
+    case RecordType::kApiEnter: {
+      const auto enter = record.As<wire::ApiEnter>();
+      SeeTimestamp(data, enter.timestamp_ns);
+      AddApiEnter(data, enter, record.flags);
+      break;
+    }
+    case RecordType::kApiExit: {
+      const auto exit = record.As<wire::ApiExit>();
+      SeeTimestamp(data, exit.timestamp_ns);
+      auto it = data.launches.find(exit.correlation_id);
+      if (it == data.launches.end()) {
+        ++data.orphan_api_exits;
+      } else {
+        it->second.exit_ns = std::max(it->second.exit_ns, exit.timestamp_ns);
+      }
+      break;
+    }
+    case RecordType::kKernel: {
+      const auto kernel = record.As<wire::Kernel>();
+      AddActivity(data, {kernel.start_ns, kernel.end_ns, kernel.graph_node_id,
+                         kernel.correlation_id, kernel.name_string, kernel.device, kernel.stream,
+                         InternShape(data, kernel), ActivityKind::kKernel});
+      break;
+    }
+    case RecordType::kMemcpy: {
+      const auto copy = record.As<wire::Memcpy>();
+      AddActivity(data, {copy.start_ns, copy.end_ns, copy.graph_node_id, copy.correlation_id, 0,
+                         copy.device, copy.stream, 0, ActivityKind::kMemcpy});
+      break;
+    }
+    case RecordType::kMemset: {
+      const auto set = record.As<wire::Memset>();
+      AddActivity(data, {set.start_ns, set.end_ns, set.graph_node_id, set.correlation_id, 0,
+                         set.device, set.stream, 0, ActivityKind::kMemset});
+      break;
+    }
+    case RecordType::kGraphNodeCreated: {
+      const auto created = record.As<wire::GraphNodeCreated>();
+      SeeTimestamp(data, created.timestamp_ns);
+      GraphNodeInfo& info = data.graph_nodes[created.graph_node_id];
+      info.created = true;
+      info.path_node = created.node;
+      info.tid = created.tid;
+      if (created.correlation_id != 0) data.captured_correlations.insert(created.correlation_id);
+      break;
+    }
+    case RecordType::kGraphNodeCloned: {
+      const auto cloned = record.As<wire::GraphNodeCloned>();
+      SeeTimestamp(data, cloned.timestamp_ns);
+      if (cloned.graph_node_id != cloned.original_graph_node_id) {
+        data.graph_nodes[cloned.graph_node_id].original_node = cloned.original_graph_node_id;
+      }
+      break;
+    }
+    case RecordType::kCuptiState:
+      data.cupti_state = record.As<wire::CuptiState>();
+      break;
+    case RecordType::kRefusal:
+      data.refusals.push_back(record.As<wire::Refusal>());
+      break;
+    case RecordType::kDiagnostics:
+      data.diagnostics = record.As<wire::Diagnostics>();
+      break;
+    case RecordType::kDevice: {
+      const auto device = record.As<wire::Device>();
+      data.device_names[device.device] = device.name_string;
+      break;
+    }
+    case RecordType::kGoodbye:
+      data.goodbye = record.As<wire::Goodbye>();
+      SeeTimestamp(data, data.goodbye->timestamp_ns);
+      break;
+    default:
+      ++data.unknown_records;
+      break;
+  }
+}
+
+// Protocol checks that need the whole datagram before anything is applied: the first record of
+// a connection is a valid Hello, and no Hello comes later.
+Status CheckProtocol(const TraceData& data, const uint8_t* bytes, uint32_t size) {
+  wire::MessageReader reader;
+  if (reader.Open(bytes, size) != wire::DecodeError::kNone) {
+    return InternalError("a datagram that validated once failed to validate again");
+  }
+  wire::RecordView record;
+  bool first = true;
+  while (reader.Next(&record)) {
+    if (record.type == wire::RecordType::kHello) {
+      if (data.hello || !first) return DataLossError("a Hello record after the first record");
+      const auto hello = record.As<wire::Hello>();
+      if (std::memcmp(hello.magic, wire::kHelloMagic, sizeof(hello.magic)) != 0) {
+        return DataLossError("the Hello record has a bad magic");
+      }
+      if (hello.protocol_version != wire::kProtocolVersion) {
+        return DataLossError("the peer speaks wire protocol version " +
+                             std::to_string(hello.protocol_version) + ", this collector " +
+                             std::to_string(wire::kProtocolVersion));
+      }
+    } else if (first && !data.hello) {
+      return DataLossError("the connection's first record is not a Hello");
+    }
+    first = false;
+  }
+  if (first && !data.hello) return DataLossError("the connection's first message has no records");
+  return Status::Ok();
+}
+
+}  // namespace
+
+ProcessTrace::ProcessTrace() : state_(std::make_unique<State>()) {}
+ProcessTrace::~ProcessTrace() = default;
+
+Status ProcessTrace::ConsumeMessage(const uint8_t* data, uint32_t size) {
+  TraceData& trace = state_->data;
+  if (trace.finished) return FailedPreconditionError("a message after the connection finished");
+  wire::MessageReader reader;
+  const wire::DecodeError error = reader.Open(data, size);
+  if (error != wire::DecodeError::kNone) {
+    return DataLossError(std::string("malformed message: ") + wire::DecodeErrorName(error));
+  }
+  GPUATTR_RETURN_IF_ERROR(CheckProtocol(trace, data, size));
+
+  const uint64_t sequence = reader.header().sequence;
+  if (trace.messages > 0 && sequence < trace.next_sequence) {
+    ++trace.sequence_regressions;
+  } else {
+    trace.lost_messages += sequence - trace.next_sequence;
+    trace.next_sequence = sequence + 1;
+  }
+  ++trace.messages;
+
+  wire::RecordView record;
+  while (reader.Next(&record)) Apply(trace, record);
+  return Status::Ok();
+}
+
+void ProcessTrace::Finish() {
+  TraceData& data = state_->data;
+  if (data.finished) return;
+  data.finished = true;
+  for (auto& [tid, stack] : data.open_stacks) {
+    for (size_t i = stack.size(); i-- > 0;) {
+      data.host_ranges.push_back({stack[i].start_ns,
+                                  std::max(stack[i].start_ns, data.last_timestamp_ns), tid,
+                                  stack[i].node});
+      ++data.unclosed_ranges;
+    }
+    stack.clear();
+  }
+  for (auto& [id, span] : data.open_spans) {
+    span.end_ns = std::max(span.start_ns, data.last_timestamp_ns);
+    data.spans.push_back(span);
+    ++data.unclosed_ranges;
+  }
+  data.open_spans.clear();
+}
+
+bool ProcessTrace::has_hello() const { return state_->data.hello.has_value(); }
+
+uint32_t ProcessTrace::pid() const { return state_->data.hello ? state_->data.hello->pid : 0; }
+
+}  // namespace gpuattr::collector

@@ -1,0 +1,159 @@
+// TraceData: the decoded contents of one traced process's connection, as ProcessTrace keeps it.
+//
+// ProcessTrace (process_trace.cpp) is the only writer: it applies validated wire records here on
+// the ingest thread. The analysis (attribution.h) reads it, const, on the collector's main thread
+// after the connection ended; ReportBuilderAccess is its one way in. Nothing here is trusted to be
+// consistent: ids may be undefined, pops may not match pushes, activities may have no launch.
+//
+// Memory: device activities are kept as compact 48-byte records until the report is built, and
+// the correlation join runs then, over all of them. TODO(#3): the streaming join replaces this
+// with state proportional to launches in flight (DESIGN §4), folding activities as they join.
+#ifndef GPUATTR_COLLECTOR_ANALYSIS_TRACE_DATA_H_
+#define GPUATTR_COLLECTOR_ANALYSIS_TRACE_DATA_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "wire/protocol.h"
+
+namespace gpuattr::collector {
+
+class ProcessTrace;
+
+struct PathNodeDef {
+  uint32_t parent = 0;
+  uint32_t name_string = 0;
+  uint32_t domain_string = 0;
+};
+
+// One closed push/pop range on one thread: [start_ns, end_ns).
+struct HostRange {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t tid = 0;
+  uint32_t node = 0;  // the thread's path node while the range was open (the range itself)
+};
+
+struct OpenHostRange {
+  uint64_t start_ns = 0;
+  uint32_t node = 0;
+};
+
+// A start/end range (process-wide; may end on another thread). Not part of any stack.
+struct SpanRange {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t tid = 0;
+  uint32_t name_string = 0;
+  uint32_t domain_string = 0;
+};
+
+// A launch-like API call, keyed by correlation id in TraceData::launches.
+struct LaunchRecord {
+  uint64_t enter_ns = 0;
+  uint64_t exit_ns = 0;  // 0 until ApiExit arrived
+  uint32_t tid = 0;
+  uint32_t node = 0;  // launching thread's path node at ApiEnter; 0: no range open
+  uint16_t cbid = 0;
+  uint8_t domain = 0;   // wire::ApiDomain
+  uint8_t kind = 0;     // wire::ApiKind
+  bool nested = false;  // came from a kApiFlagNested record (an outer call was not seen)
+};
+
+enum class ActivityKind : uint8_t { kKernel = 0, kMemcpy = 1, kMemset = 2 };
+
+struct KernelShape {
+  std::array<uint32_t, 3> grid{};
+  std::array<uint32_t, 3> block{};
+  uint32_t shared_memory_bytes = 0;
+  auto operator<=>(const KernelShape&) const = default;
+};
+
+// One device activity, 48 bytes. start = end = 0 (or end < start) means CUPTI had no timestamp:
+// kept so its launch counts as matched, never counted as device time.
+struct ActivityRecord {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint64_t graph_node_id = 0;
+  uint32_t correlation_id = 0;
+  uint32_t name_string = 0;  // kernels: mangled name; 0 otherwise
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  uint32_t shape = 0;  // kernels: index into TraceData::shapes
+  ActivityKind kind = ActivityKind::kKernel;
+
+  bool complete() const { return end_ns > start_ns || (end_ns == start_ns && start_ns != 0); }
+  uint64_t duration_ns() const { return complete() ? end_ns - start_ns : 0; }
+};
+static_assert(sizeof(ActivityRecord) == 48, "keep activity records compact (see file comment)");
+
+// What is known about a graph node id: where it was created and what it was cloned from.
+struct GraphNodeInfo {
+  bool created = false;
+  uint32_t path_node = 0;  // capturing thread's path node at creation (valid when created)
+  uint32_t tid = 0;
+  uint64_t original_node = 0;  // 0 unless a GraphNodeCloned named this node as the clone
+};
+
+struct TraceData {
+  std::optional<wire::Hello> hello;
+  std::optional<wire::Goodbye> goodbye;
+  std::optional<wire::CuptiState> cupti_state;
+  std::optional<wire::Diagnostics> diagnostics;  // the latest (cumulative) one
+  std::vector<wire::Refusal> refusals;
+  bool finished = false;
+
+  std::unordered_map<uint32_t, std::string> strings;  // valid UTF-8 (sanitised on receipt)
+  std::unordered_map<uint32_t, PathNodeDef> path_nodes;
+  std::map<uint32_t, uint32_t> thread_names;  // tid -> string id
+  std::map<uint32_t, uint32_t> device_names;  // device -> string id
+
+  // Push/pop ranges.
+  std::unordered_map<uint32_t, std::vector<OpenHostRange>> open_stacks;  // per tid
+  std::vector<HostRange> host_ranges;  // closed instances, in closing order
+  std::optional<uint32_t> main_tid;    // tid of the earliest RangePush seen
+  uint64_t main_tid_first_push_ns = 0;
+
+  // Start/end ranges and marks.
+  std::unordered_map<uint64_t, SpanRange> open_spans;  // by range id
+  std::vector<SpanRange> spans;
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> marks;  // (name, domain) -> count
+
+  // Launches, device activity and graphs.
+  std::unordered_map<uint32_t, LaunchRecord> launches;
+  std::vector<ActivityRecord> activities;
+  std::vector<KernelShape> shapes;
+  std::map<KernelShape, uint32_t> shape_index;
+  std::unordered_map<uint64_t, GraphNodeInfo> graph_nodes;
+  std::unordered_set<uint32_t> captured_correlations;  // launches recorded into a graph
+
+  // Stream bookkeeping and collector-side counts of irregularities.
+  uint64_t messages = 0;
+  uint64_t next_sequence = 0;
+  uint64_t lost_messages = 0;         // sequence gaps
+  uint64_t sequence_regressions = 0;  // a sequence number at or below one already seen
+  uint64_t last_timestamp_ns = 0;     // the latest timestamp of any kind seen on this connection
+  uint64_t unmatched_pops = 0;        // a pop whose range was not open on that thread
+  uint64_t implicitly_closed = 0;     // ranges closed because an outer range was popped first
+  uint64_t unclosed_ranges = 0;       // push/pop and start/end ranges still open at Finish
+  uint64_t unmatched_range_ends = 0;
+  uint64_t unknown_records = 0;   // record types this collector does not know (skipped)
+  uint64_t orphan_api_exits = 0;  // ApiExit with no ApiEnter
+  uint64_t zero_correlation_launches = 0;
+};
+
+// The analysis and the report builder read a trace through this (ProcessTrace's friend).
+class ReportBuilderAccess {
+ public:
+  static const TraceData& Data(const ProcessTrace& trace);
+};
+
+}  // namespace gpuattr::collector
+
+#endif  // GPUATTR_COLLECTOR_ANALYSIS_TRACE_DATA_H_

@@ -1,0 +1,71 @@
+// WriteReportAtomically (report_builder.h): temp file in the target's directory, fsync, rename.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "report/report_builder.h"
+
+namespace gpuattr::collector {
+
+namespace {
+
+Status Errno(const std::string& what) {
+  const int error = errno;
+  const std::string message = what + ": " + std::strerror(error);
+  if (error == ENOENT || error == ENOTDIR) return NotFoundError(message);
+  if (error == EACCES || error == EPERM || error == EROFS) return PermissionDeniedError(message);
+  return UnavailableError(message);
+}
+
+Status WriteAll(int fd, const std::string& bytes, const std::string& path) {
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno("cannot write " + path);
+    }
+    written += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status WriteReportAtomically(const nlohmann::json& report, const std::string& path) {
+  if (path.empty()) return InvalidArgumentError("the report path is empty");
+  // Strings in the report were sanitised to UTF-8 on receipt; `replace` keeps dump() from
+  // throwing should one ever slip through.
+  std::string text = report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  text.push_back('\n');
+
+  const size_t slash = path.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::string temp_name = (dir == "/" ? "" : dir) + "/." + base + ".tmpXXXXXX";
+  std::vector<char> temp(temp_name.begin(), temp_name.end());
+  temp.push_back('\0');
+  const int fd = ::mkstemp(temp.data());
+  if (fd < 0) return Errno("cannot create a temporary file next to " + path);
+  const std::string temp_path(temp.data());
+
+  Status status = WriteAll(fd, text, temp_path);
+  // mkstemp creates 0600; a report is an ordinary 0644 file. (Reading the umask means setting
+  // it, which races with other threads creating files, so it is not consulted.)
+  if (status.ok() && ::fchmod(fd, 0644) != 0) status = Errno("cannot set the mode of " + temp_path);
+  if (status.ok() && ::fsync(fd) != 0) status = Errno("cannot fsync " + temp_path);
+  if (::close(fd) != 0 && status.ok()) status = Errno("cannot close " + temp_path);
+  if (status.ok() && ::rename(temp_path.c_str(), path.c_str()) != 0) {
+    status = Errno("cannot rename " + temp_path + " to " + path);
+  }
+  if (!status.ok()) ::unlink(temp_path.c_str());
+  return status;
+}
+
+}  // namespace gpuattr::collector

@@ -1,0 +1,27 @@
+// The catalogue of refusals: why some data could not be collected, and what to do about it.
+//
+// One table, owned here, maps each reason to its stable report code (DESIGN §3: `refusals[].code`)
+// with a generic cause and a remedy. The shim sends wire::RefusalCode plus the concrete cause it
+// saw; the collector adds reasons of its own (no CUDA in the process). Pure data; any thread.
+#ifndef GPUATTR_COLLECTOR_REPORT_REFUSAL_CATALOGUE_H_
+#define GPUATTR_COLLECTOR_REPORT_REFUSAL_CATALOGUE_H_
+
+#include <cstdint>
+
+namespace gpuattr::collector {
+
+struct RefusalEntry {
+  const char* code;    // the report's refusals[].code
+  const char* cause;   // what it means, in words
+  const char* remedy;  // what the user can do
+};
+
+// A refusal the shim sent (wire::RefusalCode). Unknown codes map to `device_time_unavailable`.
+const RefusalEntry& RefusalForWireCode(uint32_t wire_code);
+
+// The process never initialised CUDA (no CuptiState arrived): NVTX-only.
+const RefusalEntry& CudaNotInitializedRefusal();
+
+}  // namespace gpuattr::collector
+
+#endif  // GPUATTR_COLLECTOR_REPORT_REFUSAL_CATALOGUE_H_

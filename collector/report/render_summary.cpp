@@ -1,0 +1,146 @@
+// RenderSummary (report_builder.h): the short fixed-width table printed on stderr after a run.
+// It reads the report JSON defensively (a missing or null field prints "-"), so it renders any
+// gpuattr.report/1 document, including one read back from disk.
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "report/report_builder.h"
+
+namespace gpuattr::collector {
+
+namespace {
+
+using Json = nlohmann::json;
+
+const Json& Field(const Json& object, const char* key) {
+  static const Json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
+std::string Text(const Json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_number_unsigned()) return std::to_string(value.get<uint64_t>());
+  if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
+  if (value.is_number_float()) {
+    char out[32];
+    std::snprintf(out, sizeof(out), "%.3f", value.get<double>());
+    return out;
+  }
+  if (value.is_boolean()) return value.get<bool>() ? "yes" : "no";
+  return "-";
+}
+
+// Nanoseconds as milliseconds with three decimals.
+std::string Ms(const Json& value) {
+  if (!value.is_number()) return "-";
+  char out[32];
+  std::snprintf(out, sizeof(out), "%.3f", value.get<double>() / 1e6);
+  return out;
+}
+
+std::string Percent(const Json& value) {
+  if (!value.is_number()) return "-";
+  char out[32];
+  std::snprintf(out, sizeof(out), "%.1f%%", value.get<double>() * 100.0);
+  return out;
+}
+
+std::string Row(const char* format, const std::string& a, const std::string& b,
+                const std::string& c, const std::string& d) {
+  char out[512];
+  std::snprintf(out, sizeof(out), format, a.c_str(), b.c_str(), c.c_str(), d.c_str());
+  return out;
+}
+
+std::string JoinPath(const Json& path) {
+  if (!path.is_array()) return "-";
+  std::string out;
+  for (const Json& name : path) out += (out.empty() ? "" : "/") + Text(name);
+  return out.size() > 48 ? "..." + out.substr(out.size() - 45) : out;
+}
+
+// Every node of the pass tree, flattened, to rank the top passes by total device time.
+void Flatten(const Json& passes, std::vector<const Json*>& out) {
+  if (!passes.is_array()) return;
+  for (const Json& pass : passes) {
+    out.push_back(&pass);
+    Flatten(Field(pass, "children"), out);
+  }
+}
+
+double TotalNs(const Json& pass) {
+  const Json& total = Field(Field(pass, "device"), "total_ns");
+  if (total.is_number()) return total.get<double>();
+  const Json& host = Field(Field(pass, "host_ns"), "total");
+  return host.is_number() ? host.get<double>() : 0.0;
+}
+
+}  // namespace
+
+std::string RenderSummary(const nlohmann::json& report) {
+  constexpr size_t kTop = 5;
+  std::string out = "gpuattr summary (" + Text(Field(report, "schema_version")) + ")\n";
+  const Json& processes = Field(report, "processes");
+  if (!processes.is_array() || processes.empty()) return out + "  no traced process reported\n";
+  for (const Json& process : processes) {
+    out += "\nprocess pid " + Text(Field(process, "pid")) + "  rank " +
+           Text(Field(process, "rank")) + "  status " + Text(Field(process, "status")) + "  exit " +
+           Text(Field(process, "exit_status")) + "\n";
+    const Json& refusals = Field(process, "refusals");
+    if (refusals.is_array()) {
+      for (const Json& refusal : refusals)
+        out += "  refused: " + Text(Field(refusal, "code")) + "\n";
+    }
+    const Json& devices = Field(process, "devices");
+    if (devices.is_array()) {
+      out += Row("  %-8s %14s %14s %8s\n", "device", "span ms", "busy ms", "idle");
+      for (const Json& device : devices) {
+        out +=
+            Row("  %-8s %14s %14s %8s\n", Text(Field(device, "id")), Ms(Field(device, "span_ns")),
+                Ms(Field(device, "busy_ns")), Percent(Field(device, "idle_fraction")));
+      }
+    } else {
+      out += "  device time: not measured\n";
+    }
+    std::vector<const Json*> passes;
+    Flatten(Field(process, "passes"), passes);
+    std::stable_sort(passes.begin(), passes.end(),
+                     [](const Json* a, const Json* b) { return TotalNs(*a) > TotalNs(*b); });
+    if (!passes.empty()) {
+      out += Row("  %-48s %14s %14s %8s\n", "pass", "device ms", "host ms", "n");
+      for (size_t i = 0; i < passes.size() && i < kTop; ++i) {
+        const Json& pass = *passes[i];
+        out += Row("  %-48s %14s %14s %8s\n", JoinPath(Field(pass, "path")),
+                   Ms(Field(Field(pass, "device"), "total_ns")),
+                   Ms(Field(Field(pass, "host_ns"), "total")), Text(Field(pass, "instances")));
+      }
+    }
+    const Json& families = Field(process, "families");
+    if (families.is_array() && !families.empty()) {
+      out += Row("  %-48s %14s %14s %8s\n", "kernel family", "total ms", "share", "kernels");
+      for (size_t i = 0; i < families.size() && i < kTop; ++i) {
+        std::string name = Text(Field(families[i], "family"));
+        if (name.size() > 48) name = name.substr(0, 45) + "...";
+        out += Row("  %-48s %14s %14s %8s\n", name, Ms(Field(families[i], "total_ns")),
+                   Percent(Field(families[i], "share")), Text(Field(families[i], "kernels")));
+      }
+    }
+    const Json& coverage = Field(process, "coverage");
+    out += "  coverage " + Percent(Field(coverage, "attributed_fraction")) + " (threshold " +
+           Percent(Field(coverage, "threshold")) + ", passed " + Text(Field(coverage, "passed")) +
+           ")\n";
+    const Json& loss = Field(process, "loss");
+    out += "  loss: dropped " + Text(Field(loss, "dropped_records")) + ", unmatched launches " +
+           Text(Field(loss, "unmatched_launches")) + ", orphan activities " +
+           Text(Field(loss, "orphan_activities")) + ", lost messages " +
+           Text(Field(loss, "lost_messages")) + "\n";
+  }
+  return out;
+}
+
+}  // namespace gpuattr::collector

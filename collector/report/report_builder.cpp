@@ -1,0 +1,466 @@
+// BuildReport (report_builder.h): one AnalyzeProcess per traced process, turned into the
+// gpuattr.report/1 JSON, plus the summary merged over processes. Null-versus-measured rules:
+// device numbers (totals, devices, pass device objects, families, coverage) are null when the
+// process's device time was not measured (no successful CuptiState and no device records); phases
+// and steps are null until their issues compute them; loss counters from the shim are null when no
+// Diagnostics record arrived.
+#include "report/report_builder.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <climits>
+#include <cstdio>
+#include <ctime>
+
+#include "analysis/attribution.h"
+#include "analysis/trace_data.h"
+#include "report/refusal_catalogue.h"
+
+namespace gpuattr::collector {
+
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr const char* kSchemaVersion = "gpuattr.report/1";
+constexpr const char* kToolVersion = "0.1.0";
+
+std::string IsoUtc(uint64_t realtime_ns) {
+  const auto seconds = static_cast<time_t>(realtime_ns / 1000000000u);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &utc);
+  char out[64];
+  std::snprintf(out, sizeof(out), "%s.%09" PRIu64 "Z", date, realtime_ns % 1000000000u);
+  return out;
+}
+
+Json Fraction(uint64_t part, uint64_t whole) {
+  if (whole == 0) return nullptr;
+  return static_cast<double>(part) / static_cast<double>(whole);
+}
+
+Json OptionalString(const std::optional<std::string>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+Json PathOrNull(const std::optional<std::vector<std::string>>& path) {
+  return path ? Json(*path) : Json(nullptr);
+}
+
+const char* GapKindName(GapKind kind) {
+  switch (kind) {
+    case GapKind::kHostBound:
+      return "host_bound";
+    case GapKind::kDependency:
+      return "dependency";
+    case GapKind::kUnknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+Json PassJson(const PassNode& node, bool device_measured) {
+  Json out;
+  out["name"] = node.name;
+  out["path"] = node.path;
+  out["instances"] = node.instances;
+  if (node.host) {
+    out["host_ns"] = {{"total", node.host->total},
+                      {"min", node.host->min},
+                      {"median", node.host->median},
+                      {"max", node.host->max}};
+  } else {
+    out["host_ns"] = nullptr;
+  }
+  if (device_measured) {
+    out["device"] = {{"self_ns", node.self_ns},
+                     {"total_ns", node.total_ns},
+                     {"busy_ns", node.busy_ns},
+                     {"kernels", node.kernels},
+                     {"activities", node.activities}};
+    out["attribution"] = {{"direct_ns", node.direct_ns},
+                          {"inherited_ns", node.inherited_ns},
+                          {"captured_ns", node.captured_ns}};
+    Json contexts = Json::array();
+    for (const LaunchContext& context : node.launch_contexts) {
+      contexts.push_back({{"path", PathOrNull(context.path)},
+                          {"ns", context.ns},
+                          {"activities", context.activities}});
+    }
+    out["launch_contexts"] = std::move(contexts);
+  } else {
+    out["device"] = nullptr;
+    out["attribution"] = nullptr;
+    out["launch_contexts"] = nullptr;
+  }
+  out["phase"] = nullptr;
+  Json children = Json::array();
+  for (const PassNode& child : node.children) children.push_back(PassJson(child, device_measured));
+  out["children"] = std::move(children);
+  return out;
+}
+
+Json FamilyJson(const FamilyStats& family, uint64_t kernel_ns) {
+  Json shapes = Json::array();
+  for (const ShapeStats& shape : family.shapes) {
+    shapes.push_back({{"grid", shape.shape.grid},
+                      {"block", shape.shape.block},
+                      {"shared_memory_bytes", shape.shape.shared_memory_bytes},
+                      {"kernels", shape.kernels},
+                      {"total_ns", shape.total_ns}});
+  }
+  return {{"family", family.family},
+          {"kernels", family.kernels},
+          {"total_ns", family.total_ns},
+          {"mean_ns", family.kernels ? family.total_ns / family.kernels : 0},
+          {"min_ns", family.min_ns},
+          {"max_ns", family.max_ns},
+          {"share", Fraction(family.total_ns, kernel_ns)},
+          {"names", family.names},
+          {"shapes", std::move(shapes)}};
+}
+
+Json DeviceJson(const DeviceStats& device) {
+  Json streams = Json::array();
+  for (const StreamStats& stream : device.streams) {
+    streams.push_back({{"id", stream.id},
+                       {"busy_ns", stream.busy_ns},
+                       {"kernel_ns", stream.kernel_ns},
+                       {"memcpy_ns", stream.memcpy_ns},
+                       {"memset_ns", stream.memset_ns},
+                       {"activities", stream.activities}});
+  }
+  Json largest = Json::array();
+  for (const Gap& gap : device.largest) {
+    largest.push_back({{"start_ns", gap.start_ns},
+                       {"end_ns", gap.end_ns},
+                       {"ns", gap.end_ns - gap.start_ns},
+                       {"class", GapKindName(gap.kind)},
+                       {"launch_tid", gap.launch_tid ? Json(*gap.launch_tid) : Json(nullptr)},
+                       {"host_range", PathOrNull(gap.host_range)}});
+  }
+  return {{"id", device.id},
+          {"name", OptionalString(device.name)},
+          {"first_start_ns", device.first_start_ns},
+          {"last_end_ns", device.last_end_ns},
+          {"span_ns", device.span_ns},
+          {"busy_ns", device.busy_ns},
+          {"idle_ns", device.idle_ns},
+          {"idle_fraction", Fraction(device.idle_ns, device.span_ns)},
+          {"streams", std::move(streams)},
+          {"gaps",
+           {{"count", device.gaps},
+            {"host_bound_ns", device.host_bound_ns},
+            {"dependency_ns", device.dependency_ns},
+            {"unclassified_ns", device.unclassified_ns},
+            {"tail_ns", device.tail_ns},
+            {"largest", std::move(largest)}}}};
+}
+
+Json TotalsJson(const Totals& totals) {
+  return {{"kernel_ns", totals.kernel_ns}, {"memcpy_ns", totals.memcpy_ns},
+          {"memset_ns", totals.memset_ns}, {"kernels", totals.kernels},
+          {"launches", totals.launches},   {"memcpys", totals.memcpys},
+          {"memsets", totals.memsets}};
+}
+
+Json NullTotals() {
+  return {{"kernel_ns", nullptr}, {"memcpy_ns", nullptr}, {"memset_ns", nullptr},
+          {"kernels", nullptr},   {"launches", nullptr},  {"memcpys", nullptr},
+          {"memsets", nullptr}};
+}
+
+Json UnattributedJson(const std::vector<Unattributed>& entries) {
+  Json out = Json::array();
+  for (const Unattributed& entry : entries) {
+    out.push_back({{"reason", entry.reason},
+                   {"ns", entry.ns},
+                   {"kernel_ns", entry.kernel_ns},
+                   {"activities", entry.activities}});
+  }
+  return out;
+}
+
+Json CoverageJson(bool measured, uint64_t attributed_kernel_ns, uint64_t kernel_ns,
+                  const std::vector<Unattributed>& unattributed, double threshold) {
+  Json fraction = measured ? Fraction(attributed_kernel_ns, kernel_ns) : Json(nullptr);
+  Json passed = nullptr;
+  if (fraction.is_number()) passed = fraction.get<double>() >= threshold;
+  return {{"attributed_fraction", fraction},
+          {"attributed_kernel_ns", measured ? Json(attributed_kernel_ns) : Json(nullptr)},
+          {"threshold", threshold},
+          {"passed", passed},
+          {"by_phase", {{"forward", nullptr}, {"backward", nullptr}}},
+          {"unattributed", measured ? UnattributedJson(unattributed) : Json(nullptr)}};
+}
+
+Json RefusalJson(const RefusalEntry& entry, const std::string& detail, int32_t cupti_result) {
+  std::string cause = entry.cause;
+  if (!detail.empty()) cause += " Seen: " + detail + ".";
+  return {{"code", entry.code},
+          {"cause", cause},
+          {"remedy", entry.remedy},
+          {"cupti_result", cupti_result != 0 ? Json(cupti_result) : Json(nullptr)}};
+}
+
+// Everything one process contributes: its JSON and the numbers the summary merges.
+struct ProcessReport {
+  Json json;
+  Json summary_row;  // this process's line of summary.ranks
+  std::string status;
+  int rank_sort = 0;
+  uint32_t pid = 0;
+  bool measured = false;
+  Totals totals;
+  uint64_t attributed_kernel_ns = 0;
+  std::vector<Unattributed> unattributed;
+  std::vector<FamilyStats> families;
+};
+
+ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs) {
+  const TraceData& data = ReportBuilderAccess::Data(trace);
+  const wire::Hello& hello = *data.hello;
+  ProcessAnalysis analysis = AnalyzeProcess(data, inputs.options);
+  const bool measured = analysis.device_measured;
+
+  Json refusals = Json::array();
+  for (const wire::Refusal& refusal : data.refusals) {
+    refusals.push_back(RefusalJson(RefusalForWireCode(refusal.code),
+                                   refusal.cause_string ? StringOr(data, refusal.cause_string) : "",
+                                   refusal.cupti_result));
+  }
+  if (!data.cupti_state && !measured) {
+    refusals.push_back(RefusalJson(CudaNotInitializedRefusal(), "", 0));
+  } else if (data.cupti_state && data.cupti_state->result != 0 && data.refusals.empty()) {
+    refusals.push_back(
+        RefusalJson(RefusalForWireCode(static_cast<uint32_t>(wire::RefusalCode::kCuptiUnavailable)),
+                    "CuptiState without a Refusal record", data.cupti_state->result));
+  }
+  const bool fatal =
+      std::any_of(data.refusals.begin(), data.refusals.end(), [](const wire::Refusal& r) {
+        return r.code == static_cast<uint32_t>(wire::RefusalCode::kCuptiFatalError);
+      });
+  // refused: no device time at all; truncated: the stream ended without Goodbye, or CUPTI
+  // finalized itself mid-run (device records stop early); complete otherwise.
+  const char* status = !measured ? "refused" : (!data.goodbye || fatal) ? "truncated" : "complete";
+
+  Json process;
+  process["pid"] = hello.pid;
+  process["ppid"] = hello.ppid;
+  process["rank"] = hello.rank >= 0 ? Json(hello.rank) : Json(nullptr);
+  process["local_rank"] = hello.local_rank >= 0 ? Json(hello.local_rank) : Json(nullptr);
+  process["exe"] = hello.exe_string ? Json(StringOr(data, hello.exe_string)) : Json(nullptr);
+  auto exit_status = inputs.exit_statuses.find(hello.pid);
+  process["exit_status"] =
+      exit_status != inputs.exit_statuses.end() ? Json(exit_status->second) : Json(nullptr);
+  process["status"] = status;
+  process["goodbye"] = data.goodbye.has_value();
+  process["refusals"] = std::move(refusals);
+
+  const auto diag = data.diagnostics;
+  auto diag_field = [&](uint64_t wire::Diagnostics::*field) {
+    return diag ? Json((*diag).*field) : Json(nullptr);
+  };
+  process["loss"] = {
+      {"dropped_records",
+       analysis.loss.dropped_records ? Json(*analysis.loss.dropped_records) : Json(nullptr)},
+      {"unmatched_launches", measured ? Json(analysis.loss.unmatched_launches) : Json(nullptr)},
+      {"orphan_activities", measured ? Json(analysis.loss.orphan_activities) : Json(nullptr)},
+      {"incomplete_records", measured ? Json(analysis.loss.incomplete_records) : Json(nullptr)},
+      {"lost_messages", data.lost_messages},
+      {"sequence_regressions", data.sequence_regressions},
+      {"ring_dropped_records", diag_field(&wire::Diagnostics::ring_dropped_records)},
+      {"socket_dropped_records", diag_field(&wire::Diagnostics::socket_dropped_records)},
+      {"socket_dropped_messages", diag_field(&wire::Diagnostics::socket_dropped_messages)},
+      {"cupti_dropped_records", diag_field(&wire::Diagnostics::cupti_dropped_records)},
+      {"cupti_buffers_declined", diag_field(&wire::Diagnostics::cupti_buffers_declined)},
+      {"intern_table_full", diag_field(&wire::Diagnostics::intern_table_full)},
+      {"untranslated_records", diag_field(&wire::Diagnostics::untranslated_records)},
+      {"shim_incomplete_records", diag_field(&wire::Diagnostics::incomplete_records)},
+      {"unmatched_pops", data.unmatched_pops},
+      {"implicitly_closed_ranges", data.implicitly_closed},
+      {"unclosed_ranges", data.unclosed_ranges},
+      {"unmatched_range_ends", data.unmatched_range_ends},
+      {"unknown_records", data.unknown_records},
+      {"orphan_api_exits", data.orphan_api_exits},
+      {"zero_correlation_launches", data.zero_correlation_launches}};
+  process["totals"] = measured ? TotalsJson(analysis.totals) : NullTotals();
+
+  if (measured) {
+    Json devices = Json::array();
+    for (const DeviceStats& device : analysis.devices) devices.push_back(DeviceJson(device));
+    process["devices"] = std::move(devices);
+  } else {
+    process["devices"] = nullptr;
+  }
+  Json passes = Json::array();
+  for (const PassNode& root : analysis.passes) passes.push_back(PassJson(root, measured));
+  process["passes"] = std::move(passes);
+  if (measured) {
+    Json families = Json::array();
+    for (const FamilyStats& family : analysis.families) {
+      families.push_back(FamilyJson(family, analysis.totals.kernel_ns));
+    }
+    process["families"] = std::move(families);
+  } else {
+    process["families"] = nullptr;
+  }
+  process["phases"] = {{"forward_ns", nullptr},        {"backward_ns", nullptr},
+                       {"recompute_ns", nullptr},      {"optimizer_ns", nullptr},
+                       {"loss_ns", nullptr},           {"other_ns", nullptr},
+                       {"recompute_fraction", nullptr}};
+  process["steps"] = nullptr;
+  process["coverage"] =
+      CoverageJson(measured, analysis.attributed_kernel_ns, analysis.totals.kernel_ns,
+                   analysis.unattributed, inputs.options.coverage_threshold);
+
+  Json ranges = Json::array();
+  for (const SpanStats& span : analysis.ranges) {
+    ranges.push_back({{"name", span.name},
+                      {"domain", OptionalString(span.domain)},
+                      {"instances", span.host.count},
+                      {"host_ns",
+                       {{"total", span.host.total},
+                        {"min", span.host.min},
+                        {"median", span.host.median},
+                        {"max", span.host.max}}}});
+  }
+  process["ranges"] = std::move(ranges);
+  Json marks = Json::array();
+  for (const MarkStats& mark : analysis.marks) {
+    marks.push_back(
+        {{"name", mark.name}, {"domain", OptionalString(mark.domain)}, {"count", mark.count}});
+  }
+  process["marks"] = std::move(marks);
+  Json threads = Json::array();
+  for (const auto& [tid, name] : data.thread_names) {
+    threads.push_back({{"tid", tid}, {"name", StringOr(data, name)}});
+  }
+  process["threads"] = std::move(threads);
+  process["main_thread"] = analysis.main_tid ? Json(*analysis.main_tid) : Json(nullptr);
+
+  uint64_t busy = 0;
+  uint64_t idle = 0;
+  for (const DeviceStats& device : analysis.devices) {
+    busy += device.busy_ns;
+    idle += device.idle_ns;
+  }
+  ProcessReport report;
+  report.summary_row = {{"rank", process["rank"]},
+                        {"pid", hello.pid},
+                        {"status", status},
+                        {"busy_ns", measured ? Json(busy) : Json(nullptr)},
+                        {"idle_ns", measured ? Json(idle) : Json(nullptr)},
+                        {"coverage", process["coverage"]["attributed_fraction"]}};
+  report.status = status;
+  report.json = std::move(process);
+  report.rank_sort = hello.rank >= 0 ? hello.rank : INT32_MAX;
+  report.pid = hello.pid;
+  report.measured = measured;
+  report.totals = analysis.totals;
+  report.attributed_kernel_ns = analysis.attributed_kernel_ns;
+  report.unattributed = std::move(analysis.unattributed);
+  report.families = std::move(analysis.families);
+  return report;
+}
+
+Json SummaryJson(const std::vector<ProcessReport>& processes, const ReportInputs& inputs) {
+  Totals totals;
+  uint64_t attributed = 0;
+  bool any_measured = false;
+  std::map<std::string, Unattributed> unattributed;
+  std::map<std::string, FamilyStats> families;
+  Json statuses = {{"complete", 0}, {"truncated", 0}, {"refused", 0}};
+  Json ranks = Json::array();
+  for (const ProcessReport& process : processes) {
+    statuses[process.status] = statuses[process.status].get<int>() + 1;
+    ranks.push_back(process.summary_row);
+    if (!process.measured) continue;
+    any_measured = true;
+    totals.kernel_ns += process.totals.kernel_ns;
+    totals.memcpy_ns += process.totals.memcpy_ns;
+    totals.memset_ns += process.totals.memset_ns;
+    totals.kernels += process.totals.kernels;
+    totals.memcpys += process.totals.memcpys;
+    totals.memsets += process.totals.memsets;
+    totals.launches += process.totals.launches;
+    attributed += process.attributed_kernel_ns;
+    for (const Unattributed& entry : process.unattributed) {
+      Unattributed& merged = unattributed[entry.reason];
+      merged.reason = entry.reason;
+      merged.ns += entry.ns;
+      merged.kernel_ns += entry.kernel_ns;
+      merged.activities += entry.activities;
+    }
+    for (const FamilyStats& family : process.families) {
+      FamilyStats& merged = families[family.family];
+      merged.family = family.family;
+      merged.Merge(family);
+    }
+  }
+  std::vector<Unattributed> merged_unattributed;
+  for (auto& [reason, entry] : unattributed) merged_unattributed.push_back(entry);
+  std::stable_sort(merged_unattributed.begin(), merged_unattributed.end(),
+                   [](const Unattributed& a, const Unattributed& b) { return a.ns > b.ns; });
+  std::vector<FamilyStats> merged_families;
+  for (auto& [name, family] : families) merged_families.push_back(std::move(family));
+  std::stable_sort(
+      merged_families.begin(), merged_families.end(),
+      [](const FamilyStats& a, const FamilyStats& b) { return a.total_ns > b.total_ns; });
+  Json family_json = nullptr;
+  if (any_measured) {
+    family_json = Json::array();
+    for (const FamilyStats& family : merged_families) {
+      family_json.push_back(FamilyJson(family, totals.kernel_ns));
+    }
+  }
+  return {{"processes", processes.size()},
+          {"statuses", std::move(statuses)},
+          {"totals", any_measured ? TotalsJson(totals) : NullTotals()},
+          {"coverage", CoverageJson(any_measured, attributed, totals.kernel_ns, merged_unattributed,
+                                    inputs.options.coverage_threshold)},
+          {"families", std::move(family_json)},
+          {"ranks", std::move(ranks)}};
+}
+
+}  // namespace
+
+nlohmann::json BuildReport(const ReportInputs& inputs) {
+  std::vector<ProcessReport> processes;
+  uint64_t without_hello = 0;
+  for (const ProcessTrace* trace : inputs.processes) {
+    if (trace == nullptr || !trace->has_hello()) {
+      ++without_hello;
+      continue;
+    }
+    processes.push_back(BuildProcess(*trace, inputs));
+  }
+  std::stable_sort(processes.begin(), processes.end(),
+                   [](const ProcessReport& a, const ProcessReport& b) {
+                     return a.rank_sort != b.rank_sort ? a.rank_sort < b.rank_sort : a.pid < b.pid;
+                   });
+
+  Json report;
+  report["schema_version"] = kSchemaVersion;
+  report["tool"] = {{"name", "gpuattr"}, {"version", kToolVersion}};
+  report["capture"] = {{"mode", inputs.capture.mode},
+                       {"command", inputs.capture.command},
+                       {"source", nullptr},
+                       {"host", inputs.capture.host},
+                       {"started_at", IsoUtc(inputs.capture.started_at_realtime_ns)},
+                       {"duration_ns", inputs.capture.duration_ns},
+                       {"clock", "CLOCK_MONOTONIC"},
+                       {"inherit", inputs.options.inherit}};
+  report["summary"] = SummaryJson(processes, inputs);
+  Json process_json = Json::array();
+  for (ProcessReport& process : processes) process_json.push_back(std::move(process.json));
+  report["processes"] = std::move(process_json);
+  report["diagnostics"] = {{"rejected_connections", inputs.rejected_connections},
+                           {"rejected_messages", inputs.rejected_messages},
+                           {"connections_without_hello", without_hello}};
+  return report;
+}
+
+}  // namespace gpuattr::collector

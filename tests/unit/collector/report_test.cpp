@@ -1,0 +1,245 @@
+// The report as a whole: it validates against schemas/report.schema.json (through
+// scripts/validate_report.py, as CI does), the summary merges processes, the text summary
+// renders, and the file is written atomically.
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "report_test_util.h"
+#include "wire_test_util.h"
+
+namespace gpuattr::collector::testing {
+namespace {
+
+// A private temporary directory, removed with its files at scope exit.
+class TempDir {
+ public:
+  TempDir() {
+    char pattern[] = "/tmp/gpuattr-report-test-XXXXXX";
+    REQUIRE(::mkdtemp(pattern) != nullptr);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    for (const std::string& name : Entries()) ::unlink((path_ + "/" + name).c_str());
+    ::rmdir(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+  std::vector<std::string> Entries() const {
+    std::vector<std::string> names;
+    if (DIR* dir = ::opendir(path_.c_str())) {
+      while (dirent* entry = ::readdir(dir)) {
+        const std::string name = entry->d_name;
+        if (name != "." && name != "..") names.push_back(name);
+      }
+      ::closedir(dir);
+    }
+    return names;
+  }
+
+ private:
+  std::string path_;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int Validate(const Json& report, const TempDir& dir, const std::string& name) {
+  const std::string path = dir.path() + "/" + name;
+  REQUIRE(WriteReportAtomically(report, path).ok());
+  const std::string command = "python3 '" GPUATTR_SOURCE_DIR "/scripts/validate_report.py' '" +
+                              path + "' > '" + path + ".log' 2>&1";
+  const int status = std::system(command.c_str());
+  INFO(ReadFile(path + ".log"));
+  REQUIRE(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+// Rank 0: kernels, a graph, a memcpy, an orphan; rank 1: one kernel; a third process: NVTX-only.
+struct Fixture {
+  ProcessTrace rank0;
+  ProcessTrace rank1;
+  ProcessTrace nvtx_only;
+  ProcessTrace silent;  // never said Hello
+
+  Fixture() {
+    {
+      Feeder feed(rank0);
+      Message m;
+      m.Add(MakeHello(200, 0, 1)).Str(1, "/usr/bin/python3").Str(2, "step").Str(3, "_Z4gemmPfS_");
+      m.Str(4, "forward").Str(5, "NVIDIA H200").Add(wire::Device{0, 5}).Add(CuptiOk());
+      m.Add(MakeNode(10, 0, 2)).Add(MakeNode(11, 10, 4)).Add(wire::ThreadName{1, 2});
+      m.Push(100, 1, 10)
+          .Push(105, 1, 11)
+          .Add(MakeLaunch(1, 110, 1, 11))
+          .Add(MakeGraphNode(500, 2, 11));
+      m.Pop(120, 1, 11).Add(MakeLaunch(3, 130, 1, 10, wire::ApiKind::kGraph));
+      m.Add(MakeKernel(1, 200, 230, 1, 3)).Add(MakeKernel(3, 240, 270, 2, 3, 500));
+      m.Add(MakeMemcpy(0, 280, 290, 1)).Pop(300, 1, 10);
+      m.Add(wire::RangeStart{1, 1, 1, 4, 0, 0}).Add(wire::RangeEnd{2, 1, 1, 0});
+      m.Add(wire::Mark{3, 1, 2, 0, 0}).Add(wire::Diagnostics{}).Add(wire::Goodbye{400, 1, 0});
+      REQUIRE(feed.Send(m).ok());
+    }
+    {
+      Feeder feed(rank1);
+      Message m;
+      m.Add(MakeHello(201, 1)).Str(3, "_Z4gemmPfS_").Add(CuptiOk());
+      m.Add(MakeLaunch(1, 5, 1, 0)).Add(MakeKernel(1, 10, 20, 0, 3)).Add(wire::Goodbye{50, 1, 0});
+      REQUIRE(feed.Send(m).ok());
+    }
+    {
+      Feeder feed(nvtx_only);
+      Message m;
+      m.Add(MakeHello(202)).Str(2, "load").Add(MakeNode(10, 0, 2)).Push(1, 1, 10).Pop(9, 1, 10);
+      REQUIRE(feed.Send(m).ok());
+    }
+    rank0.Finish();
+    rank1.Finish();
+    nvtx_only.Finish();
+    silent.Finish();
+  }
+
+  Json Report() {
+    ReportInputs inputs;
+    inputs.capture = {"run", {"python3", "train.py"}, "node-a", 1700000000123456789ull, 10000};
+    inputs.processes = {&nvtx_only, &rank1, &silent, &rank0};
+    inputs.exit_statuses = {{200, 0}, {202, 3}};
+    inputs.rejected_connections = 1;
+    inputs.rejected_messages = 2;
+    return BuildReport(inputs);
+  }
+};
+
+TEST_CASE("a report validates against the schema", "[unit][report]") {
+  Fixture fixture;
+  const Json report = fixture.Report();
+  TempDir dir;
+  CHECK(Validate(report, dir, "full.json") == 0);
+  CHECK(Validate(ReportFor({}), dir, "empty.json") == 0);
+
+  SECTION("and the validator rejects what breaks the contract") {
+    Json wrong_version = report;
+    wrong_version["schema_version"] = "gpuattr.report/2";
+    CHECK(Validate(wrong_version, dir, "wrong_version.json") == 1);
+    Json missing = report;
+    missing["processes"][0].erase("loss");
+    CHECK(Validate(missing, dir, "missing.json") == 1);
+    Json bad_status = report;
+    bad_status["processes"][0]["status"] = "finished";
+    CHECK(Validate(bad_status, dir, "bad_status.json") == 1);
+  }
+}
+
+TEST_CASE("the report has the contract's top level and per-process order", "[unit][report]") {
+  Fixture fixture;
+  const Json report = fixture.Report();
+  CHECK(report["schema_version"] == "gpuattr.report/1");
+  CHECK(report["tool"]["name"] == "gpuattr");
+  CHECK(report["tool"]["version"] == "0.1.0");
+  CHECK(report["capture"]["started_at"] == "2023-11-14T22:13:20.123456789Z");
+  CHECK(report["capture"]["source"].is_null());
+  CHECK(report["capture"]["clock"] == "CLOCK_MONOTONIC");
+  CHECK(report["diagnostics"]["rejected_connections"] == 1);
+  CHECK(report["diagnostics"]["rejected_messages"] == 2);
+  CHECK(report["diagnostics"]["connections_without_hello"] == 1);
+  const Json& processes = report["processes"];
+  REQUIRE(processes.size() == 3);
+  CHECK(processes[0]["pid"] == 200);  // rank 0, rank 1, then no rank
+  CHECK(processes[1]["pid"] == 201);
+  CHECK(processes[2]["pid"] == 202);
+  CHECK(processes[0]["exit_status"] == 0);
+  CHECK(processes[1]["exit_status"].is_null());
+  CHECK(processes[2]["exit_status"] == 3);
+  CHECK(processes[2]["status"] == "refused");
+  CHECK(processes[0]["phases"]["forward_ns"].is_null());
+  CHECK(processes[0]["phases"]["recompute_fraction"].is_null());
+  CHECK(processes[0]["steps"].is_null());
+  CHECK(processes[0]["coverage"]["by_phase"]["forward"].is_null());
+  for (const Json& process : processes) {
+    if (!process["devices"].is_null()) CheckReconciliation(process);
+  }
+}
+
+TEST_CASE("the summary merges processes and lists ranks", "[unit][report]") {
+  Fixture fixture;
+  const Json summary = fixture.Report()["summary"];
+  CHECK(summary["processes"] == 3);
+  CHECK(summary["statuses"]["complete"] == 2);
+  CHECK(summary["statuses"]["refused"] == 1);
+  CHECK(summary["totals"]["kernel_ns"] == 30 + 30 + 10);
+  CHECK(summary["totals"]["memcpy_ns"] == 10);
+  CHECK(summary["totals"]["kernels"] == 3);
+  REQUIRE(summary["families"].size() == 1);
+  CHECK(summary["families"][0]["family"] == "gemm");
+  CHECK(summary["families"][0]["kernels"] == 3);
+  CHECK(summary["families"][0]["share"] == 1.0);
+  // rank 0: both kernels attributed; rank 1: its kernel had no range.
+  CHECK(summary["coverage"]["attributed_fraction"].get<double>() == Approx(60.0 / 70.0));
+  const Json& ranks = summary["ranks"];
+  REQUIRE(ranks.size() == 3);
+  CHECK(ranks[0]["rank"] == 0);
+  CHECK(ranks[0]["busy_ns"] == 30 + 30 + 10);
+  CHECK(ranks[0]["idle_ns"] == 20);
+  CHECK(ranks[1]["coverage"] == 0.0);
+  CHECK(ranks[2]["rank"].is_null());
+  CHECK(ranks[2]["busy_ns"].is_null());
+  CHECK(ranks[2]["coverage"].is_null());
+}
+
+TEST_CASE("the text summary names processes, devices, passes and families", "[unit][report]") {
+  Fixture fixture;
+  const std::string text = RenderSummary(fixture.Report());
+  using Catch::Matchers::Contains;
+  CHECK_THAT(text, Contains("pid 200"));
+  CHECK_THAT(text, Contains("status refused"));
+  CHECK_THAT(text, Contains("refused: cuda_not_initialized"));
+  CHECK_THAT(text, Contains("step/forward"));
+  CHECK_THAT(text, Contains("gemm"));
+  CHECK_THAT(text, Contains("device time: not measured"));
+  CHECK_THAT(RenderSummary(Json::object()), Contains("no traced process"));
+  CHECK_THAT(RenderSummary(Json::array()), Contains("no traced process"));
+}
+
+TEST_CASE("reports are written atomically", "[unit][report]") {
+  TempDir dir;
+  const std::string path = dir.path() + "/report.json";
+  SECTION("a new file, then a replacement; no temporary file left") {
+    REQUIRE(WriteReportAtomically(Json{{"a", 1}}, path).ok());
+    REQUIRE(WriteReportAtomically(Json{{"a", 2}}, path).ok());
+    const Json read = Json::parse(ReadFile(path), nullptr, false);
+    REQUIRE_FALSE(read.is_discarded());
+    CHECK(read["a"] == 2);
+    CHECK(dir.Entries() == std::vector<std::string>{"report.json"});
+    struct stat info {};
+    REQUIRE(::stat(path.c_str(), &info) == 0);
+    CHECK((info.st_mode & 0777) == 0644);
+  }
+  SECTION("a missing directory fails with a status and leaves nothing") {
+    const Status status =
+        WriteReportAtomically(Json{{"a", 1}}, dir.path() + "/missing/report.json");
+    CHECK(status.code() == StatusCode::kNotFound);
+    CHECK(dir.Entries().empty());
+  }
+  SECTION("a rename onto a directory fails and removes the temporary file") {
+    REQUIRE(::mkdir(path.c_str(), 0700) == 0);
+    CHECK_FALSE(WriteReportAtomically(Json{{"a", 1}}, path).ok());
+    CHECK(dir.Entries() == std::vector<std::string>{"report.json"});
+    ::rmdir(path.c_str());
+  }
+  SECTION("invalid UTF-8 never makes writing throw") {
+    REQUIRE(WriteReportAtomically(Json{{"name", std::string("bad \xFF")}}, path).ok());
+    CHECK_FALSE(Json::parse(ReadFile(path), nullptr, false).is_discarded());
+  }
+  CHECK(WriteReportAtomically(Json::object(), "").code() == StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gpuattr::collector::testing
