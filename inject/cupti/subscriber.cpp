@@ -1,0 +1,336 @@
+#include "cupti/subscriber.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "cupti/cbid_table.h"
+#include "runtime/clock.h"
+#include "runtime/shim_log.h"
+#include "runtime/shim_state.h"
+#include "wire/protocol.h"
+
+namespace gpuattr::inject {
+namespace {
+
+// Bits kept in CUPTI's per-invocation correlationData slot between ENTER and EXIT.
+constexpr uint64_t kMarkEntered = 1u << 0;
+constexpr uint64_t kMarkNested = 1u << 1;
+constexpr uint64_t kMarkGraphSetup = 1u << 2;
+
+constexpr uint32_t kCuptiVersionDeclineOk = 130000;  // NULL buffers are safe from CUDA 13 on
+
+constexpr CUpti_ActivityKind kRequiredKinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET};
+
+std::atomic<bool> g_setup_claimed{false};
+
+// Records produced outside the hot path (setup, fatal errors) go through the calling thread's
+// ring like everything else, so they are ordered with that thread's other records.
+template <typename Body>
+void Emit(const Body& body) noexcept {
+  if (ThreadState* thread = CurrentThread(); thread != nullptr) {
+    thread->ring.Push(wire::RecordTypeOf<Body>::kType, body);
+  }
+}
+
+void EmitRefusal(wire::RefusalCode code, int32_t result, std::string_view cause) noexcept {
+  ShimLog("refusal %u: %.*s", static_cast<unsigned>(code), static_cast<int>(cause.size()),
+          cause.data());
+  Emit(wire::Refusal{static_cast<uint32_t>(code), result, Shim().strings.Intern(cause), 0});
+}
+
+void EmitCuptiState(int32_t result, uint32_t version, const char* library) noexcept {
+  const uint32_t library_string = library != nullptr ? Shim().strings.Intern(library) : 0;
+  Emit(wire::CuptiState{result, version, library_string, 0});
+}
+
+wire::ApiKind KindOf(CbidRole role) noexcept {
+  switch (role) {
+    case CbidRole::kGraph: return wire::ApiKind::kGraph;
+    case CbidRole::kMemcpy: return wire::ApiKind::kMemcpy;
+    case CbidRole::kMemset: return wire::ApiKind::kMemset;
+    case CbidRole::kCapture: return wire::ApiKind::kCapture;
+    case CbidRole::kKernel:
+    case CbidRole::kGraphSetup:
+    case CbidRole::kNone: break;
+  }
+  return wire::ApiKind::kKernel;
+}
+
+// Runs on: app thread inside a CUPTI runtime or driver API callback.
+void OnApi(wire::ApiDomain domain, CbidRole role, CUpti_CallbackId cbid,
+           const CUpti_CallbackData& data) noexcept {
+  if (role == CbidRole::kNone) return;
+  ThreadState* t = CurrentThread();
+  if (t == nullptr) return;
+  const bool runtime = domain == wire::ApiDomain::kRuntime;
+  if (data.callbackSite == CUPTI_API_ENTER) {
+    const bool nested = !runtime && t->runtime_depth > 0;
+    uint64_t mark = kMarkEntered;
+    if (runtime) ++t->runtime_depth;
+    if (nested) {
+      mark |= kMarkNested;
+    } else if (t->api_depth++ == 0) {
+      t->outer_correlation = data.correlationId;
+    }
+    if (role == CbidRole::kGraphSetup) {
+      mark |= kMarkGraphSetup;
+      ++t->graph_setup_depth;
+    } else if (!nested) {
+      const wire::ApiEnter enter{MonotonicNs(),
+                                 data.correlationId,
+                                 t->tid,
+                                 t->current_node,
+                                 static_cast<uint16_t>(cbid),
+                                 static_cast<uint8_t>(domain),
+                                 static_cast<uint8_t>(KindOf(role))};
+      t->ring.Push(wire::RecordType::kApiEnter, enter);
+    }
+    if (data.correlationData != nullptr) *data.correlationData = mark;
+    return;
+  }
+  // EXIT.
+  const uint64_t mark = data.correlationData != nullptr ? *data.correlationData : kMarkEntered;
+  if ((mark & kMarkEntered) == 0) return;  // its ENTER happened before we subscribed
+  if (data.correlationData != nullptr) *data.correlationData = 0;
+  if (runtime && t->runtime_depth > 0) --t->runtime_depth;
+  const bool nested = (mark & kMarkNested) != 0;
+  if (!nested && t->api_depth > 0 && --t->api_depth == 0) t->outer_correlation = 0;
+  if ((mark & kMarkGraphSetup) != 0) {
+    if (t->graph_setup_depth > 0) --t->graph_setup_depth;
+    return;
+  }
+  if (!nested) {
+    t->ring.Push(wire::RecordType::kApiExit,
+                 wire::ApiExit{MonotonicNs(), data.correlationId, t->tid});
+  }
+}
+
+// Runs on: app thread inside a CUPTI resource callback (between its API's ENTER and EXIT).
+void OnResource(CUpti_CallbackId cbid, const CUpti_ResourceData& data) noexcept {
+  ShimState& shim = Shim();
+  switch (cbid) {
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED: {
+      ThreadState* t = CurrentThread();
+      if (t == nullptr || t->graph_setup_depth > 0) return;  // a clone: see GRAPHNODE_CLONED
+      const auto* graph = static_cast<const CUpti_GraphData*>(data.resourceDescriptor);
+      if (graph == nullptr) return;
+      wire::GraphNodeCreated created{};
+      created.timestamp_ns = MonotonicNs();
+      shim.cupti.cuptiGetGraphNodeId(graph->node, &created.graph_node_id);
+      shim.cupti.cuptiGetGraphId(graph->graph, &created.graph_id);
+      created.correlation_id = t->api_depth > 0 ? t->outer_correlation : 0;
+      created.tid = t->tid;
+      created.node = t->current_node;
+      t->ring.Push(wire::RecordType::kGraphNodeCreated, created);
+      return;
+    }
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: {
+      ThreadState* t = CurrentThread();
+      const auto* graph = static_cast<const CUpti_GraphData*>(data.resourceDescriptor);
+      if (t == nullptr || graph == nullptr) return;
+      wire::GraphNodeCloned cloned{};
+      cloned.timestamp_ns = MonotonicNs();
+      shim.cupti.cuptiGetGraphNodeId(graph->node, &cloned.graph_node_id);
+      shim.cupti.cuptiGetGraphNodeId(graph->originalNode, &cloned.original_graph_node_id);
+      shim.cupti.cuptiGetGraphId(graph->graph, &cloned.graph_id);
+      t->ring.Push(wire::RecordType::kGraphNodeCloned, cloned);
+      return;
+    }
+    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
+      // Last chance for this context's records. No lock of ours is held; bufferCompleted only
+      // enqueues. (Never do this from STREAM_DESTROY_STARTING: CUPTI deadlocks there.)
+      shim.cupti.cuptiActivityFlushAll(0);
+      return;
+    default:
+      return;
+  }
+}
+
+// Runs on: whichever thread CUPTI reports a fatal error on.
+void OnFatalError(const CUpti_StateData& data) noexcept {
+  // CUPTI finalizes itself after this callback: never call it again.
+  Shim().cupti_active.store(false, std::memory_order_release);
+  char cause[256];
+  snprintf(cause, sizeof(cause), "CUPTI reported a fatal error (%s): %s",
+           CuptiResultName(&Shim().cupti, data.notification.result),
+           data.notification.message != nullptr ? data.notification.message : "no details");
+  EmitRefusal(wire::RefusalCode::kCuptiFatalError,
+              static_cast<int32_t>(data.notification.result), cause);
+}
+
+}  // namespace
+
+uint64_t CUPTIAPI CuptiTimestamp() noexcept { return MonotonicNs(); }
+
+void CUPTIAPI CuptiCallback(void* /*userdata*/, CUpti_CallbackDomain domain,
+                            CUpti_CallbackId cbid, const void* data) noexcept {
+  try {
+    if (data == nullptr || !AcceptsEvents()) return;
+    if (domain == CUPTI_CB_DOMAIN_STATE) {
+      if (cbid == CUPTI_CBID_STATE_FATAL_ERROR) {
+        OnFatalError(*static_cast<const CUpti_StateData*>(data));
+      }
+      return;
+    }
+    if (!Shim().cupti_active.load(std::memory_order_relaxed)) return;
+    switch (domain) {
+      case CUPTI_CB_DOMAIN_RUNTIME_API:
+        OnApi(wire::ApiDomain::kRuntime, RuntimeRole(cbid), cbid,
+              *static_cast<const CUpti_CallbackData*>(data));
+        return;
+      case CUPTI_CB_DOMAIN_DRIVER_API:
+        OnApi(wire::ApiDomain::kDriver, DriverRole(cbid), cbid,
+              *static_cast<const CUpti_CallbackData*>(data));
+        return;
+      case CUPTI_CB_DOMAIN_RESOURCE:
+        OnResource(cbid, *static_cast<const CUpti_ResourceData*>(data));
+        return;
+      default:
+        return;
+    }
+  } catch (...) {
+    DisableShim();
+  }
+}
+
+void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) noexcept {
+  try {
+    *max_records = 0;  // no limit: as many as fit
+    Shim().buffers.Request(buffer, size);
+  } catch (...) {
+    DisableShim();
+  }
+}
+
+void CUPTIAPI BufferCompleted(CUcontext /*context*/, uint32_t /*stream_id*/, uint8_t* buffer,
+                              size_t /*size*/, size_t valid_size) noexcept {
+  try {
+    Shim().buffers.Complete(buffer, valid_size);
+  } catch (...) {
+    DisableShim();
+  }
+}
+
+int32_t SetupCuptiWith(const CuptiApi& api, const char* library) noexcept {
+  ShimState& shim = Shim();
+  shim.cupti = api;
+  shim.cupti_bound.store(true, std::memory_order_release);
+
+  uint32_t version = 0;
+  if (api.cuptiGetVersion(&version) != CUPTI_SUCCESS) version = 0;
+  shim.cupti_version.store(version, std::memory_order_relaxed);
+  const bool may_decline = version >= kCuptiVersionDeclineOk;
+  if (!shim.buffers.Init(BufferPool::kBufferBytes, may_decline)) {
+    EmitRefusal(wire::RefusalCode::kCuptiUnavailable, 0,
+                "cannot map memory for CUPTI activity buffers");
+    EmitCuptiState(CUPTI_ERROR_OUT_OF_MEMORY, version, library);
+    return CUPTI_ERROR_OUT_OF_MEMORY;
+  }
+
+  CUpti_SubscriberHandle subscriber = nullptr;
+  char holder[128] = {};
+  CUpti_SubscriberParams params{};
+  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.subscriberName = "gpuattr";
+  params.oldSubscriberName = holder;
+  params.oldSubscriberSize = sizeof(holder);
+  CUptiResult result = api.cuptiSubscribe_v2(&subscriber, &CuptiCallback, nullptr, &params);
+  char cause[256];
+  if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    snprintf(cause, sizeof(cause), "CUPTI is already in use by %s",
+             holder[0] != '\0' ? holder : "another tool");
+    EmitRefusal(wire::RefusalCode::kCuptiSubscriberConflict, result, cause);
+    EmitCuptiState(result, version, library);
+    return result;
+  }
+
+  const char* failed = nullptr;
+  CUpti_ActivityKind enabled[5];
+  size_t enabled_count = 0;
+  auto step = [&](const char* name, CUptiResult r) {
+    if (failed == nullptr && r != CUPTI_SUCCESS) {
+      failed = name;
+      result = r;
+    }
+    return failed == nullptr;
+  };
+  if (step("cuptiSubscribe_v2", result) &&
+      step("cuptiSetThreadIdType",
+           api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)) &&
+      step("cuptiActivityRegisterTimestampCallback",
+           api.cuptiActivityRegisterTimestampCallback(&CuptiTimestamp)) &&
+      step("cuptiActivityRegisterCallbacks",
+           api.cuptiActivityRegisterCallbacks(&BufferRequested, &BufferCompleted))) {
+    for (CUpti_ActivityKind kind : kRequiredKinds) {
+      if (!step("cuptiActivityEnable", api.cuptiActivityEnable(kind))) break;
+      enabled[enabled_count++] = kind;
+    }
+  }
+  if (failed == nullptr) {
+    // Device names are a nicety: a CUPTI that cannot report devices still traces.
+    if (api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE) == CUPTI_SUCCESS) {
+      enabled[enabled_count++] = CUPTI_ACTIVITY_KIND_DEVICE;
+    } else {
+      ShimLog("cuptiActivityEnable(DEVICE) failed; device names will be missing");
+    }
+    for (const CbidEntry& entry : RuntimeCbids()) {
+      if (!step("cuptiEnableCallback",
+                api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, entry.cbid)))
+        break;
+    }
+    for (const CbidEntry& entry : DriverCbids()) {
+      if (failed != nullptr ||
+          !step("cuptiEnableCallback",
+                api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, entry.cbid)))
+        break;
+    }
+    constexpr CUpti_CallbackId kResourceCbids[] = {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+                                                   CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+                                                   CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING};
+    for (CUpti_CallbackId cbid : kResourceCbids) {
+      if (failed != nullptr ||
+          !step("cuptiEnableCallback",
+                api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, cbid)))
+        break;
+    }
+    if (failed == nullptr) {
+      step("cuptiEnableCallback", api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_STATE,
+                                                          CUPTI_CBID_STATE_FATAL_ERROR));
+    }
+  }
+
+  if (failed != nullptr) {
+    for (size_t i = 0; i < enabled_count; ++i) api.cuptiActivityDisable(enabled[i]);
+    if (subscriber != nullptr) api.cuptiUnsubscribe(subscriber);
+    snprintf(cause, sizeof(cause), "%s failed: %s (%d)", failed, CuptiResultName(&api, result),
+             static_cast<int>(result));
+    EmitRefusal(wire::RefusalCode::kCuptiUnavailable, result, cause);
+    EmitCuptiState(result, version, library);
+    return result;
+  }
+  shim.cupti_active.store(true, std::memory_order_release);
+  EmitCuptiState(0, version, library);
+  ShimLog("CUPTI %u subscribed from %s", version, library != nullptr ? library : "?");
+  return 0;
+}
+
+void InitializeCupti() noexcept {
+  bool expected = false;
+  if (!g_setup_claimed.compare_exchange_strong(expected, true)) return;
+  CuptiApi api;
+  const CuptiBinding binding = BindCupti(&api);
+  if (!binding.ok) {
+    // No CUptiResult exists for "no library"; NOT_INITIALIZED is what CUPTI itself reports when
+    // it cannot initialise. library_string stays 0 when nothing could be loaded.
+    EmitRefusal(wire::RefusalCode::kCuptiUnavailable, 0, binding.error);
+    EmitCuptiState(CUPTI_ERROR_NOT_INITIALIZED, 0, nullptr);
+    return;
+  }
+  SetupCuptiWith(api, binding.library);
+}
+
+}  // namespace gpuattr::inject

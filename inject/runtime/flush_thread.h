@@ -1,0 +1,117 @@
+// FlushThread: the shim's only background thread, "gpuattr-flush" (all signals blocked).
+//
+// Every flush period it turns what app threads and CUPTI produced into wire messages:
+//
+//   1. every kCuptiFlushEveryCycles cycles: cuptiActivityFlushAll(0) and
+//      cuptiActivityGetNumDroppedRecords (CUPTI calls; no lock of ours is held, see §9.6 rule 6:
+//      bufferRequested runs under a CUPTI lock, so holding ours here could deadlock ABBA);
+//   2. snapshot every thread ring's published position;
+//   3. translate completed CUPTI buffers into a staging buffer (interning kernel/device names);
+//   4. send new String then PathNode definitions (so they precede every record that refers to
+//      them: records in the snapshot were written after their ids were interned), and the OS
+//      names of newly seen threads;
+//   5. send ring records up to the snapshots, then the staged CUPTI records;
+//   6. every kDiagnosticsEveryCycles cycles, a Diagnostics record.
+//
+// The first message of a connection starts with Hello. Stop() runs a final cycle, Diagnostics and
+// Goodbye, waiting at most kFinalSendBudgetMs in total for the socket to take them.
+//
+// Threads: Start/Stop run on the session owner's thread (an app thread, the atexit caller); the
+// cycle methods run on the flush thread, or on the test thread when a test drives them directly
+// without Start. Lock order: wake_mutex_ is a leaf, held only to wait and to set stop_; no CUPTI
+// call and no intern-table call happens under it.
+#ifndef GPUATTR_INJECT_RUNTIME_FLUSH_THREAD_H_
+#define GPUATTR_INJECT_RUNTIME_FLUSH_THREAD_H_
+
+#include <pthread.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include "cupti/activity_translate.h"
+#include "runtime/shim_state.h"
+#include "runtime/transport.h"
+
+namespace gpuattr::inject {
+
+constexpr uint32_t kDefaultFlushMs = 50;
+constexpr uint32_t kCuptiFlushEveryCycles = 4;     // 200 ms at the default period
+constexpr uint32_t kDiagnosticsEveryCycles = 20;   // 1 s at the default period
+constexpr int kConnectWaitMs = 1000;
+constexpr int kCycleSendWaitMs = 50;               // per message, while running
+constexpr int kFinalSendBudgetMs = 1000;           // all final messages together
+
+struct SessionInfo {
+  char socket_path[108] = {};
+  uint32_t flush_ms = kDefaultFlushMs;
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  int32_t rank = -1;
+  int32_t local_rank = -1;
+};
+
+class FlushThread final : private NameInterner {
+ public:
+  explicit FlushThread(ShimState* shim) noexcept;
+  FlushThread(const FlushThread&) = delete;
+  FlushThread& operator=(const FlushThread&) = delete;
+
+  // Spawns the thread, which connects to info.socket_path. False if it could not be created.
+  // Runs on: the thread starting the session.
+  bool Start(const SessionInfo& info) noexcept;
+  // Asks for the final cycle and waits for the thread at most `join_timeout_ms`.
+  // Runs on: the atexit caller.
+  void Stop(int join_timeout_ms) noexcept;
+  // Fork child: the thread does not exist here; close the socket and forget everything.
+  void AbandonAfterFork() noexcept { transport_.AbandonAfterFork(); }
+
+  // The pieces of the thread's work, public so tests can drive them on a socketpair.
+  void Adopt(int fd) noexcept { transport_.Adopt(fd); }
+  void SendHello(const SessionInfo& info) noexcept;
+  void Cycle() noexcept;
+  void SendDiagnostics() noexcept;
+  void SendGoodbye() noexcept;
+  void FlushOutbox() noexcept { outbox_.Flush(); }
+  const Transport& transport() const noexcept { return transport_; }
+
+ private:
+  struct RingMark {
+    ThreadState* state;
+    uint64_t position;
+  };
+
+  static void* ThreadMain(void* self) noexcept;
+  void Run() noexcept;
+  uint32_t Intern(std::string_view name) override { return shim_->strings.Intern(name); }
+  void SendDefinitions() noexcept;
+  void NameNewThread(ThreadState& state) noexcept;
+
+  ShimState* shim_;
+  Transport transport_;
+  Outbox outbox_;
+  SessionInfo info_;
+  pthread_t thread_{};
+  bool started_ = false;
+
+  std::mutex wake_mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;  // guarded by wake_mutex_
+
+  // Flush-thread-only state.
+  uint64_t cycles_ = 0;
+  uint32_t strings_sent_ = 0;
+  uint32_t paths_sent_ = 0;
+  std::vector<RingMark> marks_;
+  std::vector<uint8_t> staging_;
+  std::vector<wire::ThreadName> thread_names_;
+  uint64_t cupti_dropped_ = 0;
+  uint64_t untranslated_ = 0;
+  uint64_t incomplete_ = 0;
+};
+
+}  // namespace gpuattr::inject
+
+#endif  // GPUATTR_INJECT_RUNTIME_FLUSH_THREAD_H_

@@ -1,0 +1,169 @@
+#include "runtime/session.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "runtime/flush_thread.h"
+#include "runtime/shim_log.h"
+#include "runtime/shim_state.h"
+
+namespace gpuattr::inject {
+namespace {
+
+enum SessionStatus : int { kIdle = 0, kStarting = 1, kRunning = 2, kInert = 3 };
+
+constexpr int kJoinTimeoutMs = 2000;
+
+std::atomic<int> g_status{kIdle};
+std::atomic<bool> g_atfork_installed{false};
+bool g_atexit_registered = false;  // written only by the session starter
+pid_t g_session_pid = 0;
+SessionInfo g_info;                 // socket path kept for a fork child's new session
+bool g_info_ready = false;
+alignas(FlushThread) unsigned char g_flush_storage[sizeof(FlushThread)];
+FlushThread* g_flush = nullptr;
+
+int32_t RankFromEnv(const char* name) noexcept {
+  const char* value = getenv(name);
+  if (value == nullptr || value[0] == '\0') return -1;
+  char* end = nullptr;
+  const long rank = strtol(value, &end, 10);
+  return (*end == '\0' && rank >= 0 && rank <= INT32_MAX) ? static_cast<int32_t>(rank) : -1;
+}
+
+uint32_t FlushMsFromEnv() noexcept {
+  const char* value = getenv("GPUATTR_FLUSH_MS");
+  if (value == nullptr || value[0] == '\0') return kDefaultFlushMs;
+  char* end = nullptr;
+  const long ms = strtol(value, &end, 10);
+  return (*end == '\0' && ms >= 1 && ms <= 60000) ? static_cast<uint32_t>(ms) : kDefaultFlushMs;
+}
+
+// Reads the environment once per process image. False when there is nowhere to send records.
+bool LoadSessionInfo() noexcept {
+  if (g_info_ready) return true;
+  const char* socket = getenv("GPUATTR_SOCKET");
+  if (socket == nullptr || socket[0] == '\0') return false;
+  if (strlen(socket) >= sizeof(g_info.socket_path)) {
+    ShimLog("GPUATTR_SOCKET is longer than a Unix socket path may be; not tracing");
+    return false;
+  }
+  strcpy(g_info.socket_path, socket);
+  g_info.flush_ms = FlushMsFromEnv();
+  g_info.rank = RankFromEnv("RANK");
+  g_info.local_rank = RankFromEnv("LOCAL_RANK");
+  g_info_ready = true;
+  return true;
+}
+
+// Keeps the library mapped for the life of the process: NVTX dlcloses an injection whose
+// InitializeInjectionNvtx2 returned 0, which must never unmap a running flush thread.
+void PinLibrary() noexcept {
+  Dl_info self;
+  if (dladdr(reinterpret_cast<void*>(&PinLibrary), &self) != 0 && self.dli_fname != nullptr) {
+    dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  }
+}
+
+// Runs on: the thread ending the process, through atexit.
+void AtExit() noexcept {
+  try {
+    if (g_status.load(std::memory_order_acquire) != kRunning || getpid() != g_session_pid) return;
+    ShimState& shim = Shim();
+    if (shim.cupti_active.load(std::memory_order_acquire)) {
+      // Outside every lock of ours: the flush calls bufferCompleted, which only enqueues.
+      shim.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    }
+    g_flush->Stop(kJoinTimeoutMs);
+    shim.cupti_active.store(false, std::memory_order_release);
+    shim.hot_flags.fetch_or(kHotTornDown, std::memory_order_release);
+  } catch (...) {
+    DisableShim();
+  }
+}
+
+void ForkPrepare() noexcept {
+  Shim().paths.LockForFork();
+  Shim().strings.LockForFork();
+}
+
+void ForkParent() noexcept {
+  Shim().strings.UnlockAfterFork();
+  Shim().paths.UnlockAfterFork();
+}
+
+// Runs on: the only thread of a new child, right after fork. Sends nothing.
+void ForkChild() noexcept {
+  ShimState& shim = Shim();
+  shim.strings.UnlockAfterFork();
+  shim.paths.UnlockAfterFork();
+  shim.cupti_active.store(false, std::memory_order_relaxed);  // CUDA is unusable in a child
+  shim.threads.ResetAfterFork(CurrentThreadIfAny(), static_cast<uint32_t>(gettid()));
+  shim.strings.ResetFullCount();
+  shim.paths.ResetFullCount();
+  shim.buffers.ResetDeclined();
+  const int status = g_status.load(std::memory_order_relaxed);
+  if (status == kRunning || status == kStarting) {
+    if (g_flush != nullptr) g_flush->AbandonAfterFork();
+    g_flush = nullptr;
+    g_status.store(kIdle, std::memory_order_relaxed);
+    shim.hot_flags.fetch_or(kHotForkRestart, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace
+
+void OnLoad() noexcept {
+  g_session_pid = getpid();
+  bool expected = false;
+  if (g_atfork_installed.compare_exchange_strong(expected, true)) {
+    pthread_atfork(&ForkPrepare, &ForkParent, &ForkChild);
+  }
+}
+
+bool EnsureSession() noexcept {
+  int status = g_status.load(std::memory_order_acquire);
+  if (status == kRunning || status == kStarting) return true;
+  if (status == kInert) return false;
+  if (!g_status.compare_exchange_strong(status, kStarting, std::memory_order_acq_rel)) {
+    return status != kInert;
+  }
+  OnLoad();  // harmless if the constructor already ran; covers a static link without one
+  InitShimLog();
+  if (!LoadSessionInfo()) {
+    g_status.store(kInert, std::memory_order_release);
+    return false;
+  }
+  g_session_pid = getpid();
+  g_info.pid = static_cast<uint32_t>(g_session_pid);
+  g_info.ppid = static_cast<uint32_t>(getppid());
+  PinLibrary();
+  g_flush = new (g_flush_storage) FlushThread(&Shim());
+  if (!g_flush->Start(g_info)) {
+    g_status.store(kInert, std::memory_order_release);
+    return false;
+  }
+  if (!g_atexit_registered) {
+    g_atexit_registered = atexit(&AtExit) == 0;
+  }
+  g_status.store(kRunning, std::memory_order_release);
+  return true;
+}
+
+bool AcceptsEventsSlow(uint32_t flags) noexcept {
+  if ((flags & kHotTornDown) != 0) return false;
+  if ((flags & kHotForkRestart) != 0) {
+    Shim().hot_flags.fetch_and(~kHotForkRestart, std::memory_order_relaxed);
+    return EnsureSession();
+  }
+  return true;
+}
+
+}  // namespace gpuattr::inject
+

@@ -1,0 +1,36 @@
+// The shim's lifecycle: load, lazy session start, fork, exit (docs/architecture.md, "The shim's
+// lifecycle").
+//
+//   OnLoad()        - the library constructor (LD_PRELOAD or any dlopen): records the pid and
+//                     installs pthread_atfork handlers. Nothing else: no thread, no socket, no
+//                     CUPTI, so /bin/true under the shim pays only this.
+//   EnsureSession() - called by InitializeInjection and InitializeInjectionNvtx2 (and, in a fork
+//                     child, by the first event): when GPUATTR_SOCKET is set, pins the library,
+//                     registers the atexit handler (once per process image) and starts the
+//                     gpuattr-flush thread, which connects and sends Hello. Without
+//                     GPUATTR_SOCKET the shim stays inert for the life of the process.
+//   AtExit          - if this process started the session (getpid() == session pid): forced CUPTI
+//                     flush (outside our locks), then the flush thread's final cycle, Diagnostics
+//                     and Goodbye (bounded), then the torn-down flag. A no-op everywhere else.
+//   fork            - prepare: take the intern locks; parent: release them; child: release them,
+//                     close the inherited socket, forget rings and session (nothing is sent), mark
+//                     CUPTI unusable, and arm kHotForkRestart so the first event starts a fresh
+//                     session with its own connection and Hello.
+//
+// Threads: EnsureSession may race from several threads; exactly one starts the session (atomic
+// state machine, no lock), the others proceed (rings are usable before the thread runs).
+#ifndef GPUATTR_INJECT_RUNTIME_SESSION_H_
+#define GPUATTR_INJECT_RUNTIME_SESSION_H_
+
+namespace gpuattr::inject {
+
+// Runs on: the loader's thread, from the library constructor.
+void OnLoad() noexcept;
+
+// True when a session is running or starting (events are worth recording), false when the shim
+// is inert (no GPUATTR_SOCKET, or the session could not start). Runs on: any thread.
+bool EnsureSession() noexcept;
+
+}  // namespace gpuattr::inject
+
+#endif  // GPUATTR_INJECT_RUNTIME_SESSION_H_

@@ -1,0 +1,117 @@
+#include "runtime/transport.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "runtime/clock.h"
+#include "runtime/shim_log.h"
+
+namespace gpuattr::inject {
+namespace {
+
+// Waits until `fd` is writable or `wait_ms` has passed. True when writable.
+bool WaitWritable(int fd, int wait_ms) noexcept {
+  if (wait_ms <= 0) return false;
+  const uint64_t deadline = MonotonicNs() + static_cast<uint64_t>(wait_ms) * 1000000ull;
+  for (;;) {
+    const uint64_t now = MonotonicNs();
+    if (now >= deadline) return false;
+    pollfd pfd{fd, POLLOUT, 0};
+    const int timeout = static_cast<int>((deadline - now + 999999) / 1000000);
+    const int n = poll(&pfd, 1, timeout);
+    if (n > 0) return (pfd.revents & POLLOUT) != 0 && (pfd.revents & (POLLERR | POLLHUP)) == 0;
+    if (n == 0) return false;
+    if (errno != EINTR) return false;
+  }
+}
+
+}  // namespace
+
+bool Transport::Connect(const char* path, int wait_ms) noexcept {
+  Close();
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path == nullptr || std::strlen(path) >= sizeof(address.sun_path)) return false;
+  std::strcpy(address.sun_path, path);
+  const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  int rc = connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address));
+  if (rc != 0 && (errno == EAGAIN || errno == EINPROGRESS) && WaitWritable(fd, wait_ms)) {
+    int error = 0;
+    socklen_t length = sizeof(error);
+    rc = getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0 ? 0 : -1;
+  }
+  if (rc != 0) {
+    ShimLog("cannot connect to the collector at %s: %s", path, strerror(errno));
+    close(fd);
+    return false;
+  }
+  fd_ = fd;
+  broken_ = false;
+  return true;
+}
+
+void Transport::Adopt(int fd) noexcept {
+  Close();
+  fd_ = fd;
+  broken_ = fd < 0;
+}
+
+void Transport::Close() noexcept {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+  broken_ = true;
+}
+
+bool Transport::Send(const uint8_t* data, uint32_t size, uint32_t records, int wait_ms) noexcept {
+  if (broken_) {
+    Drop(records);
+    return false;
+  }
+  for (;;) {
+    const ssize_t n = send(fd_, data, size, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n == static_cast<ssize_t>(size)) {
+      ++sent_messages_;
+      return true;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)) {
+      if (WaitWritable(fd_, wait_ms)) {
+        wait_ms = 0;  // one wait per message: a second EAGAIN drops it
+        continue;
+      }
+      Drop(records);
+      return false;
+    }
+    if (n < 0 && errno == EMSGSIZE) {  // larger than the peer's buffer: lose this one only
+      Drop(records);
+      return false;
+    }
+    // EPIPE, ECONNRESET, a short send...: the connection is no longer usable.
+    ShimLog("collector connection lost: %s", n < 0 ? strerror(errno) : "short send");
+    broken_ = true;
+    Drop(records);
+    return false;
+  }
+}
+
+void Outbox::Flush() noexcept {
+  if (writer_.empty()) return;
+  const uint32_t records = writer_.record_count();
+  const uint32_t size = writer_.Finish(sequence_++);
+  int wait_ms = wait_ms_;
+  if (deadline_ns_ != 0) {
+    const uint64_t now = MonotonicNs();
+    const uint64_t left_ms = now >= deadline_ns_ ? 0 : (deadline_ns_ - now) / 1000000ull;
+    wait_ms = static_cast<int>(left_ms < static_cast<uint64_t>(wait_ms) ? left_ms : wait_ms);
+  }
+  transport_->Send(writer_.data(), size, records, wait_ms);
+  writer_.Reset();
+}
+
+}  // namespace gpuattr::inject

@@ -1,0 +1,270 @@
+// The flush thread's cycle, driven on the test thread against a socketpair peer that decodes
+// every message with wire::MessageReader and checks the stream's invariants.
+#include <catch2/catch.hpp>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cupti/subscriber.h"
+#include "nvtx/nvtx_injection.h"
+#include "runtime/flush_thread.h"
+#include "runtime/shim_state.h"
+#include "wire/codec.h"
+
+namespace gpuattr::inject {
+namespace {
+
+// A minimal NVTX module: the CORE table only.
+NvtxFunctionPointer g_core_slots[NVTX_CBID_CORE_SIZE + 1] = {};
+NvtxFunctionPointer* g_core_table[NVTX_CBID_CORE_SIZE + 1] = {};
+
+int NVTX_API GetModuleFunctionTable(NvtxCallbackModule module, NvtxFunctionTable* out,
+                                    unsigned* size) {
+  if (module != NVTX_CB_MODULE_CORE) return 0;
+  for (unsigned i = 1; i < NVTX_CBID_CORE_SIZE; ++i) g_core_table[i] = &g_core_slots[i];
+  *out = g_core_table;
+  *size = NVTX_CBID_CORE_SIZE;
+  return 1;
+}
+const NvtxExportTableCallbacks kCallbacks{sizeof(NvtxExportTableCallbacks),
+                                          &GetModuleFunctionTable};
+const void* NVTX_API GetExportTable(uint32_t id) {
+  return id == NVTX_ETID_CALLBACKS ? &kCallbacks : nullptr;
+}
+
+int Push(const char* name) {
+  return reinterpret_cast<nvtxRangePushA_impl_fntype>(g_core_slots[NVTX_CBID_CORE_RangePushA])(
+      name);
+}
+int Pop() {
+  return reinterpret_cast<nvtxRangePop_impl_fntype>(g_core_slots[NVTX_CBID_CORE_RangePop])();
+}
+
+// Kernel-only stand-in for cuptiActivityGetNextRecord (stateless, as the real one).
+CUptiResult CUPTIAPI KernelOnlyNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
+  const size_t offset =
+      *record == nullptr
+          ? 0
+          : static_cast<size_t>(reinterpret_cast<uint8_t*>(*record) - buffer) +
+                sizeof(CUpti_ActivityKernel10);
+  if (offset + sizeof(CUpti_ActivityKernel10) > valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *record = reinterpret_cast<CUpti_Activity*>(buffer + offset);
+  return CUPTI_SUCCESS;
+}
+
+// The collector side: validates framing and the definition-before-use invariant.
+struct Peer {
+  explicit Peer(int peer_fd) : fd(peer_fd) {}
+
+  int fd;
+  std::vector<std::vector<uint8_t>> datagrams;
+  std::vector<wire::RecordView> records;
+  std::set<uint32_t> strings;
+  std::set<uint32_t> nodes;
+  std::vector<uint64_t> sequences;
+
+  void ReceiveAll() {
+    for (;;) {
+      std::vector<uint8_t> datagram(wire::kMaxMessageBytes);
+      const ssize_t n = recv(fd, datagram.data(), datagram.size(), MSG_DONTWAIT);
+      if (n <= 0) return;
+      datagram.resize(static_cast<size_t>(n));
+      datagrams.push_back(std::move(datagram));
+      wire::MessageReader reader;
+      REQUIRE(reader.Open(datagrams.back().data(), static_cast<uint32_t>(n)) ==
+              wire::DecodeError::kNone);
+      sequences.push_back(reader.header().sequence);
+      wire::RecordView view;
+      while (reader.Next(&view)) Check(view);
+    }
+  }
+
+  void Check(const wire::RecordView& view) {
+    records.push_back(view);
+    switch (view.type) {
+      case wire::RecordType::kString:
+        strings.insert(view.As<wire::String>().id);
+        break;
+      case wire::RecordType::kPathNode: {
+        const auto node = view.As<wire::PathNode>();
+        CHECK(strings.count(node.name_string) == 1);
+        CHECK((node.parent == 0 || nodes.count(node.parent) == 1));
+        nodes.insert(node.id);
+        break;
+      }
+      case wire::RecordType::kRangePush:
+      case wire::RecordType::kRangePop:
+        CHECK(nodes.count(view.As<wire::RangeEvent>().node) == 1);
+        break;
+      case wire::RecordType::kKernel:
+        CHECK(strings.count(view.As<wire::Kernel>().name_string) == 1);
+        break;
+      case wire::RecordType::kThreadName:
+        CHECK(strings.count(view.As<wire::ThreadName>().name_string) == 1);
+        break;
+      default:
+        break;
+    }
+  }
+
+  std::string Text(uint32_t id) const {
+    for (const wire::RecordView& view : records) {
+      if (view.type == wire::RecordType::kString && view.As<wire::String>().id == id) {
+        return std::string(view.StringText());
+      }
+    }
+    return {};
+  }
+
+  size_t Count(wire::RecordType type) const {
+    size_t n = 0;
+    for (const wire::RecordView& view : records) n += view.type == type ? 1 : 0;
+    return n;
+  }
+};
+
+struct Harness {
+  int peer_fd = -1;
+  std::unique_ptr<FlushThread> flush = std::make_unique<FlushThread>(&Shim());
+  Harness() {
+    int fds[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) == 0);
+    flush->Adopt(fds[0]);
+    peer_fd = fds[1];
+    REQUIRE(InstallNvtxHandlers(&GetExportTable) == 1);
+  }
+  ~Harness() { close(peer_fd); }
+};
+
+TEST_CASE("a session stream starts with Hello and defines every id before its first use",
+          "[flush]") {
+  Harness harness;
+  SessionInfo info;
+  info.pid = static_cast<uint32_t>(getpid());
+  info.ppid = 1;
+  info.rank = 3;
+  harness.flush->SendHello(info);
+
+  Push("step");
+  Push("forward");
+  Pop();
+  std::thread worker([] {
+    Push("autograd");
+    Pop();
+  });
+  worker.join();
+  Pop();
+  harness.flush->Cycle();
+  harness.flush->SendDiagnostics();
+  harness.flush->SendGoodbye();
+  harness.flush->FlushOutbox();
+
+  Peer peer{harness.peer_fd};
+  peer.ReceiveAll();
+  REQUIRE_FALSE(peer.records.empty());
+  for (size_t i = 0; i < peer.sequences.size(); ++i) CHECK(peer.sequences[i] == i);
+  REQUIRE(peer.records.front().type == wire::RecordType::kHello);
+  const auto hello = peer.records.front().As<wire::Hello>();
+  CHECK(std::memcmp(hello.magic, wire::kHelloMagic, sizeof(hello.magic)) == 0);
+  CHECK(hello.pid == info.pid);
+  CHECK(hello.rank == 3);
+  CHECK(hello.local_rank == -1);
+  CHECK(peer.Text(hello.exe_string).find("gpuattr_inject_component_tests") != std::string::npos);
+  CHECK(peer.Count(wire::RecordType::kRangePush) == 3);
+  CHECK(peer.Count(wire::RecordType::kRangePop) == 3);
+  CHECK(peer.Count(wire::RecordType::kPathNode) >= 3);
+  // The OS name of a thread still alive at the cycle is sent (the worker has exited by then).
+  bool named_me = false;
+  for (const wire::RecordView& view : peer.records) {
+    if (view.type == wire::RecordType::kThreadName &&
+        view.As<wire::ThreadName>().tid == static_cast<uint32_t>(gettid())) {
+      named_me = !peer.Text(view.As<wire::ThreadName>().name_string).empty();
+    }
+  }
+  CHECK(named_me);
+  CHECK(peer.records.back().type == wire::RecordType::kGoodbye);
+  REQUIRE(peer.records[peer.records.size() - 2].type == wire::RecordType::kDiagnostics);
+  const auto diagnostics = peer.records[peer.records.size() - 2].As<wire::Diagnostics>();
+  CHECK(diagnostics.ring_dropped_records == 0);
+  CHECK(diagnostics.socket_dropped_messages == 0);
+}
+
+TEST_CASE("an exited thread's ring is drained, then recycled for the next new thread",
+          "[flush]") {
+  Harness harness;
+  harness.flush->SendHello(SessionInfo{});
+  ThreadState* first = nullptr;
+  std::thread one([&] {
+    Push("one");
+    first = CurrentThreadIfAny();
+  });
+  one.join();
+  REQUIRE(first != nullptr);
+  CHECK(first->status.load() == ThreadState::kRetired);
+  harness.flush->Cycle();  // drains
+  harness.flush->Cycle();  // sees it empty and retired
+  CHECK(first->status.load() == ThreadState::kFree);
+  ThreadState* second = nullptr;
+  std::thread two([&] {
+    Push("two");
+    second = CurrentThreadIfAny();
+  });
+  two.join();
+  CHECK(second == first);
+  harness.flush->Cycle();
+  harness.flush->FlushOutbox();
+  Peer peer{harness.peer_fd};
+  peer.ReceiveAll();
+  CHECK(peer.Count(wire::RecordType::kRangePush) == 2);
+}
+
+TEST_CASE("completed CUPTI buffers become Kernel records after their name definitions",
+          "[flush]") {
+  Harness harness;
+  ShimState& shim = Shim();
+  shim.cupti.cuptiActivityGetNextRecord = &KernelOnlyNextRecord;
+  shim.cupti_bound.store(true);
+  REQUIRE(shim.buffers.Init(1 << 16, /*may_decline=*/true));
+  harness.flush->SendHello(SessionInfo{});
+
+  uint8_t* buffer = nullptr;
+  size_t size = 0;
+  size_t max_records = 0;
+  BufferRequested(&buffer, &size, &max_records);
+  REQUIRE(buffer != nullptr);
+  CUpti_ActivityKernel10 kernel{};
+  kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  kernel.start = 100;
+  kernel.end = 200;
+  kernel.correlationId = 5;
+  kernel.name = "_Z6kernelv";
+  std::memcpy(buffer, &kernel, sizeof(kernel));
+  kernel.start = 0;  // an unfinished one, from a forced flush
+  kernel.end = 0;
+  std::memcpy(buffer + sizeof(kernel), &kernel, sizeof(kernel));
+  BufferCompleted(nullptr, 0, buffer, size, 2 * sizeof(kernel));
+
+  harness.flush->Cycle();
+  harness.flush->SendDiagnostics();
+  harness.flush->FlushOutbox();
+  Peer peer{harness.peer_fd};
+  peer.ReceiveAll();
+  REQUIRE(peer.Count(wire::RecordType::kKernel) == 2);
+  for (const wire::RecordView& view : peer.records) {
+    if (view.type == wire::RecordType::kKernel) {
+      CHECK(peer.Text(view.As<wire::Kernel>().name_string) == "_Z6kernelv");
+      CHECK(view.As<wire::Kernel>().correlation_id == 5);
+    }
+  }
+  CHECK(peer.records.back().As<wire::Diagnostics>().incomplete_records == 1);
+}
+
+}  // namespace
+}  // namespace gpuattr::inject

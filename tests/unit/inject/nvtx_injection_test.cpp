@@ -1,0 +1,275 @@
+// Drives the NVTX handlers the way NVTX3 does: through an export table whose
+// GetModuleFunctionTable hands out arrays of slot addresses, then through the filled slots.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "nvtx/nvtx_injection.h"
+#include "runtime/shim_state.h"
+#include "runtime/thread_state.h"
+#include "wire/protocol.h"
+
+namespace gpuattr::inject {
+namespace {
+
+struct FakeModule {
+  unsigned core_size = NVTX_CBID_CORE_SIZE;
+  unsigned core2_size = NVTX_CBID_CORE2_SIZE;
+  NvtxFunctionPointer core_slots[NVTX_CBID_CORE_SIZE + 1] = {};
+  NvtxFunctionPointer core2_slots[NVTX_CBID_CORE2_SIZE + 1] = {};
+  NvtxFunctionPointer* core_table[NVTX_CBID_CORE_SIZE + 1] = {};
+  NvtxFunctionPointer* core2_table[NVTX_CBID_CORE2_SIZE + 1] = {};
+  bool give_core2 = true;
+
+  FakeModule() {
+    // Index 0 is invalid and the last entry is the NULL sentinel, as in NVTX's own tables.
+    for (unsigned i = 1; i < NVTX_CBID_CORE_SIZE; ++i) core_table[i] = &core_slots[i];
+    for (unsigned i = 1; i < NVTX_CBID_CORE2_SIZE; ++i) core2_table[i] = &core2_slots[i];
+  }
+};
+
+FakeModule* g_module = nullptr;
+
+int NVTX_API GetModuleFunctionTable(NvtxCallbackModule module, NvtxFunctionTable* out,
+                                    unsigned* size) {
+  if (module == NVTX_CB_MODULE_CORE) {
+    *out = g_module->core_table;
+    *size = g_module->core_size;
+    return 1;
+  }
+  if (module == NVTX_CB_MODULE_CORE2 && g_module->give_core2) {
+    *out = g_module->core2_table;
+    *size = g_module->core2_size;
+    return 1;
+  }
+  return 0;
+}
+
+const NvtxExportTableCallbacks kCallbacks{sizeof(NvtxExportTableCallbacks),
+                                          &GetModuleFunctionTable};
+
+const void* NVTX_API GetExportTable(uint32_t id) {
+  return id == NVTX_ETID_CALLBACKS ? &kCallbacks : nullptr;
+}
+
+const void* NVTX_API GetNoExportTable(uint32_t) { return nullptr; }
+
+template <typename Fn>
+Fn Core(NvtxCallbackIdCore id) {
+  REQUIRE(g_module->core_slots[id] != nullptr);
+  return reinterpret_cast<Fn>(g_module->core_slots[id]);
+}
+
+template <typename Fn>
+Fn Core2(NvtxCallbackIdCore2 id) {
+  REQUIRE(g_module->core2_slots[id] != nullptr);
+  return reinterpret_cast<Fn>(g_module->core2_slots[id]);
+}
+
+struct Record {
+  wire::RecordType type;
+  std::vector<uint8_t> body;
+
+  template <typename Body>
+  Body As() const {
+    Body out;
+    REQUIRE(body.size() >= sizeof(Body));
+    std::memcpy(&out, body.data(), sizeof(Body));
+    return out;
+  }
+};
+
+// Everything the calling thread's ring holds, drained.
+std::vector<Record> DrainMyRing() {
+  std::vector<Record> records;
+  ThreadState* state = CurrentThreadIfAny();
+  if (state == nullptr) return records;
+  state->ring.Drain(state->ring.PublishedPosition(), [&](const uint8_t* data, uint32_t size) {
+    wire::RecordHeader header;
+    std::memcpy(&header, data, sizeof(header));
+    records.push_back(Record{static_cast<wire::RecordType>(header.type),
+                             std::vector<uint8_t>(data + sizeof(header), data + size)});
+  });
+  return records;
+}
+
+std::string NameOf(uint32_t string_id) { return std::string(Shim().strings.Get(string_id)); }
+
+nvtxEventAttributes_t Attributes(const char* message) {
+  nvtxEventAttributes_t attributes{};
+  attributes.version = NVTX_VERSION;
+  attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  attributes.message.ascii = message;
+  return attributes;
+}
+
+struct Installed {
+  FakeModule module;
+  Installed() {
+    g_module = &module;
+    REQUIRE(InstallNvtxHandlers(&GetExportTable) == 1);
+  }
+};
+
+TEST_CASE("push and pop produce RangePush/RangePop with path nodes and real depths", "[nvtx]") {
+  Installed nvtx;
+  auto push = Core<nvtxRangePushA_impl_fntype>(NVTX_CBID_CORE_RangePushA);
+  auto pop = Core<nvtxRangePop_impl_fntype>(NVTX_CBID_CORE_RangePop);
+
+  CHECK(push("step") == 0);
+  CHECK(push("forward") == 1);
+  const uint32_t node_forward = CurrentThreadIfAny()->current_node;
+  CHECK(pop() == 1);
+  CHECK(pop() == 0);
+  CHECK(pop() == -1);  // nothing open: no record
+  CHECK(CurrentThreadIfAny()->current_node == 0);
+
+  const std::vector<Record> records = DrainMyRing();
+  REQUIRE(records.size() == 4);
+  CHECK(records[0].type == wire::RecordType::kRangePush);
+  CHECK(records[1].type == wire::RecordType::kRangePush);
+  CHECK(records[2].type == wire::RecordType::kRangePop);
+  CHECK(records[3].type == wire::RecordType::kRangePop);
+  const auto step = records[0].As<wire::RangeEvent>();
+  const auto forward = records[1].As<wire::RangeEvent>();
+  CHECK(forward.node == node_forward);
+  CHECK(Shim().paths.Get(step.node).parent == 0);
+  CHECK(NameOf(Shim().paths.Get(step.node).name) == "step");
+  CHECK(Shim().paths.Get(forward.node).parent == step.node);
+  CHECK(NameOf(Shim().paths.Get(forward.node).name) == "forward");
+  CHECK(records[2].As<wire::RangeEvent>().node == forward.node);
+  CHECK(records[3].As<wire::RangeEvent>().node == step.node);
+  CHECK(forward.timestamp_ns >= step.timestamp_ns);
+  CHECK(step.tid == CurrentThreadIfAny()->tid);
+
+  // The same stack again reuses the same nodes.
+  push("step");
+  push("forward");
+  CHECK(CurrentThreadIfAny()->current_node == node_forward);
+  pop();
+  pop();
+  DrainMyRing();
+}
+
+TEST_CASE("domains share one stack; a domain pop removes that domain's latest frame", "[nvtx]") {
+  Installed nvtx;
+  auto create = Core2<nvtxDomainCreateA_impl_fntype>(NVTX_CBID_CORE2_DomainCreateA);
+  auto domain_push = Core2<nvtxDomainRangePushEx_impl_fntype>(NVTX_CBID_CORE2_DomainRangePushEx);
+  auto domain_pop = Core2<nvtxDomainRangePop_impl_fntype>(NVTX_CBID_CORE2_DomainRangePop);
+  auto push = Core<nvtxRangePushA_impl_fntype>(NVTX_CBID_CORE_RangePushA);
+  auto pop = Core<nvtxRangePop_impl_fntype>(NVTX_CBID_CORE_RangePop);
+
+  nvtxDomainHandle_t app = create("app");
+  REQUIRE(app != nullptr);
+  CHECK(create("app") == app);  // one handle per name
+  CHECK(create("other") != app);
+
+  const nvtxEventAttributes_t y = Attributes("y");
+  CHECK(push("x") == 0);
+  CHECK(domain_push(app, &y) == 0);  // first frame of its domain
+  CHECK(push("z") == 1);             // second frame of the default domain
+  const uint32_t app_id = Shim().strings.Find("app");
+  const uint32_t x_node = Shim().paths.Find(PathKey{0, Shim().strings.Find("x"), 0});
+  const uint32_t y_node = Shim().paths.Find(PathKey{x_node, Shim().strings.Find("y"), app_id});
+  REQUIRE(y_node != 0);
+  CHECK(Shim().paths.Get(CurrentThreadIfAny()->current_node).parent == y_node);
+
+  CHECK(domain_pop(app) == 0);  // removes y from under z
+  const uint32_t z_now = Shim().paths.Find(PathKey{x_node, Shim().strings.Find("z"), 0});
+  CHECK(CurrentThreadIfAny()->current_node == z_now);
+  CHECK(domain_pop(app) == -1);
+  CHECK(pop() == 1);
+  CHECK(pop() == 0);
+
+  const std::vector<Record> records = DrainMyRing();
+  REQUIRE(records.size() == 6);
+  const auto pushed_y = records[1].As<wire::RangeEvent>();
+  CHECK(pushed_y.node == y_node);
+  CHECK(Shim().paths.Get(y_node).domain == app_id);
+  CHECK(records[3].type == wire::RecordType::kRangePop);
+  CHECK(records[3].As<wire::RangeEvent>().node == y_node);
+  // z's pop reports the node z was pushed with (under y).
+  CHECK(records[4].As<wire::RangeEvent>().node == records[2].As<wire::RangeEvent>().node);
+}
+
+TEST_CASE("messages decode from ASCII, wide and registered strings", "[nvtx]") {
+  Installed nvtx;
+  auto register_string =
+      Core2<nvtxDomainRegisterStringA_impl_fntype>(NVTX_CBID_CORE2_DomainRegisterStringA);
+  auto push_ex = Core<nvtxRangePushEx_impl_fntype>(NVTX_CBID_CORE_RangePushEx);
+  auto push_w = Core<nvtxRangePushW_impl_fntype>(NVTX_CBID_CORE_RangePushW);
+  auto pop = Core<nvtxRangePop_impl_fntype>(NVTX_CBID_CORE_RangePop);
+
+  nvtxStringHandle_t registered = register_string(nullptr, "registered-name");
+  REQUIRE(registered != nullptr);
+  nvtxEventAttributes_t attributes = Attributes(nullptr);
+  attributes.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  attributes.message.registered = registered;
+  push_ex(&attributes);
+  push_w(L"gr\u00FC\u00DFe \u20AC");
+  nvtxEventAttributes_t too_small = Attributes("ignored");
+  too_small.size = 8;  // older than the message field: no name
+  push_ex(&too_small);
+  pop();
+  pop();
+  pop();
+
+  const std::vector<Record> records = DrainMyRing();
+  REQUIRE(records.size() == 6);
+  const PathKey first = Shim().paths.Get(records[0].As<wire::RangeEvent>().node);
+  const PathKey second = Shim().paths.Get(records[1].As<wire::RangeEvent>().node);
+  const PathKey third = Shim().paths.Get(records[2].As<wire::RangeEvent>().node);
+  CHECK(NameOf(first.name) == "registered-name");
+  CHECK(NameOf(second.name) == "gr\xC3\xBC\xC3\x9F" "e \xE2\x82\xAC");
+  CHECK(third.name == 0);
+}
+
+TEST_CASE("start/end ranges and marks are records with minted ids, off the stack", "[nvtx]") {
+  Installed nvtx;
+  auto start = Core<nvtxRangeStartA_impl_fntype>(NVTX_CBID_CORE_RangeStartA);
+  auto end = Core<nvtxRangeEnd_impl_fntype>(NVTX_CBID_CORE_RangeEnd);
+  auto mark = Core<nvtxMarkA_impl_fntype>(NVTX_CBID_CORE_MarkA);
+  auto name_thread = Core<nvtxNameOsThreadA_impl_fntype>(NVTX_CBID_CORE_NameOsThreadA);
+
+  const nvtxRangeId_t a = start("load");
+  const nvtxRangeId_t b = start("save");
+  CHECK(a != 0);
+  CHECK(b != a);
+  mark("checkpoint");
+  end(a);
+  name_thread(4242, "worker");
+  CHECK(CurrentThreadIfAny()->current_node == 0);
+
+  const std::vector<Record> records = DrainMyRing();
+  REQUIRE(records.size() == 5);
+  CHECK(records[0].type == wire::RecordType::kRangeStart);
+  CHECK(records[0].As<wire::RangeStart>().range_id == a);
+  CHECK(NameOf(records[0].As<wire::RangeStart>().name_string) == "load");
+  CHECK(records[2].type == wire::RecordType::kMark);
+  CHECK(NameOf(records[2].As<wire::Mark>().name_string) == "checkpoint");
+  CHECK(records[3].type == wire::RecordType::kRangeEnd);
+  CHECK(records[3].As<wire::RangeEnd>().range_id == a);
+  CHECK(records[4].type == wire::RecordType::kThreadName);
+  CHECK(records[4].As<wire::ThreadName>().tid == 4242);
+  CHECK(NameOf(records[4].As<wire::ThreadName>().name_string) == "worker");
+}
+
+TEST_CASE("unusable export tables are refused and short tables filled partially", "[nvtx]") {
+  FakeModule module;
+  g_module = &module;
+  CHECK(InstallNvtxHandlers(nullptr) == 0);
+  CHECK(InstallNvtxHandlers(&GetNoExportTable) == 0);
+
+  module.core_size = NVTX_CBID_CORE_RangeStartA;  // an older, shorter table
+  module.give_core2 = false;
+  REQUIRE(InstallNvtxHandlers(&GetExportTable) == 1);
+  CHECK(module.core_slots[NVTX_CBID_CORE_MarkA] != nullptr);
+  CHECK(module.core_slots[NVTX_CBID_CORE_RangeStartA] == nullptr);
+  CHECK(module.core_slots[NVTX_CBID_CORE_RangePushA] == nullptr);
+}
+
+}  // namespace
+}  // namespace gpuattr::inject

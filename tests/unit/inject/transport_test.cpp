@@ -1,0 +1,151 @@
+// The transport against a socketpair(AF_UNIX, SOCK_SEQPACKET) whose peer decodes with
+// wire::MessageReader.
+#include <catch2/catch.hpp>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <vector>
+
+#include "runtime/transport.h"
+#include "wire/codec.h"
+
+namespace gpuattr::inject {
+namespace {
+
+struct SocketPair {
+  int shim = -1;
+  int peer = -1;
+  SocketPair() {
+    int fds[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) == 0);
+    shim = fds[0];
+    peer = fds[1];
+  }
+  ~SocketPair() {
+    if (peer >= 0) close(peer);
+  }
+};
+
+// Receives every queued datagram without blocking and decodes it.
+std::vector<std::vector<wire::RecordView>> ReceiveAll(int fd, std::vector<uint64_t>* sequences,
+                                                      std::vector<std::vector<uint8_t>>* storage) {
+  std::vector<std::vector<wire::RecordView>> messages;
+  for (;;) {
+    std::vector<uint8_t> datagram(wire::kMaxMessageBytes);
+    const ssize_t n = recv(fd, datagram.data(), datagram.size(), MSG_DONTWAIT);
+    if (n <= 0) break;
+    datagram.resize(static_cast<size_t>(n));
+    storage->push_back(std::move(datagram));
+    wire::MessageReader reader;
+    REQUIRE(reader.Open(storage->back().data(), static_cast<uint32_t>(n)) ==
+            wire::DecodeError::kNone);
+    sequences->push_back(reader.header().sequence);
+    std::vector<wire::RecordView> records;
+    wire::RecordView view;
+    while (reader.Next(&view)) records.push_back(view);
+    messages.push_back(std::move(records));
+  }
+  return messages;
+}
+
+TEST_CASE("the outbox splits records into valid messages with consecutive sequences",
+          "[transport]") {
+  SocketPair sockets;
+  Transport transport;
+  transport.Adopt(sockets.shim);
+  Outbox outbox(&transport);
+  constexpr uint32_t kRecords = 5000;  // 5000 * 24 B > one 64 KiB message
+  for (uint32_t i = 0; i < kRecords; ++i) outbox.Append(wire::ApiExit{i, i, 7});
+  outbox.AppendString(1, "a name");
+  outbox.Flush();
+  CHECK(transport.dropped_messages() == 0);
+
+  std::vector<uint64_t> sequences;
+  std::vector<std::vector<uint8_t>> storage;
+  const auto messages = ReceiveAll(sockets.peer, &sequences, &storage);
+  REQUIRE(messages.size() >= 2);
+  uint32_t seen = 0;
+  for (size_t m = 0; m < messages.size(); ++m) {
+    CHECK(sequences[m] == m);
+    for (const wire::RecordView& record : messages[m]) {
+      if (record.type == wire::RecordType::kApiExit) {
+        CHECK(record.As<wire::ApiExit>().correlation_id == seen);
+        ++seen;
+      } else {
+        CHECK(record.type == wire::RecordType::kString);
+        CHECK(record.StringText() == "a name");
+      }
+    }
+  }
+  CHECK(seen == kRecords);
+}
+
+TEST_CASE("a full socket drops and counts messages and never blocks", "[transport]") {
+  SocketPair sockets;
+  const int small = 4096;
+  setsockopt(sockets.shim, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+  Transport transport;
+  transport.Adopt(sockets.shim);
+  Outbox outbox(&transport);
+  outbox.set_wait_ms(0);
+  const auto begin = std::chrono::steady_clock::now();
+  uint64_t records = 0;
+  for (int message = 0; message < 200; ++message) {  // nobody reads the peer
+    for (int i = 0; i < 40; ++i, ++records) outbox.Append(wire::ApiExit{1, 2, 3});
+    outbox.Flush();
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - begin;
+  CHECK(elapsed < std::chrono::seconds(2));
+  CHECK(transport.dropped_messages() > 0);
+  CHECK(transport.dropped_records() > 0);
+  CHECK(transport.dropped_records() < records);  // the first messages got through
+  CHECK(transport.connected());                   // a full socket is not a broken one
+  CHECK(transport.sent_messages() + transport.dropped_messages() == outbox.next_sequence());
+}
+
+TEST_CASE("a bounded wait for a full socket gives up after about that long", "[transport]") {
+  SocketPair sockets;
+  const int small = 4096;
+  setsockopt(sockets.shim, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+  Transport transport;
+  transport.Adopt(sockets.shim);
+  std::vector<uint8_t> datagram(8192);
+  wire::MessageWriter writer(datagram.data(), static_cast<uint32_t>(datagram.size()));
+  writer.Append(wire::ApiExit{1, 2, 3});
+  const uint32_t size = writer.Finish(0);
+  while (transport.Send(datagram.data(), size, 1, 0)) {
+  }
+  const auto begin = std::chrono::steady_clock::now();
+  CHECK_FALSE(transport.Send(datagram.data(), size, 1, 100));
+  const auto elapsed = std::chrono::steady_clock::now() - begin;
+  CHECK(elapsed >= std::chrono::milliseconds(90));
+  CHECK(elapsed < std::chrono::milliseconds(1000));
+}
+
+TEST_CASE("after the collector goes away every message is dropped and counted", "[transport]") {
+  SocketPair sockets;
+  Transport transport;
+  transport.Adopt(sockets.shim);
+  Outbox outbox(&transport);
+  close(sockets.peer);
+  sockets.peer = -1;
+  outbox.Append(wire::ApiExit{1, 2, 3});
+  outbox.Append(wire::ApiExit{1, 2, 3});
+  outbox.Flush();
+  outbox.Append(wire::ApiExit{1, 2, 3});
+  outbox.Flush();
+  CHECK_FALSE(transport.connected());
+  CHECK(transport.dropped_messages() == 2);
+  CHECK(transport.dropped_records() == 3);
+}
+
+TEST_CASE("connecting to a missing socket fails without blocking", "[transport]") {
+  Transport transport;
+  CHECK_FALSE(transport.Connect("/nonexistent-dir/gpuattr.sock", 100));
+  CHECK_FALSE(transport.connected());
+}
+
+}  // namespace
+}  // namespace gpuattr::inject
