@@ -1,0 +1,49 @@
+// Starting the traced command: its environment (the shim preloaded and named as the CUDA and
+// NVTX injection library, the collector's socket) and the spawn itself.
+//
+// The child inherits stdin, stdout, stderr, cwd, rlimits and ignored signals untouched, and the
+// signal mask gpuattr had before it blocked the signals it handles. Every descriptor gpuattr
+// opens itself is close-on-exec, so the child sees none of them. Called on the main thread.
+#ifndef GPUATTR_COLLECTOR_CLI_CHILD_PROCESS_H_
+#define GPUATTR_COLLECTOR_CLI_CHILD_PROCESS_H_
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace gpuattr::collector {
+
+inline constexpr char kSocketEnv[] = "GPUATTR_SOCKET";
+
+// `environment` (NAME=value entries) with LD_PRELOAD led by `shim` (kept ahead of any value
+// already there, and not repeated when already listed), CUDA_INJECTION64_PATH and
+// NVTX_INJECTION64_PATH set to `shim`, and GPUATTR_SOCKET set to `socket_path`.
+std::vector<std::string> BuildChildEnvironment(const std::vector<std::string>& environment,
+                                               const std::string& shim,
+                                               const std::string& socket_path);
+
+// The current process environment as NAME=value entries.
+std::vector<std::string> CurrentEnvironment();
+
+struct SpawnResult {
+  pid_t pid = -1;        // > 0 when the command started
+  int exec_error = 0;    // errno of the failed exec when it did not (ENOENT, EACCES, ...)
+};
+
+// Starts argv[0], searched on PATH like a shell does, with `environment` and `signal_mask`.
+// A command that cannot be executed is a SpawnResult with exec_error, not an error: the caller
+// answers it like a shell (126/127). Only a failure to spawn at all is a Status.
+StatusOr<SpawnResult> SpawnChild(const std::vector<std::string>& argv,
+                                 const std::vector<std::string>& environment,
+                                 const sigset_t& signal_mask);
+
+// The shell's exit status for a wait(2) status: the exit code, or 128 + the signal.
+int ShellExitStatus(int wait_status);
+
+}  // namespace gpuattr::collector
+
+#endif  // GPUATTR_COLLECTOR_CLI_CHILD_PROCESS_H_

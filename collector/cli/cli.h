@@ -1,0 +1,32 @@
+// The gpuattr command line: subcommands, their flags, and the mapping from Status to exit status.
+// collector/main.cpp calls GpuattrMain and nothing else; everything else lives here so tests can
+// link it. Runs on the main thread.
+//
+// Exit statuses of gpuattr itself (a subcommand that runs a command, like `run`, passes that
+// command's status through instead):
+//   0  success, or --help / --version
+//   2  usage: a bad flag or value, an unknown subcommand, a missing command, no shim found
+//   3  input or data: a named input is malformed
+//   4  internal: gpuattr failed (socket, spawn, writing the report)
+#ifndef GPUATTR_COLLECTOR_CLI_CLI_H_
+#define GPUATTR_COLLECTOR_CLI_CLI_H_
+
+#include "base/status.h"
+
+namespace gpuattr::collector {
+
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitData = 3;
+inline constexpr int kExitInternal = 4;
+
+// kInvalidArgument and kNotFound: 2; kDataLoss: 3; anything else: 4. Never 0: callers only map
+// errors.
+int ExitCodeFor(const Status& status);
+
+// Parses argv, runs the subcommand and returns the process's exit status. Nothing goes to stdout
+// except --help and --version; messages go to stderr, prefixed "gpuattr: ".
+int GpuattrMain(int argc, char** argv);
+
+}  // namespace gpuattr::collector
+
+#endif  // GPUATTR_COLLECTOR_CLI_CLI_H_

@@ -1,0 +1,238 @@
+#include "cli/run.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <system_error>
+
+#include "cli/child_process.h"
+#include "cli/private_dir.h"
+#include "cli/shim_locator.h"
+#include "ingest/socket_server.h"
+#include "report/report_builder.h"
+
+namespace gpuattr::collector {
+namespace {
+
+constexpr char kSocketName[] = "collector.sock";
+
+uint64_t NowNs(clockid_t clock) {
+  timespec now{};
+  clock_gettime(clock, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return {};
+  return name;
+}
+
+// The report goes where the user said; find out before the command runs, not after.
+Status CheckOutputPath(const std::string& output) {
+  namespace fs = std::filesystem;
+  if (output.empty()) return InvalidArgumentError("the report path (-o) is empty");
+  std::error_code error;
+  if (fs::is_directory(output, error)) {
+    return InvalidArgumentError("the report path '" + output + "' is a directory");
+  }
+  fs::path parent = fs::path(output).parent_path();
+  if (parent.empty()) parent = ".";
+  if (!fs::is_directory(parent, error)) {
+    return InvalidArgumentError("the directory of the report path '" + output +
+                                "' does not exist");
+  }
+  if (access(parent.c_str(), W_OK | X_OK) != 0) {
+    return InvalidArgumentError("cannot write the report into '" + parent.string() +
+                                "': " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+// What the poll loop learned from the signalfd and from reaping.
+struct SignalEvents {
+  bool child_exited = false;
+  int wait_status = 0;          // the command's, once child_exited
+  bool children_left = true;    // the command, or descendants orphaned to us (subreaper)
+  bool interrupt = false;       // a SIGINT or SIGTERM arrived
+  std::map<uint32_t, int> exit_statuses;  // pid -> shell exit status, every process we reaped
+};
+
+// Reaps every child that ended: the command and, gpuattr being a child subreaper, any orphaned
+// descendant. SIGCHLD coalesces, so this loops until waitpid says nothing more has ended.
+Status ReapChildren(pid_t child, SignalEvents* events) {
+  for (;;) {
+    int status = 0;
+    const pid_t done = waitpid(-1, &status, WNOHANG);
+    if (done > 0) {
+      events->exit_statuses[static_cast<uint32_t>(done)] = ShellExitStatus(status);
+      if (done == child) {
+        events->child_exited = true;
+        events->wait_status = status;
+      }
+      continue;
+    }
+    if (done == 0) {
+      events->children_left = true;
+      return Status::Ok();
+    }
+    if (errno == EINTR) continue;
+    if (errno == ECHILD) {
+      events->children_left = false;
+      return Status::Ok();
+    }
+    return InternalError(std::string("waitpid: ") + std::strerror(errno));
+  }
+}
+
+// Reads every pending signal. Forwards SIGINT/SIGTERM sent by a process to the command while it
+// runs (see run.h for why terminal-generated ones are not), and reaps.
+Status DrainSignals(int signal_fd, pid_t child, SignalEvents* events) {
+  for (;;) {
+    signalfd_siginfo info{};
+    const ssize_t got = read(signal_fd, &info, sizeof(info));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) break;
+      return InternalError(std::string("reading the signalfd: ") + std::strerror(errno));
+    }
+    if (got != static_cast<ssize_t>(sizeof(info))) return InternalError("short signalfd read");
+    const int signo = static_cast<int>(info.ssi_signo);
+    if (signo == SIGINT || signo == SIGTERM) {
+      events->interrupt = true;
+      if (!events->child_exited && info.ssi_code != SI_KERNEL) kill(child, signo);
+    }
+  }
+  return ReapChildren(child, events);
+}
+
+// One poll over the signalfd and the server, then whatever they have.
+Status PollOnce(int signal_fd, SocketServer* server, pid_t child, int timeout_ms,
+                SignalEvents* events) {
+  pollfd fds[2] = {{signal_fd, POLLIN, 0}, {server->fd(), POLLIN, 0}};
+  const int ready = poll(fds, 2, timeout_ms);
+  if (ready < 0) {
+    if (errno == EINTR) return Status::Ok();
+    return InternalError(std::string("poll: ") + std::strerror(errno));
+  }
+  if (fds[0].revents != 0) GPUATTR_RETURN_IF_ERROR(DrainSignals(signal_fd, child, events));
+  if (fds[1].revents != 0) GPUATTR_RETURN_IF_ERROR(server->Service(0));
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<int> RunCapture(const RunOptions& options) {
+  if (options.command.empty() || options.command[0].empty()) {
+    return InvalidArgumentError("no command given: gpuattr run [options] -- CMD ARGS...");
+  }
+  if (!(options.drain_timeout_s >= 0.0 && options.drain_timeout_s <= kMaxDrainTimeoutS)) {
+    return InvalidArgumentError("--drain-timeout must be between 0 and " +
+                                std::to_string(static_cast<int>(kMaxDrainTimeoutS)) + " seconds");
+  }
+  GPUATTR_RETURN_IF_ERROR(CheckOutputPath(options.output));
+  GPUATTR_ASSIGN_OR_RETURN(const std::string shim, LocateShim());
+  GPUATTR_ASSIGN_OR_RETURN(PrivateDir dir, PrivateDir::Create(sizeof(kSocketName)));
+  const std::string socket_path = dir.path() + "/" + kSocketName;
+  GPUATTR_ASSIGN_OR_RETURN(std::unique_ptr<SocketServer> server,
+                           SocketServer::Listen(socket_path));
+
+  // Blocked before the spawn so no SIGCHLD or early SIGTERM slips past the signalfd. They stay
+  // blocked until gpuattr exits; unblocking would deliver a pending SIGINT with its default
+  // action. The child gets the mask gpuattr started with.
+  sigset_t handled;
+  sigemptyset(&handled);
+  sigaddset(&handled, SIGCHLD);
+  sigaddset(&handled, SIGINT);
+  sigaddset(&handled, SIGTERM);
+  sigset_t original_mask;
+  if (pthread_sigmask(SIG_BLOCK, &handled, &original_mask) != 0) {
+    return InternalError("cannot block SIGCHLD, SIGINT and SIGTERM");
+  }
+  const int signal_fd = signalfd(-1, &handled, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (signal_fd < 0) return InternalError(std::string("signalfd: ") + std::strerror(errno));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { close(fd); }
+  } signal_fd_closer{signal_fd};
+
+  // Orphaned descendants of the command are reparented to us rather than to init: we then know
+  // when the last of them has ended (the drain below) and learn their exit statuses. Not
+  // inherited by the command (prctl(2)).
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    return InternalError(std::string("prctl(PR_SET_CHILD_SUBREAPER): ") + std::strerror(errno));
+  }
+
+  const uint64_t started_realtime_ns = NowNs(CLOCK_REALTIME);
+  const uint64_t started_monotonic_ns = NowNs(CLOCK_MONOTONIC);
+  GPUATTR_ASSIGN_OR_RETURN(
+      const SpawnResult spawned,
+      SpawnChild(options.command, BuildChildEnvironment(CurrentEnvironment(), shim, socket_path),
+                 original_mask));
+  if (spawned.pid <= 0) {
+    const bool not_found = spawned.exec_error == ENOENT;
+    std::fprintf(stderr, "gpuattr: %s: %s\n", options.command[0].c_str(),
+                 not_found ? "command not found" : std::strerror(spawned.exec_error));
+    return not_found ? 127 : 126;
+  }
+
+  SignalEvents events;
+  while (!events.child_exited) {
+    GPUATTR_RETURN_IF_ERROR(PollOnce(signal_fd, server.get(), spawned.pid, -1, &events));
+  }
+  const int exit_status = ShellExitStatus(events.wait_status);
+
+  // Descendants may still run (and connect late) and the last messages may be in flight: wait,
+  // a bounded time, until no connection is open and no descendant is left. Each turn first
+  // accepts what is queued, so a process that connected and exited is not missed.
+  events.interrupt = false;
+  const uint64_t drain_deadline_ns =
+      NowNs(CLOCK_MONOTONIC) + static_cast<uint64_t>(options.drain_timeout_s * 1e9);
+  for (;;) {
+    GPUATTR_RETURN_IF_ERROR(server->Service(0));
+    if (server->open_connections() == 0 && !events.children_left) break;
+    const uint64_t now = NowNs(CLOCK_MONOTONIC);
+    if (events.interrupt || now >= drain_deadline_ns) break;
+    const int timeout_ms = static_cast<int>((drain_deadline_ns - now + 999999) / 1000000);
+    GPUATTR_RETURN_IF_ERROR(PollOnce(signal_fd, server.get(), spawned.pid, timeout_ms, &events));
+  }
+  server->FinishAll();
+  const uint64_t duration_ns = NowNs(CLOCK_MONOTONIC) - started_monotonic_ns;
+
+  ReportInputs inputs;
+  inputs.capture.mode = "run";
+  inputs.capture.command = options.command;
+  inputs.capture.host = HostName();
+  inputs.capture.started_at_realtime_ns = started_realtime_ns;
+  inputs.capture.duration_ns = duration_ns;
+  for (const auto& trace : server->finished_traces()) inputs.processes.push_back(trace.get());
+  inputs.exit_statuses = events.exit_statuses;
+  inputs.options = options.analysis;
+  inputs.rejected_connections = server->stats().rejected_connections;
+  inputs.rejected_messages = server->stats().rejected_messages;
+  const nlohmann::json report = BuildReport(inputs);
+  GPUATTR_RETURN_IF_ERROR(WriteReportAtomically(report, options.output));
+
+  if (!options.quiet) {
+    std::fputs(RenderSummary(report).c_str(), stderr);
+    for (const std::string& note : server->stats().rejection_notes) {
+      std::fprintf(stderr, "gpuattr: %s\n", note.c_str());
+    }
+    std::fprintf(stderr, "gpuattr: report written to %s\n", options.output.c_str());
+  }
+  return exit_status;
+}
+
+}  // namespace gpuattr::collector

@@ -1,0 +1,51 @@
+// `gpuattr run [options] -- CMD ARGS...`: runs CMD with the shim preloaded, serves the collector
+// socket while CMD and its descendants run, then writes the report.
+//
+// Threading: everything happens on the calling (main) thread, in one poll loop over two
+// descriptors: a signalfd (SIGCHLD, SIGINT, SIGTERM, blocked for the whole run) and the
+// SocketServer's epoll descriptor. No other thread exists, so no lock does either.
+//
+// Signals: CMD stays in gpuattr's process group, so it keeps the terminal (it can read stdin,
+// and job control treats `gpuattr run -- CMD` like CMD). A Ctrl-C on the terminal therefore
+// already reaches CMD and gpuattr both; gpuattr sees it as SI_KERNEL and does not forward it
+// again. A SIGINT or SIGTERM sent to gpuattr by a process (kill, a batch scheduler: SI_USER and
+// friends) is forwarded to CMD, once. Either way gpuattr itself does not stop: it waits for CMD
+// to exit and still writes the report. (A signal sent with kill(-pgid) reaches CMD directly and
+// through us: the one case of double delivery, accepted for keeping the terminal.)
+// Descendants: gpuattr is a child subreaper (PR_SET_CHILD_SUBREAPER), so descendants orphaned
+// by CMD become its children: it reaps them (their exit statuses go into the report) and knows
+// whether any is left. After CMD exits, gpuattr waits up to drain_timeout_s until no connection
+// is open and no descendant is left (a late child may yet connect); one more SIGINT or SIGTERM
+// cuts that wait short. Whatever is still open then ends as truncated; descendants still running
+// are left alone. (An orphan sees gpuattr, not init, as its parent.)
+//
+// Exit status: CMD's (128 + signal when a signal killed it); 127 when CMD is not found and 126
+// when it cannot be executed, as a shell does. Failures of gpuattr itself are a Status, which
+// the caller maps to an exit status (cli.h).
+#ifndef GPUATTR_COLLECTOR_CLI_RUN_H_
+#define GPUATTR_COLLECTOR_CLI_RUN_H_
+
+#include <string>
+#include <vector>
+
+#include "analysis/process_trace.h"
+#include "base/status.h"
+
+namespace gpuattr::collector {
+
+inline constexpr double kMaxDrainTimeoutS = 3600.0;
+
+struct RunOptions {
+  std::vector<std::string> command;  // CMD ARGS...; never empty
+  std::string output = "gpuattr-report.json";
+  AnalysisOptions analysis;
+  bool quiet = false;                // no summary on stderr
+  double drain_timeout_s = 5.0;
+};
+
+// Runs the capture and returns the exit status gpuattr should exit with.
+StatusOr<int> RunCapture(const RunOptions& options);
+
+}  // namespace gpuattr::collector
+
+#endif  // GPUATTR_COLLECTOR_CLI_RUN_H_
