@@ -1,0 +1,94 @@
+// ProcessTruth: what one simulated process really did, recorded by simgpu-run itself, independent
+// of any collector code: the NVTX ranges it opened (DESIGN §5 truth "ranges"), the device
+// activities with their attribution (DESIGN §2 rules, computed from this bookkeeping), and marks.
+//
+// Stacks: one merged stack per scenario thread (all domains, push order), because DESIGN §2
+// attributes to the innermost range on that stack; a domain pop closes the innermost open range
+// of that domain. The "main thread" for inheritance is the first thread that pushed a range.
+//
+// Threads: every scenario thread records concurrently; mu_ (a leaf lock) guards everything, so an
+// attribution sees the launching thread's and the main thread's stacks at one instant.
+#ifndef GPUATTR_TESTS_SIMGPU_SIM_TRUTH_H_
+#define GPUATTR_TESTS_SIMGPU_SIM_TRUTH_H_
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gpuattr::simgpu {
+
+// A host time: CLOCK_MONOTONIC when taken before the simulated cuInit, else the CUPTI clock.
+struct HostTime {
+  uint64_t ns = 0;
+  bool pre_init = false;
+};
+
+struct Attribution {
+  std::string kind;  // "direct", "inherited" or "none"
+  std::vector<std::string> path;
+};
+
+class ProcessTruth {
+ public:
+  void Push(const std::string& thread, const std::string& name, const std::string& domain,
+            HostTime t);
+  // Closes the innermost open range of `domain` on `thread`; false when none was open.
+  bool Pop(const std::string& thread, const std::string& domain, HostTime t);
+  void RangeStart(const std::string& id, const std::string& thread, const std::string& name,
+                  HostTime t);
+  void RangeEnd(const std::string& id, HostTime t);
+  void Mark(const std::string& thread, const std::string& name, HostTime t);
+
+  // The merged stack of `thread` as names.
+  std::vector<std::string> PathOf(const std::string& thread);
+  // DESIGN §2 rules 1, 2 and 4 for work launched now by `thread`.
+  Attribution Attribute(const std::string& thread);
+
+  void AddActivity(nlohmann::json activity);
+
+  // {"pid", "rank", "name", "activities", "ranges", "marks"}; `offset_ns` moves pre-init times
+  // onto the CUPTI clock. Ranges still open have "end_ns": null.
+  nlohmann::json ToJson(int pid, std::optional<int> rank, const std::string& name,
+                        int64_t offset_ns);
+
+  // After fork(), in the child: only the forking thread survives, now running `child_thread`'s
+  // ops with the ranges it had open still open (NVTX tools see the same); nothing else is kept.
+  void ForkChild(const std::string& forking_thread, const std::string& child_thread);
+
+ private:
+  struct Range {
+    std::string thread;
+    std::string domain;  // "" = default domain
+    std::vector<std::string> path;
+    std::string kind;  // "push_pop" or "start_end"
+    HostTime start;
+    std::optional<HostTime> end;
+  };
+  struct Frame {
+    std::string name;
+    std::string domain;
+    size_t range_index;
+  };
+
+  std::mutex mu_;
+  std::map<std::string, std::vector<Frame>> stacks_;
+  std::optional<std::string> main_thread_;
+  std::vector<Range> ranges_;
+  std::map<std::string, size_t> open_start_end_;  // range_start id -> index in ranges_
+  std::vector<nlohmann::json> activities_;
+  struct MarkRecord {
+    std::string thread;
+    std::string name;
+    HostTime t;
+  };
+  std::vector<MarkRecord> marks_;
+};
+
+}  // namespace gpuattr::simgpu
+
+#endif  // GPUATTR_TESTS_SIMGPU_SIM_TRUTH_H_

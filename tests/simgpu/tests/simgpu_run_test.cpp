@@ -1,0 +1,132 @@
+// simgpu-run as a program: scenario errors exit 2 with the JSON path, and a run without any
+// injection writes truth in which one stream is FIFO and two streams overlap.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Outcome {
+  int status;
+  std::string output;
+};
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = "/tmp/simgpu-run-test-XXXXXX";
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    path_ = pattern;
+  }
+  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
+  std::string File(const std::string& name, const std::string& text) const {
+    const std::string file = path_ + "/" + name;
+    std::ofstream(file) << text;
+    return file;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Runs simgpu-run with no injection at all; stderr joins stdout.
+Outcome RunSimgpu(const std::string& args) {
+  const std::string command = "env -u CUDA_INJECTION64_PATH -u NVTX_INJECTION64_PATH "
+                              "-u LD_PRELOAD " SIMGPU_RUN_PATH " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buffer[4096];
+  size_t n = 0;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+}  // namespace
+
+TEST_CASE("scenario errors name the JSON path and exit 2", "[simgpu][scenario]") {
+  TempDir dir;
+  struct Case {
+    const char* text;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"{\"processes\": [", "$: malformed JSON"},
+      {R"({"processes": [{"threads": [{"name": "main", "ops": [{"launch": "k", "us": 1, "colour": 1}]}]}]})",
+       "$.processes[0].threads[0].ops[0].colour: unknown key"},
+      {R"({"processes": [{"threads": [{"name": "main", "ops": [{"launch": "k", "us": "ten"}]}]}]})",
+       "$.processes[0].threads[0].ops[0].us: expected a number"},
+      {R"({"processes": [{"threads": [{"name": "main", "ops": [{"sync": {"stream": -1}}]}]}]})",
+       "$.processes[0].threads[0].ops[0].sync.stream: expected an integer"},
+      {R"({"processes": [{"threads": [{"name": "main", "ops": [{"start_thread": "nobody"}]}]}]})",
+       "$.processes[0].threads[0].ops[0]: no thread named \"nobody\""},
+      {R"({"processes": [], "seed": 1})", "$.processes: expected a non-empty array"},
+      {R"({"process": []})", "$.process: unknown key"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    const std::string scenario = dir.File("bad.json", c.text);
+    const Outcome outcome = RunSimgpu(scenario + " --truth " + dir.path() + "/truth.json");
+    CHECK(outcome.status == 2);
+    CHECK(outcome.output.find(c.expected) != std::string::npos);
+    CHECK(access((dir.path() + "/truth.json").c_str(), F_OK) != 0);
+  }
+  CHECK(RunSimgpu("--truth x.json").status == 2);
+  CHECK(RunSimgpu(dir.path() + "/missing.json --truth x.json").status == 2);
+}
+
+TEST_CASE("without injection the truth keeps each stream FIFO and lets two streams overlap",
+          "[simgpu][device]") {
+  TempDir dir;
+  const std::string scenario = dir.File("s.json", R"({"processes": [{"name": "p",
+    "env": {"RANK": "3"}, "threads": [{"name": "main", "ops": [
+      {"push": "step"},
+      {"launch": "a", "stream": 1, "us": 50000},
+      {"launch": "b", "stream": 2, "us": 50000},
+      {"launch": "c", "stream": 1, "us": 500},
+      {"pop": true},
+      {"sync": "device"},
+      {"launch": "d", "stream": 1, "ns": 1000}]}]}]})");
+  const std::string truth_path = dir.path() + "/truth.json";
+  const Outcome outcome = RunSimgpu(scenario + " --truth " + truth_path);
+  INFO(outcome.output);
+  REQUIRE(outcome.status == 0);
+  std::ifstream in(truth_path);
+  const nlohmann::json truth = nlohmann::json::parse(in, nullptr, false);
+  REQUIRE(truth.is_object());
+  REQUIRE(truth["processes"].size() == 1);
+  const nlohmann::json& process = truth["processes"][0];
+  CHECK(process["rank"] == 3);
+  CHECK(process["exit_status"] == 0);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const nlohmann::json& a : process["activities"]) by_name[a["name"]] = a;
+  REQUIRE(by_name.size() == 4);
+  auto start = [&](const char* n) { return by_name[n]["start_ns"].get<uint64_t>(); };
+  auto end = [&](const char* n) { return by_name[n]["end_ns"].get<uint64_t>(); };
+  CHECK(end("a") - start("a") == 50000000);
+  CHECK(start("c") >= end("a"));        // FIFO on stream 1
+  CHECK(start("b") < end("a"));         // streams 1 and 2 overlap
+  CHECK(start("a") < end("b"));
+  CHECK(start("d") >= end("b"));        // the sync really waited for the device
+  for (const char* n : {"a", "b", "c"}) {
+    CHECK(by_name[n]["attribution"] == "direct");
+    CHECK(by_name[n]["range_path"] == nlohmann::json::array({"step"}));
+    CHECK(by_name[n]["correlation_id"].is_number());  // the fake assigned it
+    CHECK(by_name[n]["launch_ns"].get<uint64_t>() <= start(n));
+  }
+  CHECK(by_name["d"]["attribution"] == "none");
+  REQUIRE(process["ranges"].size() == 1);
+  CHECK(process["ranges"][0]["path"] == nlohmann::json::array({"step"}));
+}
