@@ -1,6 +1,7 @@
-# gpuattr_add_test(NAME name SRCS ... [DEPS ...] LABELS ...)
+# gpuattr_add_test(NAME name SRCS ... [DEPS ...] LABELS ... [ENVIRONMENT VAR=value ...])
 # One Catch2 v2 executable whose TEST_CASEs are registered with ctest one by one (catch_discover_tests),
-# each carrying LABELS (unit, component, e2e, golden, fuzz-smoke, gpu).
+# each carrying every one of LABELS (unit, component, e2e, golden, fuzz-smoke, gpu) and ENVIRONMENT
+# (generator expressions allowed).
 find_package(Catch2 2 REQUIRED)
 include(Catch)
 
@@ -9,10 +10,21 @@ target_link_libraries(gpuattr_catch_main PUBLIC Catch2::Catch2)
 
 function(gpuattr_add_test)
   cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS;LABELS;ENVIRONMENT" ${ARGN})
+  if(NOT ARG_LABELS)
+    message(FATAL_ERROR "gpuattr_add_test(${ARG_NAME}): LABELS is required")
+  endif()
   add_executable(${ARG_NAME} ${ARG_SRCS})
   target_link_libraries(${ARG_NAME} PRIVATE gpuattr_catch_main ${ARG_DEPS})
   target_compile_options(${ARG_NAME} PRIVATE ${GPUATTR_WARNINGS})
-  catch_discover_tests(${ARG_NAME}
-    TEST_PREFIX "${ARG_NAME}:"
-    PROPERTIES LABELS "${ARG_LABELS}" ENVIRONMENT "${ARG_ENVIRONMENT}")
+  catch_discover_tests(${ARG_NAME} TEST_PREFIX "${ARG_NAME}:" TEST_LIST ${ARG_NAME}_TESTS)
+  # catch_discover_tests flattens list-valued PROPERTIES (a second label becomes a property name),
+  # so the properties are set by a ctest include that runs after the discovered tests are added.
+  set(properties_file "${CMAKE_CURRENT_BINARY_DIR}/${ARG_NAME}_properties.cmake")
+  set(properties "LABELS [==[${ARG_LABELS}]==]")
+  if(ARG_ENVIRONMENT)
+    string(APPEND properties " ENVIRONMENT [==[${ARG_ENVIRONMENT}]==]")
+  endif()
+  file(GENERATE OUTPUT "${properties_file}" CONTENT
+       "if(${ARG_NAME}_TESTS)\n  set_tests_properties(\${${ARG_NAME}_TESTS} PROPERTIES ${properties})\nendif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${properties_file}")
 endfunction()

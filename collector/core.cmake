@@ -1,4 +1,3 @@
-find_package(nlohmann_json 3 REQUIRED)
 add_library(gpuattr_collector_core STATIC
   base/status.cpp
   analysis/attribution.cpp
