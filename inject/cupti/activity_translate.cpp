@@ -41,7 +41,11 @@ wire::Kernel TranslateKernel(const CUpti_ActivityKernel10& kernel, uint32_t name
   return out;
 }
 
-wire::Memcpy TranslateMemcpy(const CUpti_ActivityMemcpy6& memcpy) noexcept {
+namespace {
+
+// The fields CUpti_ActivityMemcpy6 and CUpti_ActivityMemcpyPtoP4 share, by name.
+template <typename CuptiMemcpy>
+wire::Memcpy TranslateCommonMemcpy(const CuptiMemcpy& memcpy) noexcept {
   wire::Memcpy out{};
   out.start_ns = memcpy.start;
   out.end_ns = memcpy.end;
@@ -52,31 +56,26 @@ wire::Memcpy TranslateMemcpy(const CUpti_ActivityMemcpy6& memcpy) noexcept {
   out.stream = memcpy.streamId;
   out.context = memcpy.contextId;
   out.graph_id = memcpy.graphId;
-  out.src_device = memcpy.deviceId;
-  out.dst_device = memcpy.deviceId;
   out.copy_kind = memcpy.copyKind;
   out.src_kind = memcpy.srcKind;
   out.dst_kind = memcpy.dstKind;
+  return out;
+}
+
+}  // namespace
+
+wire::Memcpy TranslateMemcpy(const CUpti_ActivityMemcpy6& memcpy) noexcept {
+  wire::Memcpy out = TranslateCommonMemcpy(memcpy);
+  out.src_device = memcpy.deviceId;
+  out.dst_device = memcpy.deviceId;
   out.peer = 0;
   return out;
 }
 
 wire::Memcpy TranslatePeerMemcpy(const CUpti_ActivityMemcpyPtoP4& memcpy) noexcept {
-  wire::Memcpy out{};
-  out.start_ns = memcpy.start;
-  out.end_ns = memcpy.end;
-  out.bytes = memcpy.bytes;
-  out.graph_node_id = memcpy.graphNodeId;
-  out.correlation_id = memcpy.correlationId;
-  out.device = memcpy.deviceId;
-  out.stream = memcpy.streamId;
-  out.context = memcpy.contextId;
-  out.graph_id = memcpy.graphId;
+  wire::Memcpy out = TranslateCommonMemcpy(memcpy);
   out.src_device = memcpy.srcDeviceId;
   out.dst_device = memcpy.dstDeviceId;
-  out.copy_kind = memcpy.copyKind;
-  out.src_kind = memcpy.srcKind;
-  out.dst_kind = memcpy.dstKind;
   out.peer = 1;
   return out;
 }

@@ -12,55 +12,38 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "cli/child_process.h"
 #include "cli/shim_locator.h"
 #include "subprocess.h"
+#include "test_files.h"
 
 namespace gpuattr::component {
 namespace {
 
+using test_support::ChildrenOf;
+using test_support::CommandName;
+using test_support::MonotonicSeconds;
+using test_support::ProcessResult;
+using test_support::ReadJson;
+using test_support::RunProcess;
+using test_support::SchemaCheck;
+using test_support::Subprocess;
+using test_support::TempDir;
+using test_support::ValidateReport;
+
 namespace fs = std::filesystem;
-
-// A fresh directory for reports, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/gpuattr-run-test-XXXXXX";
-    REQUIRE(mkdtemp(pattern) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::vector<std::string> Gpuattr(std::vector<std::string> args) {
   args.insert(args.begin(), GPUATTR_BINARY);
   return args;
 }
 
-nlohmann::json ReadJson(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-}
-
 // scripts/validate_report.py against schemas/report.schema.json.
 void RequireValidReport(const std::string& path) {
-  const ProcessResult validation = RunProcess(
-      {"python3", std::string(GPUATTR_SOURCE_DIR) + "/scripts/validate_report.py", path});
-  INFO("validate_report.py: " << validation.out << validation.err);
-  REQUIRE(validation.exited);
-  REQUIRE(validation.exit_code == 0);
+  const SchemaCheck check = ValidateReport(path);
+  INFO("validate_report.py: " << check.output);
+  REQUIRE(check.valid);
 }
 
 }  // namespace

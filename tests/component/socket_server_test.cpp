@@ -20,6 +20,8 @@
 namespace gpuattr::component {
 namespace {
 
+using test_support::MonotonicSeconds;
+
 using collector::ServerOptions;
 using collector::SocketServer;
 

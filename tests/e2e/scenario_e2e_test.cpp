@@ -5,13 +5,23 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "process_runner.h"
+#include "subprocess.h"
+#include "test_files.h"
 #include "truth_compare.h"
 
 namespace gpuattr::e2e {
 namespace {
 
 using nlohmann::json;
+using test_support::ProcessResult;
+using test_support::ReadJson;
+using test_support::RunProcess;
+using test_support::TempDir;
+
+// Exit status as a shell reports it: the code, or 128 + the signal.
+int ExitStatus(const ProcessResult& result) {
+  return result.exited ? result.exit_code : 128 + result.signal;
+}
 
 const json* FindProcess(const json& report, int64_t pid) {
   for (const auto& process : report["processes"]) {
@@ -21,10 +31,9 @@ const json* FindProcess(const json& report, int64_t pid) {
 }
 
 bool SchemaValid(const std::string& report_path) {
-  const RunResult result =
-      RunCommand({GPUATTR_PYTHON, GPUATTR_SCRIPTS_DIR "/validate_report.py", report_path});
-  if (result.exit_status != 0) UNSCOPED_INFO("schema: " << result.out << result.err);
-  return result.exit_status == 0;
+  const test_support::SchemaCheck check = test_support::ValidateReport(report_path);
+  if (!check.valid) UNSCOPED_INFO("schema: " << check.output);
+  return check.valid;
 }
 
 // Runs `scenario` under gpuattr and returns {report, truth}.
@@ -32,14 +41,14 @@ std::pair<json, json> RunScenario(const TempDir& dir, const std::string& scenari
                                   const std::map<std::string, std::string>& env = {}) {
   const std::string report_path = dir.File("report.json");
   const std::string truth_path = dir.File("truth.json");
-  const RunResult run = RunCommand({GPUATTR_BIN, "run", "--quiet", "-o", report_path, "--",
-                                    SIMGPU_RUN, scenario, "--truth", truth_path},
-                                   env);
+  const ProcessResult run = RunProcess({GPUATTR_BIN, "run", "--quiet", "-o", report_path, "--",
+                                         SIMGPU_RUN, scenario, "--truth", truth_path},
+                                        env);
   INFO("gpuattr stderr: " << run.err);
-  REQUIRE(run.exit_status == 0);
+  REQUIRE(ExitStatus(run) == 0);
   REQUIRE(SchemaValid(report_path));
-  const json report = json::parse(ReadFile(report_path), nullptr, false);
-  const json truth = json::parse(ReadFile(truth_path), nullptr, false);
+  const json report = ReadJson(report_path);
+  const json truth = ReadJson(truth_path);
   REQUIRE_FALSE(report.is_discarded());
   REQUIRE_FALSE(truth.is_discarded());
   return {report, truth};
@@ -161,12 +170,12 @@ TEST_CASE("the app's stdout, stderr and exit status are the same with and withou
           "[e2e]") {
   TempDir dir;
   const std::string scenario = GPUATTR_SCENARIO_DIR "/exit_status.json";
-  const RunResult bare = RunCommand({SIMGPU_RUN, scenario, "--truth", dir.File("bare.json")});
-  const RunResult traced =
-      RunCommand({GPUATTR_BIN, "run", "--quiet", "-o", dir.File("report.json"), "--", SIMGPU_RUN,
+  const ProcessResult bare = RunProcess({SIMGPU_RUN, scenario, "--truth", dir.File("bare.json")});
+  const ProcessResult traced =
+      RunProcess({GPUATTR_BIN, "run", "--quiet", "-o", dir.File("report.json"), "--", SIMGPU_RUN,
                   scenario, "--truth", dir.File("traced.json")});
-  CHECK(bare.exit_status == 3);
-  CHECK(traced.exit_status == bare.exit_status);
+  CHECK(ExitStatus(bare) == 3);
+  CHECK(ExitStatus(traced) == ExitStatus(bare));
   CHECK(traced.out == bare.out);
   CHECK(traced.err == bare.err);
   CHECK(SchemaValid(dir.File("report.json")));
@@ -175,16 +184,16 @@ TEST_CASE("the app's stdout, stderr and exit status are the same with and withou
 TEST_CASE("gpuattr run works on programs that never touch CUDA", "[e2e]") {
   TempDir dir;
   SECTION("/bin/true") {
-    const RunResult run =
-        RunCommand({GPUATTR_BIN, "run", "-o", dir.File("true.json"), "--", "/bin/true"});
-    CHECK(run.exit_status == 0);
+    const ProcessResult run =
+        RunProcess({GPUATTR_BIN, "run", "-o", dir.File("true.json"), "--", "/bin/true"});
+    CHECK(ExitStatus(run) == 0);
     CHECK(run.out.empty());
     CHECK(SchemaValid(dir.File("true.json")));
   }
   SECTION("python3 -c 'print(1)'") {
-    const RunResult run = RunCommand(
+    const ProcessResult run = RunProcess(
         {GPUATTR_BIN, "run", "-o", dir.File("py.json"), "--", "python3", "-c", "print(1)"});
-    CHECK(run.exit_status == 0);
+    CHECK(ExitStatus(run) == 0);
     CHECK(run.out == "1\n");
     CHECK(SchemaValid(dir.File("py.json")));
   }

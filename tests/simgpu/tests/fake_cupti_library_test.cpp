@@ -2,12 +2,12 @@
 // client sees them: through dlopen.
 #include <catch2/catch.hpp>
 
-#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "fake_cupti_client.h"
+#include "subprocess.h"
 
 namespace {
 
@@ -22,15 +22,9 @@ FakeCupti& Fake() {
   return fake;
 }
 
-std::string Run(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  size_t n = 0;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
-  pclose(pipe);
-  return out;
+// A command's stdout.
+std::string Run(const std::vector<std::string>& argv) {
+  return gpuattr::test_support::RunProcess(argv).out;
 }
 
 // A hand-made buffer of records: each record starts with its kind, the rest is zero.
@@ -48,9 +42,9 @@ struct Buffer {
 }  // namespace
 
 TEST_CASE("the fake has SONAME libcupti.so.13 and versions every export", "[simgpu][link]") {
-  const std::string dynamic = Run("readelf -d " SIMGPU_FAKE_CUPTI_PATH);
+  const std::string dynamic = Run({"readelf", "-d", SIMGPU_FAKE_CUPTI_PATH});
   CHECK(dynamic.find("Library soname: [libcupti.so.13]") != std::string::npos);
-  const std::string symbols = Run("readelf --dyn-syms -W " SIMGPU_FAKE_CUPTI_PATH);
+  const std::string symbols = Run({"readelf", "--dyn-syms", "-W", SIMGPU_FAKE_CUPTI_PATH});
   size_t exported = 0;
   size_t line_start = 0;
   while (line_start < symbols.size()) {

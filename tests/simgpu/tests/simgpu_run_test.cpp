@@ -1,11 +1,8 @@
 // simgpu-run as a program: scenario errors exit 2 with the JSON path, and a run without any
 // injection writes truth in which one stream is FIFO and two streams overlap.
-#include <catch2/catch.hpp>
-
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -14,44 +11,33 @@
 
 #include <nlohmann/json.hpp>
 
+#include "subprocess.h"
+#include "test_files.h"
+
 namespace {
+
+using gpuattr::test_support::ProcessResult;
+using gpuattr::test_support::RunProcess;
+using gpuattr::test_support::TempDir;
 
 struct Outcome {
   int status;
-  std::string output;
+  std::string output;  // stdout, then stderr
 };
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = "/tmp/simgpu-run-test-XXXXXX";
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  std::string File(const std::string& name, const std::string& text) const {
-    const std::string file = path_ + "/" + name;
-    std::ofstream(file) << text;
-    return file;
-  }
-  const std::string& path() const { return path_; }
+std::string WriteFile(const TempDir& dir, const std::string& name, const std::string& text) {
+  const std::string file = dir.File(name);
+  std::ofstream(file) << text;
+  return file;
+}
 
- private:
-  std::string path_;
-};
-
-// Runs simgpu-run with no injection at all; stderr joins stdout.
-Outcome RunSimgpu(const std::string& args) {
-  const std::string command = "env -u CUDA_INJECTION64_PATH -u NVTX_INJECTION64_PATH "
-                              "-u LD_PRELOAD " SIMGPU_RUN_PATH " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buffer[4096];
-  size_t n = 0;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+// Runs simgpu-run with no injection at all.
+Outcome RunSimgpu(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"env", "-u", "CUDA_INJECTION64_PATH", "-u",
+                                   "NVTX_INJECTION64_PATH", "-u", "LD_PRELOAD", SIMGPU_RUN_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const ProcessResult result = RunProcess(argv);
+  return {result.exited ? result.exit_code : -1, result.out + result.err};
 }
 
 }  // namespace
@@ -77,20 +63,20 @@ TEST_CASE("scenario errors name the JSON path and exit 2", "[simgpu][scenario]")
   };
   for (const Case& c : cases) {
     INFO(c.text);
-    const std::string scenario = dir.File("bad.json", c.text);
-    const Outcome outcome = RunSimgpu(scenario + " --truth " + dir.path() + "/truth.json");
+    const std::string scenario = WriteFile(dir, "bad.json", c.text);
+    const Outcome outcome = RunSimgpu({scenario, "--truth", dir.File("truth.json")});
     CHECK(outcome.status == 2);
     CHECK(outcome.output.find(c.expected) != std::string::npos);
     CHECK(access((dir.path() + "/truth.json").c_str(), F_OK) != 0);
   }
-  CHECK(RunSimgpu("--truth x.json").status == 2);
-  CHECK(RunSimgpu(dir.path() + "/missing.json --truth x.json").status == 2);
+  CHECK(RunSimgpu({"--truth", "x.json"}).status == 2);
+  CHECK(RunSimgpu({dir.File("missing.json"), "--truth", "x.json"}).status == 2);
 }
 
 TEST_CASE("without injection the truth keeps each stream FIFO and lets two streams overlap",
           "[simgpu][device]") {
   TempDir dir;
-  const std::string scenario = dir.File("s.json", R"({"processes": [{"name": "p",
+  const std::string scenario = WriteFile(dir, "s.json", R"({"processes": [{"name": "p",
     "env": {"RANK": "3"}, "threads": [{"name": "main", "ops": [
       {"push": "step"},
       {"launch": "a", "stream": 1, "us": 50000},
@@ -99,8 +85,8 @@ TEST_CASE("without injection the truth keeps each stream FIFO and lets two strea
       {"pop": true},
       {"sync": "device"},
       {"launch": "d", "stream": 1, "ns": 1000}]}]}]})");
-  const std::string truth_path = dir.path() + "/truth.json";
-  const Outcome outcome = RunSimgpu(scenario + " --truth " + truth_path);
+  const std::string truth_path = dir.File("truth.json");
+  const Outcome outcome = RunSimgpu({scenario, "--truth", truth_path});
   INFO(outcome.output);
   REQUIRE(outcome.status == 0);
   std::ifstream in(truth_path);

@@ -1,66 +1,29 @@
 // The report as a whole: it validates against schemas/report.schema.json (through
 // scripts/validate_report.py, as CI does), the summary merges processes, the text summary
 // renders, and the file is written atomically.
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "report_test_util.h"
+#include "test_files.h"
 #include "wire_test_util.h"
 
 namespace gpuattr::collector::testing {
 namespace {
 
-// A private temporary directory, removed with its files at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/gpuattr-report-test-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    for (const std::string& name : Entries()) ::unlink((path_ + "/" + name).c_str());
-    ::rmdir(path_.c_str());
-  }
-  const std::string& path() const { return path_; }
-  std::vector<std::string> Entries() const {
-    std::vector<std::string> names;
-    if (DIR* dir = ::opendir(path_.c_str())) {
-      while (dirent* entry = ::readdir(dir)) {
-        const std::string name = entry->d_name;
-        if (name != "." && name != "..") names.push_back(name);
-      }
-      ::closedir(dir);
-    }
-    return names;
-  }
+using test_support::ReadFile;
+using test_support::TempDir;
 
- private:
-  std::string path_;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
+// Writes `report` as `name` and returns the validator's exit status: 0 valid, 1 invalid.
 int Validate(const Json& report, const TempDir& dir, const std::string& name) {
-  const std::string path = dir.path() + "/" + name;
+  const std::string path = dir.File(name);
   REQUIRE(WriteReportAtomically(report, path).ok());
-  const std::string command = "python3 '" GPUATTR_SOURCE_DIR "/scripts/validate_report.py' '" +
-                              path + "' > '" + path + ".log' 2>&1";
-  const int status = std::system(command.c_str());
-  INFO(ReadFile(path + ".log"));
-  REQUIRE(WIFEXITED(status));
-  return WEXITSTATUS(status);
+  const test_support::SchemaCheck check = test_support::ValidateReport(path);
+  INFO(check.output);
+  return check.exit_code;
 }
 
 // Rank 0: kernels, a graph, a memcpy, an orphan; rank 1: one kernel; a third process: NVTX-only.

@@ -1,7 +1,7 @@
-// Subprocess: starts a command for a component test, with pipes on its stdout and stderr, and
+// Subprocess: starts a command for a component or end-to-end test, with pipes on its stdout and stderr, and
 // waits for it with a deadline. Test-only; single-threaded.
-#ifndef GPUATTR_TESTS_COMPONENT_SUBPROCESS_H_
-#define GPUATTR_TESTS_COMPONENT_SUBPROCESS_H_
+#ifndef GPUATTR_TESTS_SUPPORT_SUBPROCESS_H_
+#define GPUATTR_TESTS_SUPPORT_SUBPROCESS_H_
 
 #include <sys/types.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace gpuattr::component {
+namespace gpuattr::test_support {
 
 struct ProcessResult {
   bool timed_out = false;  // killed with SIGKILL at the deadline
@@ -56,6 +56,6 @@ std::string CommandName(pid_t pid);
 
 double MonotonicSeconds();
 
-}  // namespace gpuattr::component
+}  // namespace gpuattr::test_support
 
-#endif  // GPUATTR_TESTS_COMPONENT_SUBPROCESS_H_
+#endif  // GPUATTR_TESTS_SUPPORT_SUBPROCESS_H_

@@ -14,7 +14,7 @@
 
 extern char** environ;
 
-namespace gpuattr::component {
+namespace gpuattr::test_support {
 
 double MonotonicSeconds() {
   timespec now{};
@@ -139,4 +139,4 @@ std::string CommandName(pid_t pid) {
   return name;
 }
 
-}  // namespace gpuattr::component
+}  // namespace gpuattr::test_support

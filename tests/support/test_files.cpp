@@ -1,0 +1,52 @@
+#include "test_files.h"
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "subprocess.h"
+
+namespace gpuattr::test_support {
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern = std::string(base != nullptr ? base : "/tmp") + "/gpuattr-test-XXXXXX";
+  REQUIRE(mkdtemp(pattern.data()) != nullptr);
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::vector<std::string> TempDir::Entries() const {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(path_, error)) {
+    names.push_back(entry.path().filename().string());
+  }
+  return names;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+nlohmann::json ReadJson(const std::string& path) {
+  return nlohmann::json::parse(ReadFile(path), nullptr, /*allow_exceptions=*/false);
+}
+
+SchemaCheck ValidateReport(const std::string& path) {
+  const ProcessResult result =
+      RunProcess({GPUATTR_PYTHON, GPUATTR_SOURCE_DIR "/scripts/validate_report.py", path});
+  const int exit_code = result.exited ? result.exit_code : -1;
+  return {exit_code == 0, exit_code, result.out + result.err};
+}
+
+}  // namespace gpuattr::test_support
