@@ -3,6 +3,7 @@
 // counts, every pass path's self_ns and total_ns, and every device's span, busy and idle; the
 // reconciliation invariant must hold and the report must validate against the schema.
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "subprocess.h"
@@ -134,6 +135,57 @@ TEST_CASE("several threads with their own ranges agree with the truth", "[e2e]")
 
 TEST_CASE("a kernel launched outside any range agrees with the truth", "[e2e]") {
   CheckScenario("launch_outside_range");
+}
+
+TEST_CASE("a child forked without exec is its own process and leaves the parent intact",
+          "[e2e]") {
+  TempDir dir;
+  const auto [report, truth] = RunScenario(dir, GPUATTR_SCENARIO_DIR "/fork_without_exec.json");
+  REQUIRE(truth["processes"].size() == 2);
+  const json& parent_truth = truth["processes"][0];
+  const json& child_truth = truth["processes"][1];
+  REQUIRE(report["processes"].size() == 2);
+
+  // The parent agrees with its own truth exactly; the child's share of it is empty.
+  json parent_only = truth;
+  parent_only["processes"] = json::array({parent_truth});
+  CheckAgainstTruth(report, parent_only);
+
+  const json* child = FindProcess(report, child_truth["pid"].get<int64_t>());
+  REQUIRE(child != nullptr);
+  CHECK((*child)["status"] == "refused");  // CUDA is unusable in a forked child
+  CHECK((*child)["refusals"][0]["code"] == "cuda_not_initialized");
+  CHECK((*child)["loss"]["dropped_records"] == 0);
+  // Only the child's own range, once: nothing the parent recorded before the fork is replayed.
+  const auto passes = FlattenPasses(*child);
+  REQUIRE(passes.size() == 1);
+  REQUIRE(passes.count({"child_work"}) == 1);
+  CHECK(passes.at({"child_work"})["instances"] == 1);
+  CHECK(passes.at({"child_work"})["host_ns"]["total"].get<uint64_t>() >= 300000);
+}
+
+TEST_CASE("another CUPTI subscriber gets a typed refusal and the app runs on", "[e2e]") {
+  TempDir dir;
+  const auto [report, truth] = RunScenario(dir, GPUATTR_SCENARIO_DIR "/nested_ranges.json",
+                                           {{"SIMGPU_CUPTI_MODE", "conflict:nsys"}});
+  REQUIRE(report["processes"].size() == 1);
+  const json& process = report["processes"][0];
+  REQUIRE(process["refusals"].size() >= 1);
+  CHECK(process["refusals"][0]["code"] == "cupti_subscriber_conflict");
+  CHECK_THAT(process["refusals"][0]["cause"].get<std::string>(), Catch::Contains("nsys"));
+  CHECK(process["devices"].is_null());
+  CHECK(FlattenPasses(process).count({"step", "forward", "layer1"}) == 1);
+}
+
+TEST_CASE("a malformed scenario fails clearly under gpuattr, without a crash", "[e2e]") {
+  TempDir dir;
+  const std::string scenario = dir.File("bad.json");
+  std::ofstream(scenario) << R"({"processes": [{"threads": [{"name": "main", "ops": [{"lunch": "k"}]}]}]})";
+  const ProcessResult run = RunProcess({GPUATTR_BIN, "run", "--quiet", "-o", dir.File("r.json"),
+                                        "--", SIMGPU_RUN, scenario, "--truth", dir.File("t.json")});
+  CHECK(ExitStatus(run) == 2);
+  CHECK_THAT(run.err, Catch::Contains("lunch"));
+  CHECK(SchemaValid(dir.File("r.json")));
 }
 
 TEST_CASE("with the real libcupti and no driver, the report refuses device time", "[e2e]") {
