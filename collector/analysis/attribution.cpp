@@ -1,8 +1,11 @@
 #include "analysis/attribution.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <numeric>
+#include <regex>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "analysis/kernel_family.h"
@@ -49,6 +52,14 @@ void FamilyStats::Merge(const FamilyStats& other) {
   std::stable_sort(shapes.begin(), shapes.end(), [](const ShapeStats& a, const ShapeStats& b) {
     return a.kernels != b.kernels ? a.kernels > b.kernels : a.total_ns > b.total_ns;
   });
+  api_samples.insert(api_samples.end(), other.api_samples.begin(), other.api_samples.end());
+  latency_samples.insert(latency_samples.end(), other.latency_samples.begin(),
+                         other.latency_samples.end());
+}
+
+std::string StepRangeKey(const std::string& name) {
+  static const std::regex kProfilerStep("ProfilerStep#\\d+");
+  return std::regex_match(name, kProfilerStep) ? "ProfilerStep#*" : name;
 }
 
 namespace {
@@ -73,6 +84,31 @@ uint64_t UnionLength(std::vector<Interval>& intervals) {
     }
   }
   if (open) total += end - start;
+  return total;
+}
+
+// The disjoint, sorted union of half-open intervals (reordered).
+std::vector<Interval> MergeIntervals(std::vector<Interval>& intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  std::vector<Interval> merged;
+  for (const Interval& interval : intervals) {
+    if (!merged.empty() && interval.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, interval.second);
+    } else {
+      merged.push_back(interval);
+    }
+  }
+  return merged;
+}
+
+// Length of the part of the disjoint sorted `merged` that lies inside [start, end].
+uint64_t CoveredLength(const std::vector<Interval>& merged, uint64_t start, uint64_t end) {
+  auto it = std::lower_bound(merged.begin(), merged.end(), start,
+                             [](const Interval& interval, uint64_t t) { return interval.second <= t; });
+  uint64_t total = 0;
+  for (; it != merged.end() && it->first < end; ++it) {
+    total += std::min(it->second, end) - std::max(it->first, start);
+  }
   return total;
 }
 
@@ -159,8 +195,6 @@ class ThreadRanges {
   };
   std::unordered_map<uint32_t, std::vector<Entry>> by_tid_;
 };
-
-enum class How { kDirect, kInherited, kCaptured };
 
 // The pass tree under construction: nodes keyed by names (domains merged), index 0 the root.
 class PassTreeBuilder {
@@ -252,14 +286,19 @@ const GraphNodeInfo* GraphOrigin(const TraceData& data, uint64_t graph_node_id) 
 
 struct Attribution {
   uint32_t node = 0;  // 0: unattributed
-  How how = How::kDirect;
+  AttributionKind how = AttributionKind::kNone;
   const char* reason = nullptr;
 };
 
 class Analyzer {
  public:
   Analyzer(const TraceData& data, const AnalysisOptions& options)
-      : data_(data), options_(options), paths_(data), ranges_(data.host_ranges) {}
+      : data_(data),
+        options_(options),
+        family_rules_(options.family_rules ? *options.family_rules : FamilyRules::Default()),
+        phase_rules_(options.phase_rules ? *options.phase_rules : PhaseRules::Default()),
+        paths_(data),
+        ranges_(data.host_ranges) {}
 
   ProcessAnalysis Run() {
     ProcessAnalysis result;
@@ -270,8 +309,10 @@ class Analyzer {
     AddHostRanges();
     JoinAndAttribute(result);
     result.passes = tree_.Build();
+    for (PassNode& root : result.passes) SetPhases(root);
     BuildDevices(result);
     BuildFamilies(result);
+    BuildSteps(result);
     BuildSpansAndMarks(result);
     if (data_.diagnostics) {
       const wire::Diagnostics& d = *data_.diagnostics;
@@ -289,25 +330,59 @@ class Analyzer {
     }
   }
 
-  // The path a launch is attributed to by DESIGN §2 rules 1 and 2.
+  // The phase of a path node's path, cached: paths repeat across millions of activities.
+  std::optional<Phase> PhaseOf(uint32_t node) {
+    if (node == 0) return std::nullopt;
+    auto cached = phase_cache_.find(node);
+    if (cached != phase_cache_.end()) return cached->second;
+    const std::optional<Phase> phase = phase_rules_.PhaseOfPath(paths_.Names(node));
+    phase_cache_.emplace(node, phase);
+    return phase;
+  }
+
+  void SetPhases(PassNode& node) {
+    node.phase = phase_rules_.PhaseOfPath(node.path);
+    for (PassNode& child : node.children) SetPhases(child);
+  }
+
+  // The path a launch is attributed to by rules 2 and 3 (direct, inherited).
   Attribution ForLaunch(const LaunchRecord& launch) const {
-    if (launch.node != 0) return {launch.node, How::kDirect, nullptr};
+    if (launch.node != 0) return {launch.node, AttributionKind::kDirect, nullptr};
     if (options_.inherit && data_.main_tid) {
       const uint32_t node = ranges_.InnermostAt(*data_.main_tid, launch.enter_ns);
-      if (node != 0) return {node, How::kInherited, nullptr};
+      if (node != 0) return {node, AttributionKind::kInherited, nullptr};
     }
-    return {0, How::kDirect, kReasonNoOpenRange};
+    return {0, AttributionKind::kNone, kReasonNoOpenRange};
+  }
+
+  // §Attribution of one activity, rules 1-4, in order.
+  Attribution Attribute(const ActivityRecord& activity, const LaunchRecord* launch,
+                        ActivityOutcome& outcome) const {
+    if (activity.graph_node_id == 0) {
+      if (launch == nullptr) return {0, AttributionKind::kNone, kReasonLaunchNotSeen};
+      return ForLaunch(*launch);
+    }
+    std::optional<Attribution> at_launch;
+    if (launch) {
+      at_launch = ForLaunch(*launch);
+      outcome.launch_node = at_launch->node;
+    }
+    const GraphNodeInfo* origin = GraphOrigin(data_, activity.graph_node_id);
+    if (origin == nullptr) return {0, AttributionKind::kNone, kReasonGraphBeforeAttach};
+    if (origin->path_node != 0) return {origin->path_node, AttributionKind::kCaptured, nullptr};
+    // Captured with no range open: rules 2-4 with the graph launch as the launch.
+    if (at_launch) return *at_launch;
+    return {0, AttributionKind::kNone, kReasonLaunchNotSeen};
   }
 
   void JoinAndAttribute(ProcessAnalysis& result) {
     std::unordered_set<uint32_t> matched;
     std::map<std::string, Unattributed> unattributed;
-    for (const ActivityRecord& activity : data_.activities) {
-      const LaunchRecord* launch = nullptr;
-      if (activity.correlation_id != 0) {
-        auto it = data_.launches.find(activity.correlation_id);
-        if (it != data_.launches.end()) launch = &it->second;
-      }
+    result.outcomes.resize(data_.activities.size());
+    for (size_t index = 0; index < data_.activities.size(); ++index) {
+      const ActivityRecord& activity = data_.activities[index];
+      ActivityOutcome& outcome = result.outcomes[index];
+      const LaunchRecord* launch = LaunchOf(activity);
       if (launch) {
         matched.insert(activity.correlation_id);
       } else {
@@ -318,50 +393,57 @@ class Analyzer {
         continue;
       }
       const uint64_t ns = activity.duration_ns();
+      const bool kernel = activity.kind == ActivityKind::kKernel;
       CountTotals(result.totals, activity.kind, ns);
 
-      Attribution attribution;
-      if (activity.graph_node_id != 0) {
-        const GraphNodeInfo* origin = GraphOrigin(data_, activity.graph_node_id);
-        if (origin == nullptr) {
-          attribution.reason = kReasonGraphBeforeAttach;
-        } else if (origin->path_node == 0) {
-          attribution.reason = kReasonNoOpenRange;
-        } else {
-          attribution = {origin->path_node, How::kCaptured, nullptr};
-        }
-      } else if (launch == nullptr) {
-        attribution.reason = kReasonLaunchNotSeen;
-      } else {
-        attribution = ForLaunch(*launch);
-      }
-
+      const Attribution attribution = Attribute(activity, launch, outcome);
+      outcome.node = attribution.node;
+      outcome.kind = attribution.how;
+      outcome.reason = attribution.reason;
       if (attribution.node == 0) {
         Unattributed& entry = unattributed[attribution.reason];
         entry.ns += ns;
         entry.activities += 1;
-        if (activity.kind == ActivityKind::kKernel) entry.kernel_ns += ns;
+        if (kernel) {
+          entry.kernel_ns += ns;
+          // §Coverage: counts against the phase the main thread was in at the launch.
+          if (launch && data_.main_tid) {
+            const std::optional<Phase> main_phase =
+                PhaseOf(ranges_.InnermostAt(*data_.main_tid, launch->enter_ns));
+            if (main_phase) {
+              result.phase_coverage.unattributed_kernel_ns[static_cast<size_t>(*main_phase)] += ns;
+            }
+          }
+        }
         continue;
       }
-      if (activity.kind == ActivityKind::kKernel) result.attributed_kernel_ns += ns;
+      outcome.phase = PhaseOf(attribution.node);
+      if (outcome.phase) {
+        result.phases.ns[static_cast<size_t>(*outcome.phase)] += ns;
+        if (kernel) result.phase_coverage.attributed_kernel_ns[static_cast<size_t>(*outcome.phase)] += ns;
+      } else {
+        result.phases.other_ns += ns;
+      }
+      if (kernel) result.attributed_kernel_ns += ns;
       auto& node = tree_.At(paths_.Names(attribution.node));
       node.out.self_ns += ns;
       node.out.activities += 1;
-      if (activity.kind == ActivityKind::kKernel) node.out.kernels += 1;
+      if (kernel) node.out.kernels += 1;
       node.intervals.emplace_back(activity.start_ns, activity.end_ns);
       switch (attribution.how) {
-        case How::kDirect:
+        case AttributionKind::kNone:
+          break;
+        case AttributionKind::kDirect:
           node.out.direct_ns += ns;
           break;
-        case How::kInherited:
+        case AttributionKind::kInherited:
           node.out.inherited_ns += ns;
           break;
-        case How::kCaptured: {
+        case AttributionKind::kCaptured: {
           std::optional<std::vector<std::string>> context;
           if (launch) {
-            const Attribution at_launch = ForLaunch(*launch);
-            context =
-                at_launch.node != 0 ? paths_.Names(at_launch.node) : std::vector<std::string>{};
+            context = outcome.launch_node != 0 ? paths_.Names(outcome.launch_node)
+                                               : std::vector<std::string>{};
           }
           LaunchContext& entry = node.contexts[context];
           entry.ns += ns;
@@ -533,12 +615,13 @@ class Analyzer {
     };
     std::unordered_map<uint32_t, Names> names;
     std::map<std::string, FamilyStats> families;
+    std::map<std::string, std::unordered_set<uint32_t>> family_launches;
     for (const ActivityRecord& activity : data_.activities) {
       if (activity.kind != ActivityKind::kKernel || !activity.complete()) continue;
       auto known = names.find(activity.name_string);
       if (known == names.end()) {
         std::string demangled = DemangleKernelName(StringOr(data_, activity.name_string));
-        std::string family = KernelFamily(demangled);
+        std::string family = family_rules_.FamilyOf(demangled);
         known = names.emplace(activity.name_string, Names{std::move(demangled), std::move(family)})
                     .first;
       }
@@ -551,11 +634,145 @@ class Analyzer {
       FamilyStats& family = families[one.family];
       family.family = one.family;
       family.Merge(one);
+      if (const LaunchRecord* launch = LaunchOf(activity)) {
+        family.latency_samples.push_back(static_cast<int64_t>(activity.start_ns) -
+                                         static_cast<int64_t>(launch->enter_ns));
+        if (launch->exit_ns >= launch->enter_ns && launch->exit_ns != 0 &&
+            family_launches[family.family].insert(activity.correlation_id).second) {
+          family.api_samples.push_back(launch->exit_ns - launch->enter_ns);
+        }
+      }
     }
     for (auto& [name, family] : families) result.families.push_back(std::move(family));
     std::stable_sort(
         result.families.begin(), result.families.end(),
         [](const FamilyStats& a, const FamilyStats& b) { return a.total_ns > b.total_ns; });
+  }
+
+  // §Steps: the step range's name, explicit or auto-detected; empty with the reason in `why`.
+  std::optional<std::string> ChooseStepRange(std::string& why) {
+    if (options_.step) return StepRangeKey(*options_.step);
+    struct Candidate {
+      uint64_t instances = 0;
+      uint64_t host_ns = 0;
+      bool step_like = false;
+    };
+    static const std::regex kStepLike("(train_?)?step|iteration|iter|ProfilerStep#\\d+",
+                                      std::regex::ECMAScript | std::regex::icase);
+    std::map<std::string, Candidate> top_level;
+    for (const HostRange& range : data_.host_ranges) {
+      if (range.node == 0) continue;
+      const std::vector<std::string>& names = paths_.Names(range.node);
+      if (names.size() != 1) continue;
+      Candidate& candidate = top_level[StepRangeKey(names[0])];
+      candidate.instances += 1;
+      candidate.host_ns += range.end_ns - range.start_ns;
+      candidate.step_like = candidate.step_like || std::regex_match(names[0], kStepLike);
+    }
+    const std::pair<const std::string, Candidate>* best = nullptr;
+    auto better = [&](const std::pair<const std::string, Candidate>& entry) {
+      if (best == nullptr) return true;
+      const Candidate& a = entry.second;
+      const Candidate& b = best->second;
+      if (a.step_like != b.step_like) return a.step_like;
+      if (a.instances != b.instances) return a.instances > b.instances;
+      return a.host_ns > b.host_ns;  // equal: the first name in byte order stays
+    };
+    for (const auto& entry : top_level) {
+      if (entry.second.instances >= 2 && better(entry)) best = &entry;
+    }
+    if (best == nullptr) {
+      why = "no top-level range has two or more instances";
+      return std::nullopt;
+    }
+    return best->first;
+  }
+
+  void BuildSteps(ProcessAnalysis& result) {
+    const std::optional<std::string> range = ChooseStepRange(result.steps_reason);
+    if (!range) return;
+    struct Instance {
+      const HostRange* range;
+      const std::vector<std::string>* path;
+    };
+    std::vector<Instance> instances;
+    for (const HostRange& host : data_.host_ranges) {
+      if (host.node == 0) continue;
+      const std::vector<std::string>& names = paths_.Names(host.node);
+      if (!names.empty() && StepRangeKey(names.back()) == *range) {
+        instances.push_back({&host, &names});
+      }
+    }
+    if (instances.empty()) {
+      result.steps_reason = "no range named '" + *range + "' was closed";
+      return;
+    }
+    std::sort(instances.begin(), instances.end(), [](const Instance& a, const Instance& b) {
+      if (a.range->start_ns != b.range->start_ns) return a.range->start_ns < b.range->start_ns;
+      if (a.range->end_ns != b.range->end_ns) return a.range->end_ns < b.range->end_ns;
+      return a.range->tid < b.range->tid;
+    });
+    std::vector<StepRow> rows(instances.size());
+    std::vector<uint64_t> max_end(instances.size());
+    for (size_t i = 0; i < instances.size(); ++i) {
+      rows[i].index = i;
+      rows[i].name = instances[i].path->back();
+      rows[i].start_ns = instances[i].range->start_ns;
+      rows[i].end_ns = instances[i].range->end_ns;
+      max_end[i] = std::max(i ? max_end[i - 1] : 0, rows[i].end_ns);
+    }
+    // The earliest-starting instance whose [start, end] holds t and that `accepts`.
+    auto instance_at = [&](uint64_t t, auto accepts) -> StepRow* {
+      auto after = std::upper_bound(rows.begin(), rows.end(), t,
+                                    [](uint64_t value, const StepRow& row) {
+                                      return value < row.start_ns;
+                                    });
+      StepRow* found = nullptr;
+      for (size_t i = static_cast<size_t>(after - rows.begin()); i-- > 0 && max_end[i] >= t;) {
+        if (rows[i].end_ns >= t && accepts(i)) found = &rows[i];
+      }
+      return found;
+    };
+    std::vector<Interval> busy;
+    for (size_t index = 0; index < data_.activities.size(); ++index) {
+      const ActivityRecord& activity = data_.activities[index];
+      if (!activity.complete()) continue;
+      busy.emplace_back(activity.start_ns, activity.end_ns);
+      const LaunchRecord* launch = LaunchOf(activity);
+      if (launch == nullptr) continue;
+      const ActivityOutcome& outcome = result.outcomes[index];
+      const uint64_t ns = activity.duration_ns();
+      if (outcome.node == 0) {
+        if (StepRow* row = instance_at(launch->enter_ns, [](size_t) { return true; })) {
+          row->unattributed_ns += ns;
+        }
+        continue;
+      }
+      const std::vector<std::string>& path = paths_.Names(outcome.node);
+      StepRow* row = instance_at(launch->enter_ns, [&](size_t i) {
+        const std::vector<std::string>& step_path = *instances[i].path;
+        return path.size() >= step_path.size() &&
+               std::equal(step_path.begin(), step_path.end(), path.begin());
+      });
+      if (row == nullptr) continue;
+      if (outcome.phase) {
+        row->phases.ns[static_cast<size_t>(*outcome.phase)] += ns;
+      } else {
+        row->phases.other_ns += ns;
+      }
+    }
+    const std::vector<Interval> merged = MergeIntervals(busy);
+    for (StepRow& row : rows) row.busy_ns = CoveredLength(merged, row.start_ns, row.end_ns);
+
+    Steps steps;
+    steps.range = *range;
+    steps.detected = !options_.step.has_value();
+    steps.instances = rows.size();
+    steps.skipped = options_.skip_steps;
+    const size_t skip = static_cast<size_t>(std::min<uint64_t>(options_.skip_steps, rows.size()));
+    steps.rows.assign(std::make_move_iterator(rows.begin() + static_cast<std::ptrdiff_t>(skip)),
+                      std::make_move_iterator(rows.end()));
+    result.steps = std::move(steps);
   }
 
   void BuildSpansAndMarks(ProcessAnalysis& result) {
@@ -578,6 +795,9 @@ class Analyzer {
 
   const TraceData& data_;
   const AnalysisOptions& options_;
+  const FamilyRules& family_rules_;
+  const PhaseRules& phase_rules_;
+  std::unordered_map<uint32_t, std::optional<Phase>> phase_cache_;
   PathResolver paths_;
   ThreadRanges ranges_;
   PassTreeBuilder tree_;
@@ -587,6 +807,87 @@ class Analyzer {
 
 ProcessAnalysis AnalyzeProcess(const TraceData& data, const AnalysisOptions& options) {
   return Analyzer(data, options).Run();
+}
+
+void AppendActivityLines(const TraceData& data, const ProcessAnalysis& analysis, std::string* out) {
+  using Json = nlohmann::json;
+  PathResolver paths(data);
+  std::unordered_map<uint32_t, std::string> demangled;
+  const uint32_t pid = data.hello ? data.hello->pid : 0;
+  for (size_t index = 0; index < data.activities.size() && index < analysis.outcomes.size();
+       ++index) {
+    const ActivityRecord& activity = data.activities[index];
+    if (!activity.complete()) continue;
+    const ActivityOutcome& outcome = analysis.outcomes[index];
+    const LaunchRecord* launch = nullptr;
+    if (activity.correlation_id != 0) {
+      auto it = data.launches.find(activity.correlation_id);
+      if (it != data.launches.end()) launch = &it->second;
+    }
+    Json line;
+    line["pid"] = pid;
+    switch (activity.kind) {
+      case ActivityKind::kKernel: {
+        line["kind"] = "kernel";
+        auto name = demangled.find(activity.name_string);
+        if (name == demangled.end()) {
+          name = demangled
+                     .emplace(activity.name_string,
+                              DemangleKernelName(StringOr(data, activity.name_string)))
+                     .first;
+        }
+        line["name"] = name->second;
+        break;
+      }
+      case ActivityKind::kMemcpy:
+        line["kind"] = "memcpy";
+        line["name"] = nullptr;
+        break;
+      case ActivityKind::kMemset:
+        line["kind"] = "memset";
+        line["name"] = nullptr;
+        break;
+    }
+    line["correlation_id"] = activity.correlation_id;
+    line["device"] = activity.device;
+    line["stream"] = activity.stream;
+    line["start_ns"] = activity.start_ns;
+    line["end_ns"] = activity.end_ns;
+    line["launch_ns"] = launch ? Json(launch->enter_ns) : Json(nullptr);
+    if (launch) {
+      auto name = data.thread_names.find(launch->tid);
+      line["thread"] = name != data.thread_names.end() ? StringOr(data, name->second)
+                                                       : std::to_string(launch->tid);
+    } else {
+      line["thread"] = nullptr;
+    }
+    line["path"] = outcome.node != 0 ? paths.Names(outcome.node) : std::vector<std::string>{};
+    switch (outcome.kind) {
+      case AttributionKind::kNone:
+        line["attribution"] = "none";
+        break;
+      case AttributionKind::kDirect:
+        line["attribution"] = "direct";
+        break;
+      case AttributionKind::kInherited:
+        line["attribution"] = "inherited";
+        break;
+      case AttributionKind::kCaptured:
+        line["attribution"] = "captured";
+        break;
+    }
+    line["reason"] = outcome.reason ? Json(outcome.reason) : Json(nullptr);
+    line["graph_node"] = activity.graph_node_id ? Json(activity.graph_node_id) : Json(nullptr);
+    if (activity.graph_node_id != 0 && launch) {
+      line["launch_path"] = outcome.launch_node != 0 ? paths.Names(outcome.launch_node)
+                                                     : std::vector<std::string>{};
+    } else {
+      line["launch_path"] = nullptr;
+    }
+    line["phase"] = outcome.phase ? Json(PhaseName(*outcome.phase)) : Json(nullptr);
+    *out += line.dump(-1, ' ', false, Json::error_handler_t::replace);
+    out->push_back('\n');
+  }
 }
 
 }  // namespace gpuattr::collector

@@ -1,5 +1,7 @@
 // Analysis of one finished ProcessTrace: the correlation join, attribution to the NVTX pass
-// tree (DESIGN §2), busy/idle unions and gaps per device, kernel families, loss and coverage.
+// tree (DESIGN §2), busy/idle unions and gaps per device, kernel families with their launch
+// statistics, phases, steps, loss and coverage. docs/attribution.md holds the exact definitions
+// this implements; each function below names the section it follows.
 //
 // Pure and single-threaded: AnalyzeProcess reads the trace const and returns plain values, which
 // the report builder turns into JSON. Called on the collector's main thread after the trace's
@@ -12,12 +14,14 @@
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_ATTRIBUTION_H_
 #define GPUATTR_COLLECTOR_ANALYSIS_ATTRIBUTION_H_
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "analysis/phase.h"
 #include "analysis/process_trace.h"
 #include "analysis/trace_data.h"
 
@@ -55,6 +59,7 @@ struct PassNode {
   uint64_t inherited_ns = 0;
   uint64_t captured_ns = 0;
   std::vector<LaunchContext> launch_contexts;
+  std::optional<Phase> phase;  // of its path (docs/attribution.md §Phases)
   std::vector<PassNode> children;
 };
 
@@ -115,6 +120,11 @@ struct FamilyStats {
   uint64_t max_ns = 0;
   std::vector<std::string> names;  // distinct demangled examples, at most kFamilyExamples
   std::vector<ShapeStats> shapes;  // most kernels first
+  // Launch statistics (§Kernel families): ApiExit - ApiEnter, one sample per distinct launch
+  // (a graph launch running several of the family's kernels counts once); start - launch time,
+  // one sample per kernel. Kernels whose launch was never seen add none.
+  std::vector<uint64_t> api_samples;
+  std::vector<int64_t> latency_samples;
 
   void Merge(const FamilyStats& other);
 };
@@ -149,6 +159,52 @@ struct MarkStats {
   uint64_t count = 0;
 };
 
+enum class AttributionKind : uint8_t { kNone, kDirect, kInherited, kCaptured };
+
+// What the attribution decided for one activity (index-aligned with TraceData::activities).
+// Activities without timestamps are kNone with no reason: they are not device time.
+struct ActivityOutcome {
+  uint32_t node = 0;         // attributed path node; 0: unattributed
+  uint32_t launch_node = 0;  // graph nodes: path node by rules 2-3 at the graph launch; 0: none
+  const char* reason = nullptr;  // unattributed reason (a kReason* constant)
+  AttributionKind kind = AttributionKind::kNone;
+  std::optional<Phase> phase;
+};
+
+// Device time by phase (§Phases); kernels, memcpys and memsets.
+struct PhaseTotals {
+  std::array<uint64_t, kPhaseCount> ns{};
+  uint64_t other_ns = 0;
+};
+
+// §Coverage: per phase P, the attributed kernel time of phase P, and the unattributed kernel
+// time launched while the main thread's stack had phase P.
+struct PhaseCoverage {
+  std::array<uint64_t, kPhaseCount> attributed_kernel_ns{};
+  std::array<uint64_t, kPhaseCount> unattributed_kernel_ns{};
+};
+
+// One instance of the step range (§Steps).
+struct StepRow {
+  uint64_t index = 0;  // among all instances, before --skip-steps
+  std::string name;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  PhaseTotals phases;
+  uint64_t unattributed_ns = 0;
+  uint64_t busy_ns = 0;
+  uint64_t host_ns() const { return end_ns - start_ns; }
+  uint64_t gaps_ns() const { return host_ns() - busy_ns; }
+};
+
+struct Steps {
+  std::string range;      // the step range's name (`ProfilerStep#*` for ProfilerStep#N)
+  bool detected = false;  // auto-detected rather than --step
+  uint64_t instances = 0;
+  uint64_t skipped = 0;
+  std::vector<StepRow> rows;  // kept rows, by start
+};
+
 struct ProcessAnalysis {
   bool device_measured = false;  // CUPTI subscribed (or device records arrived regardless)
   std::optional<uint32_t> main_tid;
@@ -160,6 +216,11 @@ struct ProcessAnalysis {
   std::vector<FamilyStats> families;  // total_ns descending
   std::vector<Unattributed> unattributed;
   uint64_t attributed_kernel_ns = 0;
+  PhaseTotals phases;
+  PhaseCoverage phase_coverage;
+  std::optional<Steps> steps;
+  std::string steps_reason;  // why `steps` is empty
+  std::vector<ActivityOutcome> outcomes;
   std::vector<SpanStats> ranges;
   std::vector<MarkStats> marks;
 };
@@ -173,6 +234,12 @@ inline constexpr const char* kReasonLaunchNotSeen = "launch_not_seen";
 inline constexpr const char* kReasonGraphBeforeAttach = "graph_captured_before_attach";
 
 ProcessAnalysis AnalyzeProcess(const TraceData& data, const AnalysisOptions& options);
+
+// §Per-activity export: one JSON line per activity with timestamps, appended to `out`.
+void AppendActivityLines(const TraceData& data, const ProcessAnalysis& analysis, std::string* out);
+
+// The name a step range goes by: `ProfilerStep#*` for every `ProfilerStep#N`, else `name`.
+std::string StepRangeKey(const std::string& name);
 
 // The name of an interned string, or "<unknown:ID>" when it was never defined.
 std::string StringOr(const TraceData& data, uint32_t id);

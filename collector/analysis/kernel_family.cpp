@@ -2,8 +2,11 @@
 
 #include <cxxabi.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
+
+#include "analysis/rule_file.h"
 
 namespace gpuattr::collector {
 
@@ -48,6 +51,77 @@ std::string KernelFamily(std::string_view demangled) {
   const size_t space = out.rfind(' ');
   if (space != std::string::npos) out.erase(0, space + 1);
   return out.empty() ? std::string(demangled) : out;
+}
+
+StatusOr<FamilyRules> FamilyRules::Parse(std::string_view json_text, const std::string& origin) {
+  GPUATTR_ASSIGN_OR_RETURN(const nlohmann::json json, ParseRuleJson(json_text, origin));
+  auto rules = json.find("rules");
+  if (rules == json.end() || !rules->is_array()) {
+    return InvalidArgumentError(origin + ": \"rules\" is missing or not an array");
+  }
+  for (const auto& [key, value] : json.items()) {
+    if (key != "rules") return InvalidArgumentError(origin + ": unknown key \"" + key + "\"");
+  }
+  FamilyRules table;
+  for (size_t i = 0; i < rules->size(); ++i) {
+    const nlohmann::json& rule = (*rules)[i];
+    const std::string where = "rule " + std::to_string(i);
+    if (!rule.is_object()) return InvalidArgumentError(origin + ": " + where + " is not an object");
+    for (const auto& [key, value] : rule.items()) {
+      if (key != "match" && key != "family" && key != "note") {
+        return InvalidArgumentError(origin + ": " + where + ": unknown key \"" + key + "\"");
+      }
+      if (!value.is_string()) {
+        return InvalidArgumentError(origin + ": " + where + ": \"" + key + "\" is not a string");
+      }
+    }
+    if (!rule.contains("match") || !rule.contains("family")) {
+      return InvalidArgumentError(origin + ": " + where + " needs \"match\" and \"family\"");
+    }
+    const std::string family = rule["family"].get<std::string>();
+    if (family.empty()) {
+      return InvalidArgumentError(origin + ": " + where + ": \"family\" is empty");
+    }
+    GPUATTR_ASSIGN_OR_RETURN(
+        std::regex match,
+        CompileRuleRegex(rule["match"].get<std::string>(), std::regex::flag_type{}, origin, where));
+    table.rules_.push_back({std::move(match), family});
+  }
+  return table;
+}
+
+StatusOr<FamilyRules> FamilyRules::Load(const std::string& path) {
+  GPUATTR_ASSIGN_OR_RETURN(const std::string text, ReadRuleFile(path));
+  return Parse(text, "family rules '" + path + "'");
+}
+
+const FamilyRules& FamilyRules::Default() {
+  static const FamilyRules* const kDefault = [] {
+    StatusOr<FamilyRules> parsed =
+        Parse(DefaultFamilyRulesText(), "built-in family rules (collector/data/family_rules.json)");
+    if (!parsed.ok()) {
+      // A broken build, caught by the unit tests; never a user's input.
+      std::fprintf(stderr, "gpuattr: %s\n", parsed.status().message().c_str());
+      std::abort();
+    }
+    return new FamilyRules(std::move(parsed).value());
+  }();
+  return *kDefault;
+}
+
+std::string FamilyRules::FamilyOf(std::string_view demangled) const {
+  // std::regex recurses per character; a demangled name from the wire (4 KiB mangled at most)
+  // is matched on its first 16 KiB only, which bounds the stack it can take.
+  constexpr size_t kMaxMatched = 16 * 1024;
+  const std::string_view matched = demangled.substr(0, kMaxMatched);
+  std::match_results<std::string_view::const_iterator> groups;
+  for (const Rule& rule : rules_) {
+    if (std::regex_search(matched.begin(), matched.end(), groups, rule.match)) {
+      std::string family = groups.format(rule.family);
+      if (!family.empty()) return family;
+    }
+  }
+  return KernelFamily(demangled);
 }
 
 }  // namespace gpuattr::collector

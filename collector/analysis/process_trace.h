@@ -20,9 +20,17 @@
 
 namespace gpuattr::collector {
 
+class FamilyRules;
+class PhaseRules;
+
 struct AnalysisOptions {
   bool inherit = true;               // DESIGN §2 rule 2; --no-inherit turns it off
   double coverage_threshold = 0.95;  // coverage.passed is attributed_fraction >= this
+  // Rule tables (--family-rules, --phase-rules); null: the built-in ones.
+  std::shared_ptr<const FamilyRules> family_rules;
+  std::shared_ptr<const PhaseRules> phase_rules;
+  std::optional<std::string> step;  // --step NAME; empty: auto-detect
+  uint64_t skip_steps = 0;          // --skip-steps N
 };
 
 class ProcessTrace {

@@ -17,6 +17,8 @@
 #include <memory>
 #include <system_error>
 
+#include "analysis/kernel_family.h"
+#include "analysis/phase.h"
 #include "cli/child_process.h"
 #include "cli/private_dir.h"
 #include "cli/shim_locator.h"
@@ -40,22 +42,22 @@ std::string HostName() {
   return name;
 }
 
-// The report goes where the user said; find out before the command runs, not after.
-Status CheckOutputPath(const std::string& output) {
+// The report (and the activity export) go where the user said; find out before the command
+// runs, not after. `what` names the file in messages ("the report path (-o)").
+Status CheckOutputPath(const std::string& output, const std::string& what) {
   namespace fs = std::filesystem;
-  if (output.empty()) return InvalidArgumentError("the report path (-o) is empty");
+  if (output.empty()) return InvalidArgumentError(what + " is empty");
   std::error_code error;
   if (fs::is_directory(output, error)) {
-    return InvalidArgumentError("the report path '" + output + "' is a directory");
+    return InvalidArgumentError(what + " '" + output + "' is a directory");
   }
   fs::path parent = fs::path(output).parent_path();
   if (parent.empty()) parent = ".";
   if (!fs::is_directory(parent, error)) {
-    return InvalidArgumentError("the directory of the report path '" + output +
-                                "' does not exist");
+    return InvalidArgumentError("the directory of " + what + " '" + output + "' does not exist");
   }
   if (access(parent.c_str(), W_OK | X_OK) != 0) {
-    return InvalidArgumentError("cannot write the report into '" + parent.string() +
+    return InvalidArgumentError("cannot write " + what + " into '" + parent.string() +
                                 "': " + std::strerror(errno));
   }
   return Status::Ok();
@@ -142,7 +144,20 @@ StatusOr<int> RunCapture(const RunOptions& options) {
     return InvalidArgumentError("--drain-timeout must be between 0 and " +
                                 std::to_string(static_cast<int>(kMaxDrainTimeoutS)) + " seconds");
   }
-  GPUATTR_RETURN_IF_ERROR(CheckOutputPath(options.output));
+  GPUATTR_RETURN_IF_ERROR(CheckOutputPath(options.output, "the report path (-o)"));
+  if (!options.activities_path.empty()) {
+    GPUATTR_RETURN_IF_ERROR(CheckOutputPath(options.activities_path, "the activities path (--activities)"));
+  }
+  AnalysisOptions analysis = options.analysis;
+  if (!options.phase_rules_path.empty()) {
+    GPUATTR_ASSIGN_OR_RETURN(PhaseRules phase_rules, PhaseRules::Load(options.phase_rules_path));
+    analysis.phase_rules = std::make_shared<const PhaseRules>(std::move(phase_rules));
+  }
+  if (!options.family_rules_path.empty()) {
+    GPUATTR_ASSIGN_OR_RETURN(FamilyRules family_rules,
+                             FamilyRules::Load(options.family_rules_path));
+    analysis.family_rules = std::make_shared<const FamilyRules>(std::move(family_rules));
+  }
   GPUATTR_ASSIGN_OR_RETURN(const std::string shim, LocateShim());
   GPUATTR_ASSIGN_OR_RETURN(PrivateDir dir, PrivateDir::Create(sizeof(kSocketName)));
   const std::string socket_path = dir.path() + "/" + kSocketName;
@@ -219,11 +234,16 @@ StatusOr<int> RunCapture(const RunOptions& options) {
   inputs.capture.duration_ns = duration_ns;
   for (const auto& trace : server->finished_traces()) inputs.processes.push_back(trace.get());
   inputs.exit_statuses = events.exit_statuses;
-  inputs.options = options.analysis;
+  inputs.options = analysis;
+  std::string activities;
+  if (!options.activities_path.empty()) inputs.activities_jsonl = &activities;
   inputs.rejected_connections = server->stats().rejected_connections;
   inputs.rejected_messages = server->stats().rejected_messages;
   const nlohmann::json report = BuildReport(inputs);
   GPUATTR_RETURN_IF_ERROR(WriteReportAtomically(report, options.output));
+  if (!options.activities_path.empty()) {
+    GPUATTR_RETURN_IF_ERROR(WriteTextAtomically(activities, options.activities_path));
+  }
 
   if (!options.quiet) {
     std::fputs(RenderSummary(report).c_str(), stderr);

@@ -41,6 +41,10 @@ struct RunOptions {
   AnalysisOptions analysis;
   bool quiet = false;                // no summary on stderr
   double drain_timeout_s = 5.0;
+  // Rule tables replacing the built-in ones, read and checked before CMD starts; empty: built-in.
+  std::string phase_rules_path;
+  std::string family_rules_path;
+  std::string activities_path;       // --activities: per-activity JSON lines; empty: none
 };
 
 // Runs the capture and returns the exit status gpuattr should exit with.

@@ -1,4 +1,4 @@
-// WriteReportAtomically (report_builder.h): temp file in the target's directory, fsync, rename.
+// WriteReportAtomically and WriteTextAtomically (report_builder.h): temp file in the target's directory, fsync, rename.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -43,6 +43,11 @@ Status WriteReportAtomically(const nlohmann::json& report, const std::string& pa
   // throwing should one ever slip through.
   std::string text = report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   text.push_back('\n');
+  return WriteTextAtomically(text, path);
+}
+
+Status WriteTextAtomically(const std::string& text, const std::string& path) {
+  if (path.empty()) return InvalidArgumentError("the output path is empty");
 
   const size_t slash = path.rfind('/');
   const std::string dir =

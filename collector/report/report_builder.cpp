@@ -1,9 +1,10 @@
 // BuildReport (report_builder.h): one AnalyzeProcess per traced process, turned into the
 // gpuattr.report/1 JSON, plus the summary merged over processes. Null-versus-measured rules:
 // device numbers (totals, devices, pass device objects, families, coverage) are null when the
-// process's device time was not measured (no successful CuptiState and no device records); phases
-// and steps are null until their issues compute them; loss counters from the shim are null when no
-// Diagnostics record arrived.
+// process's device time was not measured (no successful CuptiState and no device records), and so
+// are the phase times and the device terms of step rows; `steps` is null without a step range
+// (`steps_reason` says why); loss counters from the shim are null when no Diagnostics record
+// arrived. docs/attribution.md defines every number.
 #include "report/report_builder.h"
 
 #include <algorithm>
@@ -95,11 +96,25 @@ Json PassJson(const PassNode& node, bool device_measured) {
     out["attribution"] = nullptr;
     out["launch_contexts"] = nullptr;
   }
-  out["phase"] = nullptr;
+  out["phase"] = node.phase ? Json(PhaseName(*node.phase)) : Json(nullptr);
   Json children = Json::array();
   for (const PassNode& child : node.children) children.push_back(PassJson(child, device_measured));
   out["children"] = std::move(children);
   return out;
+}
+
+// {count, mean (rounded toward zero), min, lower median, max}; null without samples.
+template <typename T>
+Json SampleStats(std::vector<T> samples) {
+  if (samples.empty()) return nullptr;
+  std::sort(samples.begin(), samples.end());
+  T sum = 0;
+  for (T sample : samples) sum += sample;
+  return {{"count", samples.size()},
+          {"mean", sum / static_cast<T>(samples.size())},
+          {"min", samples.front()},
+          {"median", samples[(samples.size() - 1) / 2]},
+          {"max", samples.back()}};
 }
 
 Json FamilyJson(const FamilyStats& family, uint64_t kernel_ns) {
@@ -119,7 +134,10 @@ Json FamilyJson(const FamilyStats& family, uint64_t kernel_ns) {
           {"max_ns", family.max_ns},
           {"share", Fraction(family.total_ns, kernel_ns)},
           {"names", family.names},
-          {"shapes", std::move(shapes)}};
+          {"shapes", std::move(shapes)},
+          {"launch",
+           {{"api_ns", SampleStats(family.api_samples)},
+            {"latency_ns", SampleStats(family.latency_samples)}}}};
 }
 
 Json DeviceJson(const DeviceStats& device) {
@@ -183,8 +201,86 @@ Json UnattributedJson(const std::vector<Unattributed>& entries) {
   return out;
 }
 
+Json ByPhaseJson(bool measured, const PhaseCoverage& coverage) {
+  Json out = Json::object();
+  for (size_t i = 0; i < kPhaseCount; ++i) {
+    out[PhaseName(static_cast<Phase>(i))] =
+        measured ? Fraction(coverage.attributed_kernel_ns[i],
+                            coverage.attributed_kernel_ns[i] + coverage.unattributed_kernel_ns[i])
+                 : Json(nullptr);
+  }
+  return out;
+}
+
+Json PhasesJson(bool measured, const PhaseTotals& phases) {
+  Json out = Json::object();
+  for (size_t i = 0; i < kPhaseCount; ++i) {
+    out[std::string(PhaseName(static_cast<Phase>(i))) + "_ns"] =
+        measured ? Json(phases.ns[i]) : Json(nullptr);
+  }
+  out["other_ns"] = measured ? Json(phases.other_ns) : Json(nullptr);
+  const uint64_t forward = phases.ns[static_cast<size_t>(Phase::kForward)];
+  const uint64_t recompute = phases.ns[static_cast<size_t>(Phase::kRecompute)];
+  out["recompute_fraction"] =
+      measured && forward != 0
+          ? Json(static_cast<double>(recompute) / static_cast<double>(forward))
+          : Json(nullptr);
+  return out;
+}
+
+// The terms of one step row (§Steps), in a fixed order shared with the summary.
+constexpr const char* kStepTerms[] = {"host_ns",      "forward_ns", "backward_ns",
+                                      "recompute_ns", "optimizer_ns", "loss_ns",
+                                      "other_ns",     "unattributed_ns", "busy_ns",
+                                      "gaps_ns"};
+
+std::vector<uint64_t> StepTerms(const StepRow& row) {
+  const auto& ns = row.phases.ns;
+  return {row.host_ns(),
+          ns[static_cast<size_t>(Phase::kForward)],
+          ns[static_cast<size_t>(Phase::kBackward)],
+          ns[static_cast<size_t>(Phase::kRecompute)],
+          ns[static_cast<size_t>(Phase::kOptimizer)],
+          ns[static_cast<size_t>(Phase::kLoss)],
+          row.phases.other_ns,
+          row.unattributed_ns,
+          row.busy_ns,
+          row.gaps_ns()};
+}
+
+Json StepsJson(bool measured, const Steps& steps) {
+  Json rows = Json::array();
+  std::vector<std::vector<uint64_t>> columns(std::size(kStepTerms));
+  for (const StepRow& row : steps.rows) {
+    Json out = {{"index", row.index},
+                {"name", row.name},
+                {"start_ns", row.start_ns},
+                {"end_ns", row.end_ns}};
+    const std::vector<uint64_t> terms = StepTerms(row);
+    for (size_t i = 0; i < terms.size(); ++i) {
+      // host_ns is measured on the host; every other term needs device time.
+      out[kStepTerms[i]] = measured || i == 0 ? Json(terms[i]) : Json(nullptr);
+      columns[i].push_back(terms[i]);
+    }
+    rows.push_back(std::move(out));
+  }
+  Json summary = Json::object();
+  for (size_t i = 0; i < columns.size(); ++i) {
+    Json median = nullptr;
+    if (!columns[i].empty() && (measured || i == 0)) median = Summarize(columns[i]).median;
+    summary[kStepTerms[i]] = std::move(median);
+  }
+  return {{"range", steps.range},
+          {"detected", steps.detected},
+          {"instances", steps.instances},
+          {"skipped", steps.skipped},
+          {"rows", std::move(rows)},
+          {"summary", std::move(summary)}};
+}
+
 Json CoverageJson(bool measured, uint64_t attributed_kernel_ns, uint64_t kernel_ns,
-                  const std::vector<Unattributed>& unattributed, double threshold) {
+                  const std::vector<Unattributed>& unattributed, double threshold,
+                  const PhaseCoverage& phase_coverage) {
   Json fraction = measured ? Fraction(attributed_kernel_ns, kernel_ns) : Json(nullptr);
   Json passed = nullptr;
   if (fraction.is_number()) passed = fraction.get<double>() >= threshold;
@@ -192,7 +288,7 @@ Json CoverageJson(bool measured, uint64_t attributed_kernel_ns, uint64_t kernel_
           {"attributed_kernel_ns", measured ? Json(attributed_kernel_ns) : Json(nullptr)},
           {"threshold", threshold},
           {"passed", passed},
-          {"by_phase", {{"forward", nullptr}, {"backward", nullptr}}},
+          {"by_phase", ByPhaseJson(measured, phase_coverage)},
           {"unattributed", measured ? UnattributedJson(unattributed) : Json(nullptr)}};
 }
 
@@ -215,6 +311,7 @@ struct ProcessReport {
   bool measured = false;
   Totals totals;
   uint64_t attributed_kernel_ns = 0;
+  PhaseCoverage phase_coverage;
   std::vector<Unattributed> unattributed;
   std::vector<FamilyStats> families;
 };
@@ -307,14 +404,14 @@ ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs
   } else {
     process["families"] = nullptr;
   }
-  process["phases"] = {{"forward_ns", nullptr},        {"backward_ns", nullptr},
-                       {"recompute_ns", nullptr},      {"optimizer_ns", nullptr},
-                       {"loss_ns", nullptr},           {"other_ns", nullptr},
-                       {"recompute_fraction", nullptr}};
-  process["steps"] = nullptr;
+  process["phases"] = PhasesJson(measured, analysis.phases);
+  process["steps"] = analysis.steps ? StepsJson(measured, *analysis.steps) : Json(nullptr);
+  process["steps_reason"] = analysis.steps ? Json(nullptr) : Json(analysis.steps_reason);
   process["coverage"] =
       CoverageJson(measured, analysis.attributed_kernel_ns, analysis.totals.kernel_ns,
-                   analysis.unattributed, inputs.options.coverage_threshold);
+                   analysis.unattributed, inputs.options.coverage_threshold,
+                   analysis.phase_coverage);
+  if (inputs.activities_jsonl) AppendActivityLines(data, analysis, inputs.activities_jsonl);
 
   Json ranges = Json::array();
   for (const SpanStats& span : analysis.ranges) {
@@ -361,6 +458,7 @@ ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs
   report.measured = measured;
   report.totals = analysis.totals;
   report.attributed_kernel_ns = analysis.attributed_kernel_ns;
+  report.phase_coverage = analysis.phase_coverage;
   report.unattributed = std::move(analysis.unattributed);
   report.families = std::move(analysis.families);
   return report;
@@ -369,6 +467,7 @@ ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs
 Json SummaryJson(const std::vector<ProcessReport>& processes, const ReportInputs& inputs) {
   Totals totals;
   uint64_t attributed = 0;
+  PhaseCoverage phase_coverage;
   bool any_measured = false;
   std::map<std::string, Unattributed> unattributed;
   std::map<std::string, FamilyStats> families;
@@ -387,6 +486,10 @@ Json SummaryJson(const std::vector<ProcessReport>& processes, const ReportInputs
     totals.memsets += process.totals.memsets;
     totals.launches += process.totals.launches;
     attributed += process.attributed_kernel_ns;
+    for (size_t i = 0; i < kPhaseCount; ++i) {
+      phase_coverage.attributed_kernel_ns[i] += process.phase_coverage.attributed_kernel_ns[i];
+      phase_coverage.unattributed_kernel_ns[i] += process.phase_coverage.unattributed_kernel_ns[i];
+    }
     for (const Unattributed& entry : process.unattributed) {
       Unattributed& merged = unattributed[entry.reason];
       merged.reason = entry.reason;
@@ -420,7 +523,7 @@ Json SummaryJson(const std::vector<ProcessReport>& processes, const ReportInputs
           {"statuses", std::move(statuses)},
           {"totals", any_measured ? TotalsJson(totals) : NullTotals()},
           {"coverage", CoverageJson(any_measured, attributed, totals.kernel_ns, merged_unattributed,
-                                    inputs.options.coverage_threshold)},
+                                    inputs.options.coverage_threshold, phase_coverage)},
           {"families", std::move(family_json)},
           {"ranks", std::move(ranks)}};
 }

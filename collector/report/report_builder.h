@@ -33,6 +33,9 @@ struct ReportInputs {
   // Collector-side loss not attributable to one process (bad clients, framing errors).
   uint64_t rejected_connections = 0;
   uint64_t rejected_messages = 0;
+  // When set, BuildReport appends the per-activity export (docs/attribution.md §Per-activity
+  // export, JSON lines) of every process here.
+  std::string* activities_jsonl = nullptr;
 };
 
 nlohmann::json BuildReport(const ReportInputs& inputs);
@@ -43,6 +46,8 @@ std::string RenderSummary(const nlohmann::json& report);
 // Writes `report` to `path` through a temporary file in the same directory and rename(2), so a
 // reader sees the old file, the new file, or none, never half of one.
 Status WriteReportAtomically(const nlohmann::json& report, const std::string& path);
+// The same for any text (the --activities JSON lines).
+Status WriteTextAtomically(const std::string& text, const std::string& path);
 
 }  // namespace gpuattr::collector
 

@@ -122,10 +122,16 @@ TEST_CASE("the report has the contract's top level and per-process order", "[uni
   CHECK(processes[1]["exit_status"].is_null());
   CHECK(processes[2]["exit_status"] == 3);
   CHECK(processes[2]["status"] == "refused");
-  CHECK(processes[0]["phases"]["forward_ns"].is_null());
-  CHECK(processes[0]["phases"]["recompute_fraction"].is_null());
-  CHECK(processes[0]["steps"].is_null());
-  CHECK(processes[0]["coverage"]["by_phase"]["forward"].is_null());
+  // step/forward holds both kernels (one direct, one captured); the memcpy has no launch.
+  CHECK(processes[0]["phases"]["forward_ns"] == 60);
+  CHECK(processes[0]["phases"]["other_ns"] == 0);
+  CHECK(processes[0]["phases"]["recompute_fraction"] == 0.0);
+  CHECK(processes[0]["steps"].is_null());  // one instance of `step`: no step range
+  CHECK(processes[0]["steps_reason"].is_string());
+  CHECK(processes[0]["coverage"]["by_phase"]["forward"] == 1.0);
+  CHECK(processes[0]["coverage"]["by_phase"]["backward"].is_null());
+  CHECK(processes[2]["phases"]["forward_ns"].is_null());  // device time not measured
+  CHECK(processes[2]["coverage"]["by_phase"]["forward"].is_null());
   for (const Json& process : processes) {
     if (!process["devices"].is_null()) CheckReconciliation(process);
   }

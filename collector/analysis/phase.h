@@ -1,0 +1,49 @@
+// Phases (docs/attribution.md §Phases): which part of a training step a pass path belongs to.
+//
+// A PhaseRules table lists, per phase, ECMAScript patterns matched case-insensitively against a
+// range's WHOLE name (data: collector/data/phase_rules.json, or --phase-rules FILE, same format:
+// {"phases": {"forward": [...], "backward": [...], "recompute": [...], "optimizer": [...],
+// "loss": [...]}}; a phase left out has no patterns). A name matching several phases takes the
+// first of forward, backward, recompute, optimizer, loss. The phase of a path is that of its
+// innermost phase-matching range, except that a forward range with a backward-matching range
+// above it is recompute. Immutable after parsing; any thread may use one concurrently.
+#ifndef GPUATTR_COLLECTOR_ANALYSIS_PHASE_H_
+#define GPUATTR_COLLECTOR_ANALYSIS_PHASE_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace gpuattr::collector {
+
+enum class Phase : uint8_t { kForward = 0, kBackward, kRecompute, kOptimizer, kLoss };
+inline constexpr size_t kPhaseCount = 5;
+
+// "forward", "backward", "recompute", "optimizer", "loss".
+const char* PhaseName(Phase phase);
+
+class PhaseRules {
+ public:
+  static StatusOr<PhaseRules> Parse(std::string_view json_text, const std::string& origin);
+  static StatusOr<PhaseRules> Load(const std::string& path);
+  // The built-in table; parsed once (a unit test proves it parses).
+  static const PhaseRules& Default();
+
+  // Bit i set: `name` matches a pattern of Phase(i).
+  uint8_t Matches(std::string_view name) const;
+  // The phase of a path of range names (outermost first); empty when no range matches.
+  std::optional<Phase> PhaseOfPath(const std::vector<std::string>& path) const;
+
+ private:
+  std::array<std::vector<std::regex>, kPhaseCount> patterns_;
+};
+
+}  // namespace gpuattr::collector
+
+#endif  // GPUATTR_COLLECTOR_ANALYSIS_PHASE_H_
