@@ -7,6 +7,7 @@ add_library(gpuattr_collector_ingest STATIC
   cli/child_process.cpp
   cli/cli.cpp
   cli/private_dir.cpp
+  cli/report_command.cpp
   cli/run.cpp
   cli/shim_locator.cpp
 )

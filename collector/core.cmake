@@ -1,13 +1,35 @@
+# The default rule tables (collector/data/*.json) become raw string literals included by
+# analysis/rule_file.cpp, regenerated whenever a table changes: the binary needs no data files.
+set(GPUATTR_COLLECTOR_DATA_DIR ${CMAKE_CURRENT_SOURCE_DIR}/data)
+set(GPUATTR_COLLECTOR_GENERATED_DIR ${CMAKE_CURRENT_BINARY_DIR}/generated)
+set(GPUATTR_COLLECTOR_EMBEDDED)
+foreach(table family_rules phase_rules)
+  add_custom_command(
+    OUTPUT ${GPUATTR_COLLECTOR_GENERATED_DIR}/${table}.inc
+    COMMAND ${CMAKE_COMMAND} -DINPUT=${GPUATTR_COLLECTOR_DATA_DIR}/${table}.json
+            -DOUTPUT=${GPUATTR_COLLECTOR_GENERATED_DIR}/${table}.inc
+            -P ${GPUATTR_COLLECTOR_DATA_DIR}/embed_text.cmake
+    DEPENDS ${GPUATTR_COLLECTOR_DATA_DIR}/${table}.json ${GPUATTR_COLLECTOR_DATA_DIR}/embed_text.cmake
+    COMMENT "Embedding collector/data/${table}.json"
+    VERBATIM)
+  list(APPEND GPUATTR_COLLECTOR_EMBEDDED ${GPUATTR_COLLECTOR_GENERATED_DIR}/${table}.inc)
+endforeach()
+
 add_library(gpuattr_collector_core STATIC
   base/status.cpp
   analysis/attribution.cpp
   analysis/kernel_family.cpp
+  analysis/phase.cpp
   analysis/process_trace.cpp
+  analysis/rule_file.cpp
   report/atomic_write.cpp
   report/refusal_catalogue.cpp
   report/render_summary.cpp
   report/report_builder.cpp
+  report/report_view.cpp
+  ${GPUATTR_COLLECTOR_EMBEDDED}
 )
 target_include_directories(gpuattr_collector_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+target_include_directories(gpuattr_collector_core PRIVATE ${GPUATTR_COLLECTOR_GENERATED_DIR})
 target_link_libraries(gpuattr_collector_core PUBLIC gpuattr_wire nlohmann_json::nlohmann_json)
 target_compile_options(gpuattr_collector_core PRIVATE ${GPUATTR_WARNINGS})

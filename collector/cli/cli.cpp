@@ -1,11 +1,14 @@
 #include "cli/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <string>
 
+#include "cli/report_command.h"
 #include "cli/run.h"
 
 #ifndef GPUATTR_VERSION
@@ -15,12 +18,14 @@
 namespace gpuattr::collector {
 namespace {
 
-constexpr const char* kSubcommands[] = {"run"};
+constexpr const char* kSubcommands[] = {"run", "report"};
 
 constexpr char kFooter[] = R"(Examples:
   gpuattr run -- python train.py
   gpuattr run -o report.json -- python train.py
   gpuattr run -- ./simgpu-run scenario.json --truth truth.json
+  gpuattr report report.json
+  gpuattr report --json report.json | jq '.processes[].coverage'
 
 Exit status: that of the profiled command for `run`; 2 usage, 3 bad input, 4 internal error.
 Environment: GPUATTR_INJECT_LIBRARY names the injection library when it is not found beside
@@ -39,6 +44,19 @@ Examples:
   gpuattr run --quiet -- torchrun --nproc-per-node 8 train.py
   gpuattr run -- ./simgpu-run scenario.json --truth truth.json)";
 
+constexpr char kReportFooter[] = R"(Prints the terminal view of a report on stdout: per process,
+the pass tree sorted by self device time, the top kernel families, device idle time and its
+gaps, the steps, coverage, non-zero loss counters and refusals. Times are in ms; "n/a" is a
+number that was not measured. --json prints the report itself instead (pretty-printed).
+
+Exit status: 0; 3 when REPORT is missing, unreadable, not JSON or not gpuattr.report/1; 2 usage
+(including a --process pid that REPORT does not hold).
+
+Examples:
+  gpuattr report gpuattr-report.json
+  gpuattr report --top 5 --process 4242 report.json
+  gpuattr report --json report.json | jq '.summary.coverage')";
+
 bool IsSubcommand(const char* arg) {
   for (const char* name : kSubcommands) {
     if (std::strcmp(arg, name) == 0) return true;
@@ -51,6 +69,20 @@ int RunSubcommand(const RunOptions& options) {
   if (exit_status.ok()) return *exit_status;
   std::fprintf(stderr, "gpuattr run: %s\n", exit_status.status().message().c_str());
   return ExitCodeFor(exit_status.status());
+}
+
+int ReportSubcommand(const ReportCommandOptions& options) {
+  StatusOr<std::string> output = ReportCommandOutput(options);
+  if (!output.ok()) {
+    std::fprintf(stderr, "gpuattr report: %s\n", output.status().message().c_str());
+    return ExitCodeFor(output.status());
+  }
+  if (std::fwrite(output->data(), 1, output->size(), stdout) != output->size() ||
+      std::fflush(stdout) != 0) {
+    std::fprintf(stderr, "gpuattr report: cannot write to stdout: %s\n", std::strerror(errno));
+    return kExitInternal;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -98,6 +130,22 @@ int GpuattrMain(int argc, char** argv) {
                     "Seconds to wait, after CMD exits, for its descendants and their streams to end")
         ->check(CLI::Range(0.0, kMaxDrainTimeoutS))
         ->capture_default_str();
+    std::string step_name;
+    CLI::Option* step_option = run->add_option(
+        "--step", step_name,
+        "The step range (a range name; ProfilerStep#N counts as ProfilerStep#*); default: "
+        "auto-detected among top-level ranges");
+    run->add_option("--skip-steps", run_options.analysis.skip_steps,
+                    "Drop the first N step rows (warm-up)")
+        ->capture_default_str();
+    run->add_option("--phase-rules", run_options.phase_rules_path,
+                    "JSON file of phase patterns replacing the built-in table "
+                    "(docs/attribution.md §Phases)");
+    run->add_option("--family-rules", run_options.family_rules_path,
+                    "JSON file of kernel family rules replacing the built-in table "
+                    "(docs/attribution.md §Kernel families)");
+    run->add_option("--activities", run_options.activities_path,
+                    "Also write one JSON line per device activity to this file");
     run->add_option("command", run_options.command, "CMD ARGS...: the command to profile")
         ->required();
     // The first positional starts CMD: its own flags are never taken for ours, with or without
@@ -105,8 +153,25 @@ int GpuattrMain(int argc, char** argv) {
     run->positionals_at_end();
     run->footer(kRunFooter);
 
+    ReportCommandOptions report_options;
+    uint64_t report_pid = 0;
+    CLI::App* report = app.add_subcommand(
+        "report", "Print the terminal view of a report (or, with --json, the report itself)");
+    report->add_option("report", report_options.path, "REPORT.json: a report gpuattr run wrote")
+        ->required();
+    report->add_flag("--json", report_options.json, "Print the report as JSON (pretty-printed)");
+    report->add_option("--top", report_options.view.top,
+                       "Rows per list: children per pass-tree level, families, steps, gaps")
+        ->check(CLI::Range(size_t{1}, size_t{1000000}))
+        ->capture_default_str();
+    CLI::Option* report_pid_option =
+        report->add_option("--process", report_pid, "Only the process with this pid");
+    report->footer(kReportFooter);
+
     if (argc > 1 && argv[1][0] != '-' && !IsSubcommand(argv[1])) {
-      std::fprintf(stderr, "gpuattr: unknown subcommand '%s' (subcommands: run; see gpuattr --help)\n",
+      std::fprintf(stderr,
+                   "gpuattr: unknown subcommand '%s' (subcommands: run, report; see "
+                   "gpuattr --help)\n",
                    argv[1]);
       return kExitUsage;
     }
@@ -117,7 +182,12 @@ int GpuattrMain(int argc, char** argv) {
       return code == 0 ? 0 : kExitUsage;
     }
     run_options.analysis.inherit = !no_inherit;
+    if (step_option->count() > 0) run_options.analysis.step = step_name;
     if (run->parsed()) return RunSubcommand(run_options);
+    if (report->parsed()) {
+      if (report_pid_option->count() > 0) report_options.view.pid = report_pid;
+      return ReportSubcommand(report_options);
+    }
     std::fprintf(stderr, "gpuattr: no subcommand (see gpuattr --help)\n");
     return kExitUsage;
   } catch (const std::exception& error) {

@@ -1,0 +1,111 @@
+// LoadReport and ReportCommandOutput (report_command.h).
+#include "cli/report_command.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace gpuattr::collector {
+
+namespace {
+
+using Json = nlohmann::json;
+
+std::string Quoted(const std::string& path) { return "'" + path + "'"; }
+
+// The whole file, or kDataLoss naming why not.
+StatusOr<std::string> ReadReportFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return DataLossError("cannot read report " + Quoted(path) + ": " + std::strerror(errno));
+  }
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || S_ISDIR(info.st_mode)) {
+    const int error = S_ISDIR(info.st_mode) ? EISDIR : errno;
+    ::close(fd);
+    return DataLossError("cannot read report " + Quoted(path) + ": " + std::strerror(error));
+  }
+  std::string text;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t got = ::read(fd, buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      const int error = errno;
+      ::close(fd);
+      return DataLossError("cannot read report " + Quoted(path) + ": " + std::strerror(error));
+    }
+    if (got == 0) break;
+    if (text.size() + static_cast<size_t>(got) > kMaxReportBytes) {
+      ::close(fd);
+      return DataLossError("report " + Quoted(path) + " is larger than " +
+                           std::to_string(kMaxReportBytes >> 20) + " MiB; not read");
+    }
+    text.append(buffer, static_cast<size_t>(got));
+  }
+  ::close(fd);
+  return text;
+}
+
+}  // namespace
+
+StatusOr<Json> LoadReport(const std::string& path) {
+  GPUATTR_ASSIGN_OR_RETURN(const std::string text, ReadReportFile(path));
+  // The callback sees every value with its nesting depth; a value too deep is dropped (not
+  // built), and the document refused below.
+  bool too_deep = false;
+  const Json::parser_callback_t limit_depth = [&too_deep](int depth, Json::parse_event_t, Json&) {
+    if (depth > static_cast<int>(kMaxReportDepth)) too_deep = true;
+    return !too_deep;
+  };
+  Json report = Json::parse(text, limit_depth, /*allow_exceptions=*/false);
+  if (too_deep) {  // checked first: once too deep, the callback discards the rest
+    return DataLossError("report " + Quoted(path) + " is nested deeper than " +
+                         std::to_string(kMaxReportDepth) + " levels; not a gpuattr report");
+  }
+  if (report.is_discarded()) {
+    return DataLossError("report " + Quoted(path) +
+                         " is not JSON (a report is the file `gpuattr run -o` writes)");
+  }
+  const auto version = report.is_object() ? report.find("schema_version") : report.end();
+  if (!report.is_object() || version == report.end() || !version->is_string()) {
+    return DataLossError("report " + Quoted(path) + " is JSON but not a gpuattr report: no " +
+                         "schema_version \"" + kReportSchemaVersion + "\"");
+  }
+  if (version->get_ref<const std::string&>() != kReportSchemaVersion) {
+    return DataLossError("report " + Quoted(path) + " has schema_version " +
+                         version->dump(-1, ' ', true, Json::error_handler_t::replace) +
+                         "; this gpuattr reads " + kReportSchemaVersion);
+  }
+  return report;
+}
+
+StatusOr<std::string> ReportCommandOutput(const ReportCommandOptions& options) {
+  GPUATTR_ASSIGN_OR_RETURN(const Json report, LoadReport(options.path));
+  if (options.view.pid) {
+    std::string pids;
+    bool found = false;
+    const auto processes = report.find("processes");
+    if (processes != report.end() && processes->is_array()) {
+      for (const Json& process : *processes) {
+        const auto pid = process.is_object() ? process.find("pid") : process.end();
+        if (pid == process.end() || !pid->is_number_unsigned()) continue;
+        found = found || pid->get<uint64_t>() == *options.view.pid;
+        pids += (pids.empty() ? "" : ", ") + std::to_string(pid->get<uint64_t>());
+      }
+    }
+    if (!found) {
+      return InvalidArgumentError("no process " + std::to_string(*options.view.pid) + " in " +
+                                  Quoted(options.path) +
+                                  " (its processes: " + (pids.empty() ? "none" : pids) + ")");
+    }
+  }
+  if (options.json) return report.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return RenderReportView(report, options.view);
+}
+
+}  // namespace gpuattr::collector
