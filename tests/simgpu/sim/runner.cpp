@@ -210,9 +210,11 @@ class ThreadRunner {
       for (const GraphNodeRun& node : r.nodes) {
         json a = ActivityJson(node.work, op.stream, r.correlation_id, r.launch_ns, node.start_ns,
                               node.end_ns);
+        // A node captured with no range open falls through to the graph launch's own context
+        // (docs/attribution.md, rule 1).
         const bool captured = !node.site.range_path.empty();
-        a["range_path"] = node.site.range_path;
-        a["attribution"] = captured ? "captured" : "none";
+        a["range_path"] = captured ? node.site.range_path : at_launch.path;
+        a["attribution"] = captured ? std::string("captured") : at_launch.kind;
         a["graph_node"] = Optional(node.node_id);
         a["graph_id"] = Optional(node.graph_id);
         a["capture_thread"] = node.site.thread;
