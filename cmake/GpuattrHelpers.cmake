@@ -4,6 +4,7 @@
 # (generator expressions allowed).
 find_package(Catch2 2 REQUIRED)
 include(Catch)
+set(GPUATTR_HELPERS_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 add_library(gpuattr_catch_main STATIC ${CMAKE_CURRENT_LIST_DIR}/catch_main.cpp)
 target_link_libraries(gpuattr_catch_main PUBLIC Catch2::Catch2)
@@ -16,6 +17,10 @@ function(gpuattr_add_test)
   add_executable(${ARG_NAME} ${ARG_SRCS})
   target_link_libraries(${ARG_NAME} PRIVATE gpuattr_catch_main ${ARG_DEPS})
   target_compile_options(${ARG_NAME} PRIVATE ${GPUATTR_WARNINGS})
+  add_custom_command(TARGET ${ARG_NAME} POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -DTEST_EXECUTABLE=$<TARGET_FILE:${ARG_NAME}>
+            -P ${GPUATTR_HELPERS_DIR}/check_test_names.cmake
+    VERBATIM)
   catch_discover_tests(${ARG_NAME} TEST_PREFIX "${ARG_NAME}:" TEST_LIST ${ARG_NAME}_TESTS)
   # catch_discover_tests flattens list-valued PROPERTIES (a second label becomes a property name),
   # so the properties are set by a ctest include that runs after the discovered tests are added.

@@ -203,7 +203,7 @@ TEST_CASE("usage errors exit 2 before anything runs", "[run][usage]") {
   }
 }
 
-TEST_CASE("--help and --version print on stdout and exit 0", "[usage]") {
+TEST_CASE("gpuattr --help and --version print on stdout and exit 0", "[usage]") {
   const ProcessResult help = RunProcess(Gpuattr({"--help"}));
   CHECK(help.exit_code == 0);
   CHECK_THAT(help.out, Catch::Contains("run") && Catch::Contains("gpuattr run -o report.json"));

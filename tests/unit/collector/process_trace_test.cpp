@@ -196,7 +196,7 @@ TEST_CASE("orphans, unmatched launches, incomplete records and loss are counted"
   CheckReconciliation(process);
 }
 
-TEST_CASE("busy is the union over overlapping streams; gaps are classified", "[unit][trace]") {
+TEST_CASE("busy is the union over overlapping streams, and gaps are classified", "[unit][trace]") {
   ProcessTrace trace;
   Feeder feed(trace);
   Message message = Preamble();

@@ -206,7 +206,7 @@ TEST_CASE("kernel, memcpy, peer memcpy and memset records translate field by fie
   CHECK(set.end_ns == 4010);
 }
 
-TEST_CASE("zero-timestamp records are kept and counted; other kinds are counted only",
+TEST_CASE("zero-timestamp records are kept and counted, other kinds are counted only",
           "[translate]") {
   CUpti_ActivityKernel10 unfinished = MakeKernel();
   unfinished.start = 0;

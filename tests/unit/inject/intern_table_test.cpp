@@ -45,7 +45,7 @@ TEST_CASE("a full string table returns 0 and counts the failure", "[intern]") {
   CHECK(table->Intern("s17") == 18);  // known strings are still found
 }
 
-TEST_CASE("path nodes: same key same id; other parent or domain, other id", "[intern]") {
+TEST_CASE("path nodes: same key same id, other parent or domain other id", "[intern]") {
   auto table = std::make_unique<PathTable>();
   const uint32_t root = table->Intern(PathKey{0, 5, 0});
   const uint32_t child = table->Intern(PathKey{root, 6, 0});

@@ -154,7 +154,7 @@ TEST_CASE("push and pop produce RangePush/RangePop with path nodes and real dept
   DrainMyRing();
 }
 
-TEST_CASE("domains share one stack; a domain pop removes that domain's latest frame", "[nvtx]") {
+TEST_CASE("domains share one stack, and a domain pop removes that domain's latest frame", "[nvtx]") {
   Installed nvtx;
   auto create = Core2<nvtxDomainCreateA_impl_fntype>(NVTX_CBID_CORE2_DomainCreateA);
   auto domain_push = Core2<nvtxDomainRangePushEx_impl_fntype>(NVTX_CBID_CORE2_DomainRangePushEx);
