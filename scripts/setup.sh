@@ -10,6 +10,7 @@ build_dir="${1:-${repo}/build}"
 packages=(
   build-essential cmake pkg-config binutils
   catch2 nlohmann-json3-dev libspdlog-dev libcli11-dev zlib1g-dev libbenchmark-dev
+  libsimdjson-dev libsqlite3-dev
   python3 python3-jsonschema
 )
 
