@@ -1,18 +1,41 @@
 # The gpuattr executable and its socket ingest (see collector/CMakeLists.txt).
 #   gpuattr_collector_ingest: the socket server (ingest/) and the command line (cli/), a library
 #                             so component tests link the same code the executable runs;
+#   gpuattr_collector_import: trace import (import/): Kineto JSON and Nsight Systems SQLite to
+#                             wire records for ProcessTrace;
 #   gpuattr:                  main.cpp alone.
+find_package(ZLIB REQUIRED)
+find_package(simdjson REQUIRED)
+find_package(SQLite3 REQUIRED)
+add_library(gpuattr_collector_import STATIC
+  import/decimal_time.cpp
+  import/imported_trace.cpp
+  import/json_event_stream.cpp
+  import/kineto_importer.cpp
+  import/nsys_importer.cpp
+  import/trace_replay.cpp
+)
+target_include_directories(gpuattr_collector_import PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(gpuattr_collector_import
+  PUBLIC gpuattr_collector_core gpuattr_wire
+  PRIVATE ZLIB::ZLIB simdjson::simdjson SQLite::SQLite3)
+target_compile_options(gpuattr_collector_import PRIVATE ${GPUATTR_WARNINGS})
+
 add_library(gpuattr_collector_ingest STATIC
   ingest/socket_server.cpp
   cli/child_process.cpp
   cli/cli.cpp
+  cli/diff_command.cpp
+  cli/gate_command.cpp
+  cli/import_command.cpp
   cli/private_dir.cpp
   cli/report_command.cpp
   cli/run.cpp
   cli/shim_locator.cpp
 )
 target_include_directories(gpuattr_collector_ingest PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(gpuattr_collector_ingest PUBLIC gpuattr_collector_core gpuattr_wire)
+target_link_libraries(gpuattr_collector_ingest PUBLIC gpuattr_collector_core gpuattr_wire gpuattr_collector_import)
+target_link_libraries(gpuattr_collector_ingest PUBLIC gpuattr_collector_gate)
 target_compile_definitions(gpuattr_collector_ingest PRIVATE GPUATTR_VERSION="${PROJECT_VERSION}")
 target_compile_options(gpuattr_collector_ingest PRIVATE ${GPUATTR_WARNINGS})
 

@@ -33,3 +33,15 @@ target_include_directories(gpuattr_collector_core PUBLIC ${CMAKE_CURRENT_SOURCE_
 target_include_directories(gpuattr_collector_core PRIVATE ${GPUATTR_COLLECTOR_GENERATED_DIR})
 target_link_libraries(gpuattr_collector_core PUBLIC gpuattr_wire nlohmann_json::nlohmann_json)
 target_compile_options(gpuattr_collector_core PRIVATE ${GPUATTR_WARNINGS})
+
+# gpuattr_collector_gate: metric paths, gate rules, the Mann–Whitney U test and report diffs
+# (gate/, docs/gate.md); pure functions on parsed reports, used by `gpuattr gate` and `diff`.
+add_library(gpuattr_collector_gate STATIC
+  gate/diff.cpp
+  gate/gate.cpp
+  gate/metric_path.cpp
+  gate/rules.cpp
+  gate/statistics.cpp
+)
+target_link_libraries(gpuattr_collector_gate PUBLIC gpuattr_collector_core)
+target_compile_options(gpuattr_collector_gate PRIVATE ${GPUATTR_WARNINGS})

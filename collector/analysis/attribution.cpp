@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <regex>
 #include <unordered_map>
 #include <unordered_set>
@@ -52,9 +53,8 @@ void FamilyStats::Merge(const FamilyStats& other) {
   std::stable_sort(shapes.begin(), shapes.end(), [](const ShapeStats& a, const ShapeStats& b) {
     return a.kernels != b.kernels ? a.kernels > b.kernels : a.total_ns > b.total_ns;
   });
-  api_samples.insert(api_samples.end(), other.api_samples.begin(), other.api_samples.end());
-  latency_samples.insert(latency_samples.end(), other.latency_samples.begin(),
-                         other.latency_samples.end());
+  api_samples.Merge(other.api_samples);
+  latency_samples.Merge(other.latency_samples);
 }
 
 std::string StepRangeKey(const std::string& name) {
@@ -66,57 +66,44 @@ namespace {
 
 using Interval = std::pair<uint64_t, uint64_t>;
 
-// Length of the union of half-open intervals (reordered).
-uint64_t UnionLength(std::vector<Interval>& intervals) {
-  std::sort(intervals.begin(), intervals.end());
-  uint64_t total = 0;
-  uint64_t start = 0;
-  uint64_t end = 0;
+// The union of intervals fed in start order: the open merged interval and the closed total.
+struct RunningUnion {
+  Interval current{0, 0};
   bool open = false;
-  for (const auto& [s, e] : intervals) {
-    if (!open || s > end) {
-      if (open) total += end - start;
-      start = s;
-      end = e;
-      open = true;
-    } else {
-      end = std::max(end, e);
-    }
-  }
-  if (open) total += end - start;
-  return total;
-}
+  uint64_t closed = 0;
 
-// The disjoint, sorted union of half-open intervals (reordered).
-std::vector<Interval> MergeIntervals(std::vector<Interval>& intervals) {
-  std::sort(intervals.begin(), intervals.end());
-  std::vector<Interval> merged;
-  for (const Interval& interval : intervals) {
-    if (!merged.empty() && interval.first <= merged.back().second) {
-      merged.back().second = std::max(merged.back().second, interval.second);
-    } else {
-      merged.push_back(interval);
+  // Adds [s, e); returns the merged interval this closed, if any.
+  std::optional<Interval> Add(uint64_t s, uint64_t e) {
+    if (open && s <= current.second) {
+      current.second = std::max(current.second, e);
+      return std::nullopt;
     }
+    std::optional<Interval> done;
+    if (open) {
+      closed += current.second - current.first;
+      done = current;
+    }
+    current = {s, e};
+    open = true;
+    return done;
   }
-  return merged;
-}
-
-// Length of the part of the disjoint sorted `merged` that lies inside [start, end].
-uint64_t CoveredLength(const std::vector<Interval>& merged, uint64_t start, uint64_t end) {
-  auto it = std::lower_bound(merged.begin(), merged.end(), start,
-                             [](const Interval& interval, uint64_t t) { return interval.second <= t; });
-  uint64_t total = 0;
-  for (; it != merged.end() && it->first < end; ++it) {
-    total += std::min(it->second, end) - std::max(it->first, start);
-  }
-  return total;
-}
+  uint64_t Total() const { return closed + (open ? current.second - current.first : 0); }
+};
 
 // Path node id -> names from the root, cached. Undefined ids become "<unknown:ID>" components;
 // a parent cycle (malformed input) ends the walk.
 class PathResolver {
  public:
   explicit PathResolver(const TraceData& data) : data_(data) {}
+
+  // Drops cached names when strings or path nodes were defined since they were resolved.
+  // References returned by Names stay valid until then.
+  bool Refresh() {
+    if (generation_ == data_.definitions) return false;
+    generation_ = data_.definitions;
+    cache_.clear();
+    return true;
+  }
 
   const std::vector<std::string>& Names(uint32_t node) {
     auto cached = cache_.find(node);
@@ -141,59 +128,36 @@ class PathResolver {
  private:
   static constexpr size_t kMaxDepth = 1024;
   const TraceData& data_;
+  uint64_t generation_ = 0;
   std::unordered_map<uint32_t, std::vector<std::string>> cache_;
 };
 
-// Per-thread push/pop intervals, for "which range was open on thread T at time t".
-// Ranges of one thread nest (a stack), so the innermost one open at t is the last-starting range
-// with start <= t or one of its ancestors: walk up the parent links until one still contains t.
+// "Which range was open on thread T at time t", read from the threads' histories as they stand
+// (TraceData::history, push order). Ranges of one thread nest (a stack), so the innermost one
+// open at t is the last range pushed at or before t or one of its ancestors: walk up the parent
+// links until one still contains t. Ranges with node 0 are skipped (they name no path).
 class ThreadRanges {
  public:
-  explicit ThreadRanges(const std::vector<HostRange>& ranges) {
-    for (const HostRange& range : ranges) {
-      if (range.node != 0)
-        by_tid_[range.tid].push_back({range.start_ns, range.end_ns, range.node, -1});
-    }
-    for (auto& [tid, entries] : by_tid_) {
-      std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-        return a.start != b.start ? a.start < b.start : a.end > b.end;
-      });
-      std::vector<int64_t> stack;
-      for (size_t i = 0; i < entries.size(); ++i) {
-        while (!stack.empty() &&
-               entries[static_cast<size_t>(stack.back())].end <= entries[i].start) {
-          stack.pop_back();
-        }
-        entries[i].parent = stack.empty() ? -1 : stack.back();
-        stack.push_back(static_cast<int64_t>(i));
-      }
-    }
-  }
+  explicit ThreadRanges(const TraceData& data) : data_(data) {}
 
   // The path node innermost-open on `tid` at `t` ([start, end) contains t), 0 when none.
   uint32_t InnermostAt(uint32_t tid, uint64_t t) const {
-    auto it = by_tid_.find(tid);
-    if (it == by_tid_.end()) return 0;
+    auto it = data_.history.find(tid);
+    if (it == data_.history.end()) return 0;
     const auto& entries = it->second;
     auto after = std::upper_bound(entries.begin(), entries.end(), t,
-                                  [](uint64_t value, const Entry& e) { return value < e.start; });
+                                  [](uint64_t value, const HistoryEntry& e) { return value < e.start_ns; });
     int64_t i = static_cast<int64_t>(after - entries.begin()) - 1;
     while (i >= 0) {
-      const Entry& entry = entries[static_cast<size_t>(i)];
-      if (entry.end > t) return entry.node;
+      const HistoryEntry& entry = entries[static_cast<size_t>(i)];
+      if (entry.end_ns > t && entry.node != 0) return entry.node;
       i = entry.parent;
     }
     return 0;
   }
 
  private:
-  struct Entry {
-    uint64_t start;
-    uint64_t end;
-    uint32_t node;
-    int64_t parent;
-  };
-  std::unordered_map<uint32_t, std::vector<Entry>> by_tid_;
+  const TraceData& data_;
 };
 
 // The pass tree under construction: nodes keyed by names (domains merged), index 0 the root.
@@ -203,8 +167,10 @@ class PassTreeBuilder {
     std::string name;
     std::map<std::string, size_t> children;
     PassNode out;
-    std::vector<Interval> intervals;
-    std::vector<uint64_t> host_durations;
+    Interval current{0, 0};  // the open merged interval of its activities (start order)
+    bool current_open = false;
+    uint64_t busy_closed = 0;
+    Samples<uint64_t> host_durations;
     std::map<std::optional<std::vector<std::string>>, LaunchContext> contexts;
   };
 
@@ -235,9 +201,13 @@ class PassTreeBuilder {
     Node& node = nodes_[index];
     PassNode out = std::move(node.out);
     out.name = node.name;
-    out.instances = node.host_durations.size();
-    if (!node.host_durations.empty()) out.host = Summarize(node.host_durations);
-    out.busy_ns = UnionLength(node.intervals);
+    out.instances = node.host_durations.count();
+    if (out.instances > 0) {
+      const Samples<uint64_t>& host = node.host_durations;
+      out.host = DurationStats{host.count(), host.total(), host.min(), host.median(), host.max(),
+                               host.exact()};
+    }
+    out.busy_ns = node.busy_closed + (node.current_open ? node.current.second - node.current.first : 0);
     out.total_ns = out.self_ns;
     for (auto& [key, context] : node.contexts) {
       context.path = key;
@@ -290,28 +260,141 @@ struct Attribution {
   const char* reason = nullptr;
 };
 
-class Analyzer {
+}  // namespace
+
+class ActivityFolder::Impl {
  public:
-  Analyzer(const TraceData& data, const AnalysisOptions& options)
+  Impl(const TraceData& data, const AnalysisOptions& options, std::string* activity_lines)
       : data_(data),
         options_(options),
         family_rules_(options.family_rules ? *options.family_rules : FamilyRules::Default()),
         phase_rules_(options.phase_rules ? *options.phase_rules : PhaseRules::Default()),
+        activity_lines_(activity_lines),
         paths_(data),
-        ranges_(data.host_ranges) {}
+        ranges_(data) {
+    if (options_.step) step_key_ = StepRangeKey(*options_.step);
+  }
 
-  ProcessAnalysis Run() {
-    ProcessAnalysis result;
+  void Release(const ActivityRecord& activity, const LaunchRecord* launch, bool late) {
+    if (paths_.Refresh()) {
+      phase_cache_.clear();
+      key_cache_.clear();
+      kernel_names_.clear();
+    }
+    RegisterStepInstances();
+    if (launch == nullptr) ++result_.loss.orphan_activities;
+    if (!activity.complete()) {
+      ++result_.loss.incomplete_records;
+      return;
+    }
+    ++released_;
+    if (late) ++result_.loss.late_activities;
+    const uint64_t ns = activity.duration_ns();
+    const bool kernel = activity.kind == ActivityKind::kKernel;
+    CountTotals(result_.totals, activity.kind, ns);
+
+    ActivityOutcome outcome;
+    const Attribution attribution = Attribute(activity, launch, outcome);
+    outcome.node = attribution.node;
+    outcome.kind = attribution.how;
+    outcome.reason = attribution.reason;
+    if (attribution.node == 0) {
+      Unattributed& entry = unattributed_[attribution.reason];
+      entry.ns += ns;
+      entry.activities += 1;
+      if (kernel) {
+        entry.kernel_ns += ns;
+        // §Coverage: counts against the phase the main thread was in at the launch.
+        if (launch && data_.main_tid) {
+          const std::optional<Phase> main_phase =
+              PhaseOf(ranges_.InnermostAt(*data_.main_tid, launch->enter_ns));
+          if (main_phase) {
+            result_.phase_coverage.unattributed_kernel_ns[static_cast<size_t>(*main_phase)] += ns;
+          }
+        }
+      }
+    } else {
+      outcome.phase = PhaseOf(attribution.node);
+      if (outcome.phase) {
+        result_.phases.ns[static_cast<size_t>(*outcome.phase)] += ns;
+        if (kernel) {
+          result_.phase_coverage.attributed_kernel_ns[static_cast<size_t>(*outcome.phase)] += ns;
+        }
+      } else {
+        result_.phases.other_ns += ns;
+      }
+      if (kernel) result_.attributed_kernel_ns += ns;
+      auto& node = tree_.At(paths_.Names(attribution.node));
+      node.out.self_ns += ns;
+      node.out.activities += 1;
+      if (kernel) node.out.kernels += 1;
+      if (!late) {
+        if (node.current_open && activity.start_ns <= node.current.second) {
+          node.current.second = std::max(node.current.second, activity.end_ns);
+        } else {
+          if (node.current_open) node.busy_closed += node.current.second - node.current.first;
+          node.current = {activity.start_ns, activity.end_ns};
+          node.current_open = true;
+        }
+      }
+      switch (attribution.how) {
+        case AttributionKind::kNone:
+          break;
+        case AttributionKind::kDirect:
+          node.out.direct_ns += ns;
+          break;
+        case AttributionKind::kInherited:
+          node.out.inherited_ns += ns;
+          break;
+        case AttributionKind::kCaptured: {
+          std::optional<std::vector<std::string>> context;
+          if (launch) {
+            context = outcome.launch_node != 0 ? paths_.Names(outcome.launch_node)
+                                               : std::vector<std::string>{};
+          }
+          LaunchContext& entry = node.contexts[context];
+          entry.ns += ns;
+          entry.activities += 1;
+          node.out.captured_ns += ns;
+          break;
+        }
+      }
+    }
+    FoldDevice(activity, launch, late);
+    if (kernel) FoldFamily(activity, launch);
+    if (launch) FoldStep(launch->enter_ns, outcome, ns);
+    if (activity_lines_) AppendLine(activity, launch, outcome);
+  }
+
+  void ForgetLaunch(uint32_t correlation_id) { graph_families_.erase(correlation_id); }
+
+  ProcessAnalysis Finish() {
+    paths_.Refresh();
+    phase_cache_.clear();
+    RegisterStepInstances();
+    ProcessAnalysis& result = result_;
     result.main_tid = data_.main_tid;
     result.capture_end_ns = data_.last_timestamp_ns;
     result.device_measured =
-        data_.cupti_state ? data_.cupti_state->result == 0 : !data_.activities.empty();
+        data_.cupti_state ? data_.cupti_state->result == 0 : data_.activities_seen > 0;
+    if (busy_.open) AddStepBusy(busy_.current);
     AddHostRanges();
-    JoinAndAttribute(result);
+    for (auto& [reason, entry] : unattributed_) {
+      entry.reason = reason;
+      result.unattributed.push_back(entry);
+    }
+    std::stable_sort(result.unattributed.begin(), result.unattributed.end(),
+                     [](const Unattributed& a, const Unattributed& b) { return a.ns > b.ns; });
+    result.totals.launches = data_.launches_seen;
+    result.loss.unmatched_launches = data_.unmatched_launches;
+    result.loss.expired_launches = data_.expired_launches;
     result.passes = tree_.Build();
     for (PassNode& root : result.passes) SetPhases(root);
-    BuildDevices(result);
-    BuildFamilies(result);
+    FinishDevices(result);
+    for (auto& [name, family] : families_) result.families.push_back(std::move(family));
+    std::stable_sort(
+        result.families.begin(), result.families.end(),
+        [](const FamilyStats& a, const FamilyStats& b) { return a.total_ns > b.total_ns; });
     BuildSteps(result);
     BuildSpansAndMarks(result);
     if (data_.diagnostics) {
@@ -319,14 +402,403 @@ class Analyzer {
       result.loss.dropped_records =
           d.ring_dropped_records + d.socket_dropped_records + d.cupti_dropped_records;
     }
-    return result;
+    return std::move(result_);
   }
 
  private:
+  struct Hole {
+    uint64_t start = 0;
+    uint64_t end = 0;
+    GapKind kind = GapKind::kUnknown;
+    bool has_launch = false;
+    uint64_t launch_ns = 0;
+    uint32_t launch_tid = 0;
+  };
+  struct StreamState {
+    StreamStats stats;
+    RunningUnion busy;
+  };
+  // §Gaps, swept in start order: the merged interval, and the hole it last opened, pending
+  // while activities starting exactly at the hole's end may still name an earlier launch.
+  struct DeviceState {
+    DeviceStats stats;
+    bool started = false;
+    Interval segment{0, 0};
+    std::optional<Hole> pending;
+    std::vector<Hole> largest;  // longest first (then earliest), at most kLargestGaps
+    std::map<uint32_t, StreamState> streams;
+  };
+  // One instance of a range that may become the step range (§Steps), with its row's terms.
+  struct StepInstance {
+    uint32_t tid = 0;
+    uint32_t history = 0;
+    uint32_t node = 0;
+    uint64_t start_ns = 0;
+    PhaseTotals phases;
+    uint64_t unattributed_ns = 0;
+    uint64_t busy_ns = 0;
+  };
+  // Instances of one step key, by start; closed ones are at most max_closed_ns long, so a
+  // lookup at t walks back from t only that far. `open` lists the instances still open.
+  struct StepKey {
+    bool tracked = false;
+    std::vector<size_t> by_start;
+    std::vector<size_t> open;
+    uint64_t max_closed_ns = 0;
+  };
+
+  uint64_t EndOf(const StepInstance& instance) const {
+    return data_.history.at(instance.tid)[instance.history].end_ns;
+  }
+
+  // Instances of step-like ranges pushed since the last call, resolved now that their names
+  // are more likely known. Tracked keys: --step, else every key seen at the top level.
+  void RegisterStepInstances() {
+    while (registered_ < data_.pushes.size()) {
+      const auto [tid, index] = data_.pushes[registered_++];
+      const HistoryEntry& entry = data_.history.at(tid)[index];
+      if (entry.node == 0) continue;
+      const std::vector<std::string>& names = paths_.Names(entry.node);
+      if (names.empty()) continue;
+      const std::string key = StepRangeKey(names.back());
+      StepKey& step_key = step_keys_[key];
+      if (step_key_ ? key == *step_key_ : names.size() == 1) step_key.tracked = true;
+      const size_t id = instances_.size();
+      instances_.push_back({tid, index, entry.node, entry.start_ns, {}, 0, 0});
+      auto position = std::upper_bound(
+          step_key.by_start.begin(), step_key.by_start.end(), entry.start_ns,
+          [&](uint64_t t, size_t other) { return t < instances_[other].start_ns; });
+      step_key.by_start.insert(position, id);
+      step_key.open.push_back(id);
+    }
+  }
+
+  // Moves instances that closed since into the closed set of `key`.
+  void SettleOpen(StepKey& key) {
+    for (size_t i = 0; i < key.open.size();) {
+      const StepInstance& instance = instances_[key.open[i]];
+      const uint64_t end = EndOf(instance);
+      if (end == HistoryEntry::kOpenEnd) {
+        ++i;
+        continue;
+      }
+      key.max_closed_ns = std::max(key.max_closed_ns, end - instance.start_ns);
+      key.open[i] = key.open.back();
+      key.open.pop_back();
+    }
+  }
+
+  bool Earlier(size_t a, size_t b) const {
+    const StepInstance& x = instances_[a];
+    const StepInstance& y = instances_[b];
+    if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
+    const uint64_t ex = EndOf(x);
+    const uint64_t ey = EndOf(y);
+    if (ex != ey) return ex < ey;
+    return x.tid < y.tid;
+  }
+
+  // The earliest instance of `key` whose [start, end] holds t and that `accepts`.
+  template <typename Accepts>
+  std::optional<size_t> InstanceAt(StepKey& key, uint64_t t, Accepts accepts) {
+    SettleOpen(key);
+    std::optional<size_t> best;
+    auto consider = [&](size_t id) {
+      const StepInstance& instance = instances_[id];
+      if (instance.start_ns <= t && EndOf(instance) >= t && accepts(instance) &&
+          (!best || Earlier(id, *best))) {
+        best = id;
+      }
+    };
+    auto after = std::upper_bound(key.by_start.begin(), key.by_start.end(), t,
+                                  [&](uint64_t value, size_t id) {
+                                    return value < instances_[id].start_ns;
+                                  });
+    for (auto it = after; it != key.by_start.begin();) {
+      --it;
+      const StepInstance& instance = instances_[*it];
+      if (instance.start_ns + key.max_closed_ns < t) break;
+      if (EndOf(instance) != HistoryEntry::kOpenEnd) consider(*it);
+    }
+    for (size_t id : key.open) consider(id);
+    return best;
+  }
+
+  const std::vector<std::string>& KeysOf(uint32_t node) {
+    auto cached = key_cache_.find(node);
+    if (cached != key_cache_.end()) return cached->second;
+    std::vector<std::string> keys;
+    for (const std::string& name : paths_.Names(node)) keys.push_back(StepRangeKey(name));
+    return key_cache_.emplace(node, std::move(keys)).first->second;
+  }
+
+  void FoldStep(uint64_t launch_ns, const ActivityOutcome& outcome, uint64_t ns) {
+    if (outcome.node == 0) {
+      for (auto& [name, key] : step_keys_) {
+        if (!key.tracked) continue;
+        if (auto id = InstanceAt(key, launch_ns, [](const StepInstance&) { return true; })) {
+          instances_[*id].unattributed_ns += ns;
+        }
+      }
+      return;
+    }
+    const std::vector<std::string>& path = paths_.Names(outcome.node);
+    const std::vector<std::string>& keys = KeysOf(outcome.node);
+    std::map<std::string, size_t> best;
+    for (size_t depth = 0; depth < keys.size(); ++depth) {
+      auto key = step_keys_.find(keys[depth]);
+      if (key == step_keys_.end() || !key->second.tracked) continue;
+      auto id = InstanceAt(key->second, launch_ns, [&](const StepInstance& instance) {
+        const std::vector<std::string>& step_path = paths_.Names(instance.node);
+        return step_path.size() == depth + 1 &&
+               std::equal(step_path.begin(), step_path.end(), path.begin());
+      });
+      if (!id) continue;
+      auto [it, inserted] = best.emplace(keys[depth], *id);
+      if (!inserted && Earlier(*id, it->second)) it->second = *id;
+    }
+    for (const auto& [name, id] : best) {
+      StepInstance& instance = instances_[id];
+      if (outcome.phase) {
+        instance.phases.ns[static_cast<size_t>(*outcome.phase)] += ns;
+      } else {
+        instance.phases.other_ns += ns;
+      }
+    }
+  }
+
+  // A merged interval of all device activity closed: its overlap with every tracked instance.
+  void AddStepBusy(const Interval& merged) {
+    for (auto& [name, key] : step_keys_) {
+      if (!key.tracked) continue;
+      SettleOpen(key);
+      auto add = [&](size_t id) {
+        StepInstance& instance = instances_[id];
+        const uint64_t end = EndOf(instance);
+        if (end > merged.first && instance.start_ns < merged.second) {
+          instance.busy_ns +=
+              std::min(end, merged.second) - std::max(instance.start_ns, merged.first);
+        }
+      };
+      auto after = std::lower_bound(key.by_start.begin(), key.by_start.end(), merged.second,
+                                    [&](size_t id, uint64_t value) {
+                                      return instances_[id].start_ns < value;
+                                    });
+      for (auto it = after; it != key.by_start.begin();) {
+        --it;
+        const StepInstance& instance = instances_[*it];
+        if (instance.start_ns + key.max_closed_ns < merged.first) break;
+        if (EndOf(instance) != HistoryEntry::kOpenEnd) add(*it);
+      }
+      for (size_t id : key.open) add(id);
+    }
+  }
+
+  void FoldDevice(const ActivityRecord& activity, const LaunchRecord* launch, bool late) {
+    DeviceState& device = devices_[activity.device];
+    StreamState& stream = device.streams[activity.stream];
+    stream.stats.id = activity.stream;
+    stream.stats.activities += 1;
+    const uint64_t ns = activity.duration_ns();
+    switch (activity.kind) {
+      case ActivityKind::kKernel:
+        stream.stats.kernel_ns += ns;
+        break;
+      case ActivityKind::kMemcpy:
+        stream.stats.memcpy_ns += ns;
+        break;
+      case ActivityKind::kMemset:
+        stream.stats.memset_ns += ns;
+        break;
+    }
+    if (late) return;
+    stream.busy.Add(activity.start_ns, activity.end_ns);
+    if (auto closed = busy_.Add(activity.start_ns, activity.end_ns)) AddStepBusy(*closed);
+    if (!device.started) {
+      device.started = true;
+      device.stats.first_start_ns = activity.start_ns;
+      device.segment = {activity.start_ns, activity.end_ns};
+      return;
+    }
+    if (device.pending && activity.start_ns != device.pending->end) FinishHole(device);
+    if (activity.start_ns > device.segment.second) {
+      device.stats.busy_ns += device.segment.second - device.segment.first;
+      device.pending = Hole{device.segment.second, activity.start_ns, GapKind::kUnknown, false, 0, 0};
+      device.segment.first = activity.start_ns;
+    }
+    if (device.pending && launch &&
+        (!device.pending->has_launch || launch->enter_ns < device.pending->launch_ns)) {
+      device.pending->has_launch = true;
+      device.pending->launch_ns = launch->enter_ns;
+      device.pending->launch_tid = launch->tid;
+    }
+    device.segment.second = std::max(device.segment.second, activity.end_ns);
+  }
+
+  static void FinishHole(DeviceState& device) {
+    Hole hole = *device.pending;
+    device.pending.reset();
+    if (hole.has_launch) {
+      hole.kind = hole.launch_ns >= hole.start ? GapKind::kHostBound : GapKind::kDependency;
+    }
+    const uint64_t ns = hole.end - hole.start;
+    switch (hole.kind) {
+      case GapKind::kHostBound:
+        device.stats.host_bound_ns += ns;
+        break;
+      case GapKind::kDependency:
+        device.stats.dependency_ns += ns;
+        break;
+      case GapKind::kUnknown:
+        device.stats.unclassified_ns += ns;
+        break;
+    }
+    ++device.stats.gaps;
+    auto longer = [](const Hole& a, const Hole& b) {
+      const uint64_t la = a.end - a.start;
+      const uint64_t lb = b.end - b.start;
+      return la != lb ? la > lb : a.start < b.start;
+    };
+    auto position = std::upper_bound(device.largest.begin(), device.largest.end(), hole, longer);
+    if (static_cast<size_t>(position - device.largest.begin()) < kLargestGaps) {
+      device.largest.insert(position, hole);
+      if (device.largest.size() > kLargestGaps) device.largest.pop_back();
+    }
+  }
+
+  void FinishDevices(ProcessAnalysis& result) {
+    for (auto& [device_id, state] : devices_) {
+      if (!state.started) continue;
+      if (state.pending) FinishHole(state);
+      DeviceStats device = std::move(state.stats);
+      device.id = device_id;
+      if (auto name = data_.device_names.find(device_id); name != data_.device_names.end()) {
+        device.name = StringOr(data_, name->second);
+      }
+      for (auto& [stream_id, stream] : state.streams) {
+        stream.stats.busy_ns = stream.busy.Total();
+        device.streams.push_back(stream.stats);
+      }
+      device.busy_ns += state.segment.second - state.segment.first;
+      device.last_end_ns = state.segment.second;
+      device.span_ns = device.last_end_ns - device.first_start_ns;
+      device.idle_ns = device.span_ns - device.busy_ns;
+      device.tail_ns = result.capture_end_ns > device.last_end_ns
+                           ? result.capture_end_ns - device.last_end_ns
+                           : 0;
+      for (const Hole& hole : state.largest) {
+        Gap gap{hole.start, hole.end, hole.kind, std::nullopt, std::nullopt};
+        if (hole.has_launch) {
+          gap.launch_tid = hole.launch_tid;
+          const uint32_t node = ranges_.InnermostAt(hole.launch_tid, hole.start);
+          if (node != 0) gap.host_range = paths_.Names(node);
+        }
+        device.largest.push_back(std::move(gap));
+      }
+      result.devices.push_back(std::move(device));
+    }
+  }
+
+  void FoldFamily(const ActivityRecord& activity, const LaunchRecord* launch) {
+    auto known = kernel_names_.find(activity.name_string);
+    if (known == kernel_names_.end()) {
+      std::string demangled = DemangleKernelName(StringOr(data_, activity.name_string));
+      std::string family = family_rules_.FamilyOf(demangled);
+      known = kernel_names_
+                  .emplace(activity.name_string, KernelNames{std::move(demangled), std::move(family)})
+                  .first;
+    }
+    FamilyStats one;
+    one.family = known->second.family;
+    one.kernels = 1;
+    one.total_ns = one.min_ns = one.max_ns = activity.duration_ns();
+    one.names.push_back(known->second.demangled);
+    one.shapes.push_back({data_.shapes[activity.shape], 1, activity.duration_ns()});
+    FamilyStats& family = families_[one.family];
+    family.family = one.family;
+    family.Merge(one);
+    if (launch == nullptr) return;
+    family.latency_samples.Add(static_cast<int64_t>(activity.start_ns) -
+                                     static_cast<int64_t>(launch->enter_ns));
+    if (launch->exit_ns < launch->enter_ns || launch->exit_ns == 0) return;
+    // One api sample per distinct launch: only graph launches run several kernels, so only
+    // they remember which families they already sampled (until the launch leaves the join).
+    if (activity.graph_node_id != 0) {
+      std::vector<std::string>& sampled = graph_families_[activity.correlation_id];
+      if (std::find(sampled.begin(), sampled.end(), family.family) != sampled.end()) return;
+      sampled.push_back(family.family);
+    }
+    family.api_samples.Add(launch->exit_ns - launch->enter_ns);
+  }
+
+  void AppendLine(const ActivityRecord& activity, const LaunchRecord* launch,
+                  const ActivityOutcome& outcome) {
+    using Json = nlohmann::json;
+    Json line;
+    line["pid"] = data_.hello ? data_.hello->pid : 0;
+    switch (activity.kind) {
+      case ActivityKind::kKernel: {
+        line["kind"] = "kernel";
+        auto known = kernel_names_.find(activity.name_string);
+        line["name"] = known != kernel_names_.end()
+                           ? known->second.demangled
+                           : DemangleKernelName(StringOr(data_, activity.name_string));
+        break;
+      }
+      case ActivityKind::kMemcpy:
+        line["kind"] = "memcpy";
+        line["name"] = nullptr;
+        break;
+      case ActivityKind::kMemset:
+        line["kind"] = "memset";
+        line["name"] = nullptr;
+        break;
+    }
+    line["correlation_id"] = activity.correlation_id;
+    line["device"] = activity.device;
+    line["stream"] = activity.stream;
+    line["start_ns"] = activity.start_ns;
+    line["end_ns"] = activity.end_ns;
+    line["launch_ns"] = launch ? Json(launch->enter_ns) : Json(nullptr);
+    if (launch) {
+      auto name = data_.thread_names.find(launch->tid);
+      line["thread"] = name != data_.thread_names.end() ? StringOr(data_, name->second)
+                                                        : std::to_string(launch->tid);
+    } else {
+      line["thread"] = nullptr;
+    }
+    line["path"] = outcome.node != 0 ? paths_.Names(outcome.node) : std::vector<std::string>{};
+    switch (outcome.kind) {
+      case AttributionKind::kNone:
+        line["attribution"] = "none";
+        break;
+      case AttributionKind::kDirect:
+        line["attribution"] = "direct";
+        break;
+      case AttributionKind::kInherited:
+        line["attribution"] = "inherited";
+        break;
+      case AttributionKind::kCaptured:
+        line["attribution"] = "captured";
+        break;
+    }
+    line["reason"] = outcome.reason ? Json(outcome.reason) : Json(nullptr);
+    line["graph_node"] = activity.graph_node_id ? Json(activity.graph_node_id) : Json(nullptr);
+    if (activity.graph_node_id != 0 && launch) {
+      line["launch_path"] = outcome.launch_node != 0 ? paths_.Names(outcome.launch_node)
+                                                     : std::vector<std::string>{};
+    } else {
+      line["launch_path"] = nullptr;
+    }
+    line["phase"] = outcome.phase ? Json(PhaseName(*outcome.phase)) : Json(nullptr);
+    *activity_lines_ += line.dump(-1, ' ', false, Json::error_handler_t::replace);
+    activity_lines_->push_back('\n');
+  }
+
   void AddHostRanges() {
     for (const HostRange& range : data_.host_ranges) {
       if (range.node == 0) continue;
-      tree_.At(paths_.Names(range.node)).host_durations.push_back(range.end_ns - range.start_ns);
+      tree_.At(paths_.Names(range.node)).host_durations.Add(range.end_ns - range.start_ns);
     }
   }
 
@@ -375,98 +847,6 @@ class Analyzer {
     return {0, AttributionKind::kNone, kReasonLaunchNotSeen};
   }
 
-  void JoinAndAttribute(ProcessAnalysis& result) {
-    std::unordered_set<uint32_t> matched;
-    std::map<std::string, Unattributed> unattributed;
-    result.outcomes.resize(data_.activities.size());
-    for (size_t index = 0; index < data_.activities.size(); ++index) {
-      const ActivityRecord& activity = data_.activities[index];
-      ActivityOutcome& outcome = result.outcomes[index];
-      const LaunchRecord* launch = LaunchOf(activity);
-      if (launch) {
-        matched.insert(activity.correlation_id);
-      } else {
-        ++result.loss.orphan_activities;
-      }
-      if (!activity.complete()) {
-        ++result.loss.incomplete_records;
-        continue;
-      }
-      const uint64_t ns = activity.duration_ns();
-      const bool kernel = activity.kind == ActivityKind::kKernel;
-      CountTotals(result.totals, activity.kind, ns);
-
-      const Attribution attribution = Attribute(activity, launch, outcome);
-      outcome.node = attribution.node;
-      outcome.kind = attribution.how;
-      outcome.reason = attribution.reason;
-      if (attribution.node == 0) {
-        Unattributed& entry = unattributed[attribution.reason];
-        entry.ns += ns;
-        entry.activities += 1;
-        if (kernel) {
-          entry.kernel_ns += ns;
-          // §Coverage: counts against the phase the main thread was in at the launch.
-          if (launch && data_.main_tid) {
-            const std::optional<Phase> main_phase =
-                PhaseOf(ranges_.InnermostAt(*data_.main_tid, launch->enter_ns));
-            if (main_phase) {
-              result.phase_coverage.unattributed_kernel_ns[static_cast<size_t>(*main_phase)] += ns;
-            }
-          }
-        }
-        continue;
-      }
-      outcome.phase = PhaseOf(attribution.node);
-      if (outcome.phase) {
-        result.phases.ns[static_cast<size_t>(*outcome.phase)] += ns;
-        if (kernel) result.phase_coverage.attributed_kernel_ns[static_cast<size_t>(*outcome.phase)] += ns;
-      } else {
-        result.phases.other_ns += ns;
-      }
-      if (kernel) result.attributed_kernel_ns += ns;
-      auto& node = tree_.At(paths_.Names(attribution.node));
-      node.out.self_ns += ns;
-      node.out.activities += 1;
-      if (kernel) node.out.kernels += 1;
-      node.intervals.emplace_back(activity.start_ns, activity.end_ns);
-      switch (attribution.how) {
-        case AttributionKind::kNone:
-          break;
-        case AttributionKind::kDirect:
-          node.out.direct_ns += ns;
-          break;
-        case AttributionKind::kInherited:
-          node.out.inherited_ns += ns;
-          break;
-        case AttributionKind::kCaptured: {
-          std::optional<std::vector<std::string>> context;
-          if (launch) {
-            context = outcome.launch_node != 0 ? paths_.Names(outcome.launch_node)
-                                               : std::vector<std::string>{};
-          }
-          LaunchContext& entry = node.contexts[context];
-          entry.ns += ns;
-          entry.activities += 1;
-          node.out.captured_ns += ns;
-          break;
-        }
-      }
-    }
-    for (auto& [reason, entry] : unattributed) {
-      entry.reason = reason;
-      result.unattributed.push_back(entry);
-    }
-    std::stable_sort(result.unattributed.begin(), result.unattributed.end(),
-                     [](const Unattributed& a, const Unattributed& b) { return a.ns > b.ns; });
-    result.totals.launches = data_.launches.size();
-    for (const auto& [correlation, launch] : data_.launches) {
-      if (!matched.contains(correlation) && !data_.captured_correlations.contains(correlation)) {
-        ++result.loss.unmatched_launches;
-      }
-    }
-  }
-
   static void CountTotals(Totals& totals, ActivityKind kind, uint64_t ns) {
     switch (kind) {
       case ActivityKind::kKernel:
@@ -482,171 +862,6 @@ class Analyzer {
         ++totals.memsets;
         break;
     }
-  }
-
-  // The launch API entry time of an activity, when its launch was seen.
-  const LaunchRecord* LaunchOf(const ActivityRecord& activity) const {
-    if (activity.correlation_id == 0) return nullptr;
-    auto it = data_.launches.find(activity.correlation_id);
-    return it == data_.launches.end() ? nullptr : &it->second;
-  }
-
-  void BuildDevices(ProcessAnalysis& result) {
-    std::map<uint32_t, std::vector<const ActivityRecord*>> by_device;
-    for (const ActivityRecord& activity : data_.activities) {
-      if (activity.complete()) by_device[activity.device].push_back(&activity);
-    }
-    for (auto& [device_id, activities] : by_device) {
-      DeviceStats device;
-      device.id = device_id;
-      if (auto name = data_.device_names.find(device_id); name != data_.device_names.end()) {
-        device.name = StringOr(data_, name->second);
-      }
-      std::sort(activities.begin(), activities.end(),
-                [](const ActivityRecord* a, const ActivityRecord* b) {
-                  return a->start_ns != b->start_ns ? a->start_ns < b->start_ns
-                                                    : a->end_ns < b->end_ns;
-                });
-      std::map<uint32_t, std::pair<StreamStats, std::vector<Interval>>> streams;
-      for (const ActivityRecord* activity : activities) {
-        auto& [stats, intervals] = streams[activity->stream];
-        stats.id = activity->stream;
-        stats.activities += 1;
-        const uint64_t ns = activity->duration_ns();
-        switch (activity->kind) {
-          case ActivityKind::kKernel:
-            stats.kernel_ns += ns;
-            break;
-          case ActivityKind::kMemcpy:
-            stats.memcpy_ns += ns;
-            break;
-          case ActivityKind::kMemset:
-            stats.memset_ns += ns;
-            break;
-        }
-        intervals.emplace_back(activity->start_ns, activity->end_ns);
-      }
-      for (auto& [stream_id, entry] : streams) {
-        entry.first.busy_ns = UnionLength(entry.second);
-        device.streams.push_back(entry.first);
-      }
-      SweepDevice(activities, result.capture_end_ns, device);
-      result.devices.push_back(std::move(device));
-    }
-  }
-
-  // One pass over a device's activities sorted by start: the busy union, and each hole in it
-  // classified by the earliest-launched activity starting at the hole's end (DESIGN §2 gaps).
-  void SweepDevice(const std::vector<const ActivityRecord*>& sorted, uint64_t capture_end,
-                   DeviceStats& device) {
-    struct Hole {
-      uint64_t start;
-      uint64_t end;
-      GapKind kind;
-      const LaunchRecord* launch;
-    };
-    std::vector<Hole> holes;
-    device.first_start_ns = sorted.front()->start_ns;
-    uint64_t segment_start = device.first_start_ns;
-    uint64_t segment_end = sorted.front()->end_ns;
-    for (size_t i = 1; i < sorted.size(); ++i) {
-      const ActivityRecord* activity = sorted[i];
-      if (activity->start_ns > segment_end) {
-        device.busy_ns += segment_end - segment_start;
-        const LaunchRecord* first_launched = nullptr;
-        for (size_t j = i; j < sorted.size() && sorted[j]->start_ns == activity->start_ns; ++j) {
-          const LaunchRecord* launch = LaunchOf(*sorted[j]);
-          if (launch && (!first_launched || launch->enter_ns < first_launched->enter_ns)) {
-            first_launched = launch;
-          }
-        }
-        GapKind kind = GapKind::kUnknown;
-        if (first_launched) {
-          kind =
-              first_launched->enter_ns >= segment_end ? GapKind::kHostBound : GapKind::kDependency;
-        }
-        holes.push_back({segment_end, activity->start_ns, kind, first_launched});
-        segment_start = activity->start_ns;
-      }
-      segment_end = std::max(segment_end, activity->end_ns);
-    }
-    device.busy_ns += segment_end - segment_start;
-    device.last_end_ns = segment_end;
-    device.span_ns = device.last_end_ns - device.first_start_ns;
-    device.idle_ns = device.span_ns - device.busy_ns;
-    device.tail_ns = capture_end > device.last_end_ns ? capture_end - device.last_end_ns : 0;
-    device.gaps = holes.size();
-    for (const Hole& hole : holes) {
-      const uint64_t ns = hole.end - hole.start;
-      switch (hole.kind) {
-        case GapKind::kHostBound:
-          device.host_bound_ns += ns;
-          break;
-        case GapKind::kDependency:
-          device.dependency_ns += ns;
-          break;
-        case GapKind::kUnknown:
-          device.unclassified_ns += ns;
-          break;
-      }
-    }
-    const size_t keep = std::min(kLargestGaps, holes.size());
-    std::partial_sort(holes.begin(), holes.begin() + static_cast<std::ptrdiff_t>(keep), holes.end(),
-                      [](const Hole& a, const Hole& b) {
-                        const uint64_t la = a.end - a.start;
-                        const uint64_t lb = b.end - b.start;
-                        return la != lb ? la > lb : a.start < b.start;
-                      });
-    for (size_t i = 0; i < keep; ++i) {
-      Gap gap{holes[i].start, holes[i].end, holes[i].kind, std::nullopt, std::nullopt};
-      if (holes[i].launch) {
-        gap.launch_tid = holes[i].launch->tid;
-        const uint32_t node = ranges_.InnermostAt(holes[i].launch->tid, holes[i].start);
-        if (node != 0) gap.host_range = paths_.Names(node);
-      }
-      device.largest.push_back(std::move(gap));
-    }
-  }
-
-  void BuildFamilies(ProcessAnalysis& result) {
-    struct Names {
-      std::string demangled;
-      std::string family;
-    };
-    std::unordered_map<uint32_t, Names> names;
-    std::map<std::string, FamilyStats> families;
-    std::map<std::string, std::unordered_set<uint32_t>> family_launches;
-    for (const ActivityRecord& activity : data_.activities) {
-      if (activity.kind != ActivityKind::kKernel || !activity.complete()) continue;
-      auto known = names.find(activity.name_string);
-      if (known == names.end()) {
-        std::string demangled = DemangleKernelName(StringOr(data_, activity.name_string));
-        std::string family = family_rules_.FamilyOf(demangled);
-        known = names.emplace(activity.name_string, Names{std::move(demangled), std::move(family)})
-                    .first;
-      }
-      FamilyStats one;
-      one.family = known->second.family;
-      one.kernels = 1;
-      one.total_ns = one.min_ns = one.max_ns = activity.duration_ns();
-      one.names.push_back(known->second.demangled);
-      one.shapes.push_back({data_.shapes[activity.shape], 1, activity.duration_ns()});
-      FamilyStats& family = families[one.family];
-      family.family = one.family;
-      family.Merge(one);
-      if (const LaunchRecord* launch = LaunchOf(activity)) {
-        family.latency_samples.push_back(static_cast<int64_t>(activity.start_ns) -
-                                         static_cast<int64_t>(launch->enter_ns));
-        if (launch->exit_ns >= launch->enter_ns && launch->exit_ns != 0 &&
-            family_launches[family.family].insert(activity.correlation_id).second) {
-          family.api_samples.push_back(launch->exit_ns - launch->enter_ns);
-        }
-      }
-    }
-    for (auto& [name, family] : families) result.families.push_back(std::move(family));
-    std::stable_sort(
-        result.families.begin(), result.families.end(),
-        [](const FamilyStats& a, const FamilyStats& b) { return a.total_ns > b.total_ns; });
   }
 
   // §Steps: the step range's name, explicit or auto-detected; empty with the reason in `why`.
@@ -691,87 +906,36 @@ class Analyzer {
   void BuildSteps(ProcessAnalysis& result) {
     const std::optional<std::string> range = ChooseStepRange(result.steps_reason);
     if (!range) return;
-    struct Instance {
-      const HostRange* range;
-      const std::vector<std::string>* path;
-    };
-    std::vector<Instance> instances;
-    for (const HostRange& host : data_.host_ranges) {
-      if (host.node == 0) continue;
-      const std::vector<std::string>& names = paths_.Names(host.node);
-      if (!names.empty() && StepRangeKey(names.back()) == *range) {
-        instances.push_back({&host, &names});
+    auto key = step_keys_.find(*range);
+    std::vector<size_t> ids;
+    if (key != step_keys_.end() && key->second.tracked) {
+      for (size_t id : key->second.by_start) {
+        if (EndOf(instances_[id]) != HistoryEntry::kOpenEnd) ids.push_back(id);
       }
     }
-    if (instances.empty()) {
+    if (ids.empty()) {
       result.steps_reason = "no range named '" + *range + "' was closed";
       return;
     }
-    std::sort(instances.begin(), instances.end(), [](const Instance& a, const Instance& b) {
-      if (a.range->start_ns != b.range->start_ns) return a.range->start_ns < b.range->start_ns;
-      if (a.range->end_ns != b.range->end_ns) return a.range->end_ns < b.range->end_ns;
-      return a.range->tid < b.range->tid;
-    });
-    std::vector<StepRow> rows(instances.size());
-    std::vector<uint64_t> max_end(instances.size());
-    for (size_t i = 0; i < instances.size(); ++i) {
-      rows[i].index = i;
-      rows[i].name = instances[i].path->back();
-      rows[i].start_ns = instances[i].range->start_ns;
-      rows[i].end_ns = instances[i].range->end_ns;
-      max_end[i] = std::max(i ? max_end[i - 1] : 0, rows[i].end_ns);
-    }
-    // The earliest-starting instance whose [start, end] holds t and that `accepts`.
-    auto instance_at = [&](uint64_t t, auto accepts) -> StepRow* {
-      auto after = std::upper_bound(rows.begin(), rows.end(), t,
-                                    [](uint64_t value, const StepRow& row) {
-                                      return value < row.start_ns;
-                                    });
-      StepRow* found = nullptr;
-      for (size_t i = static_cast<size_t>(after - rows.begin()); i-- > 0 && max_end[i] >= t;) {
-        if (rows[i].end_ns >= t && accepts(i)) found = &rows[i];
-      }
-      return found;
-    };
-    std::vector<Interval> busy;
-    for (size_t index = 0; index < data_.activities.size(); ++index) {
-      const ActivityRecord& activity = data_.activities[index];
-      if (!activity.complete()) continue;
-      busy.emplace_back(activity.start_ns, activity.end_ns);
-      const LaunchRecord* launch = LaunchOf(activity);
-      if (launch == nullptr) continue;
-      const ActivityOutcome& outcome = result.outcomes[index];
-      const uint64_t ns = activity.duration_ns();
-      if (outcome.node == 0) {
-        if (StepRow* row = instance_at(launch->enter_ns, [](size_t) { return true; })) {
-          row->unattributed_ns += ns;
-        }
-        continue;
-      }
-      const std::vector<std::string>& path = paths_.Names(outcome.node);
-      StepRow* row = instance_at(launch->enter_ns, [&](size_t i) {
-        const std::vector<std::string>& step_path = *instances[i].path;
-        return path.size() >= step_path.size() &&
-               std::equal(step_path.begin(), step_path.end(), path.begin());
-      });
-      if (row == nullptr) continue;
-      if (outcome.phase) {
-        row->phases.ns[static_cast<size_t>(*outcome.phase)] += ns;
-      } else {
-        row->phases.other_ns += ns;
-      }
-    }
-    const std::vector<Interval> merged = MergeIntervals(busy);
-    for (StepRow& row : rows) row.busy_ns = CoveredLength(merged, row.start_ns, row.end_ns);
-
+    std::sort(ids.begin(), ids.end(), [&](size_t a, size_t b) { return Earlier(a, b); });
     Steps steps;
     steps.range = *range;
     steps.detected = !options_.step.has_value();
-    steps.instances = rows.size();
+    steps.instances = ids.size();
     steps.skipped = options_.skip_steps;
-    const size_t skip = static_cast<size_t>(std::min<uint64_t>(options_.skip_steps, rows.size()));
-    steps.rows.assign(std::make_move_iterator(rows.begin() + static_cast<std::ptrdiff_t>(skip)),
-                      std::make_move_iterator(rows.end()));
+    const size_t skip = static_cast<size_t>(std::min<uint64_t>(options_.skip_steps, ids.size()));
+    for (size_t i = skip; i < ids.size(); ++i) {
+      const StepInstance& instance = instances_[ids[i]];
+      StepRow row;
+      row.index = i;
+      row.name = paths_.Names(instance.node).back();
+      row.start_ns = instance.start_ns;
+      row.end_ns = EndOf(instance);
+      row.phases = instance.phases;
+      row.unattributed_ns = instance.unattributed_ns;
+      row.busy_ns = instance.busy_ns;
+      steps.rows.push_back(std::move(row));
+    }
     result.steps = std::move(steps);
   }
 
@@ -793,101 +957,47 @@ class Analyzer {
     }
   }
 
+  struct KernelNames {
+    std::string demangled;
+    std::string family;
+  };
+
   const TraceData& data_;
   const AnalysisOptions& options_;
   const FamilyRules& family_rules_;
   const PhaseRules& phase_rules_;
+  std::string* activity_lines_;
+  std::optional<std::string> step_key_;
   std::unordered_map<uint32_t, std::optional<Phase>> phase_cache_;
+  std::unordered_map<uint32_t, std::vector<std::string>> key_cache_;
+  std::unordered_map<uint32_t, KernelNames> kernel_names_;
   PathResolver paths_;
   ThreadRanges ranges_;
   PassTreeBuilder tree_;
+  ProcessAnalysis result_;
+  uint64_t released_ = 0;
+  std::map<std::string, Unattributed> unattributed_;
+  std::map<uint32_t, DeviceState> devices_;
+  RunningUnion busy_;  // all devices: the step rows' busy time
+  std::map<std::string, FamilyStats> families_;
+  std::unordered_map<uint32_t, std::vector<std::string>> graph_families_;
+  size_t registered_ = 0;
+  std::vector<StepInstance> instances_;
+  std::map<std::string, StepKey> step_keys_;
 };
 
-}  // namespace
+ActivityFolder::ActivityFolder(const TraceData& data, const AnalysisOptions& options,
+                               std::string* activity_lines)
+    : impl_(std::make_unique<Impl>(data, options, activity_lines)) {}
+ActivityFolder::~ActivityFolder() = default;
 
-ProcessAnalysis AnalyzeProcess(const TraceData& data, const AnalysisOptions& options) {
-  return Analyzer(data, options).Run();
+void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord* launch,
+                             bool late) {
+  impl_->Release(activity, launch, late);
 }
 
-void AppendActivityLines(const TraceData& data, const ProcessAnalysis& analysis, std::string* out) {
-  using Json = nlohmann::json;
-  PathResolver paths(data);
-  std::unordered_map<uint32_t, std::string> demangled;
-  const uint32_t pid = data.hello ? data.hello->pid : 0;
-  for (size_t index = 0; index < data.activities.size() && index < analysis.outcomes.size();
-       ++index) {
-    const ActivityRecord& activity = data.activities[index];
-    if (!activity.complete()) continue;
-    const ActivityOutcome& outcome = analysis.outcomes[index];
-    const LaunchRecord* launch = nullptr;
-    if (activity.correlation_id != 0) {
-      auto it = data.launches.find(activity.correlation_id);
-      if (it != data.launches.end()) launch = &it->second;
-    }
-    Json line;
-    line["pid"] = pid;
-    switch (activity.kind) {
-      case ActivityKind::kKernel: {
-        line["kind"] = "kernel";
-        auto name = demangled.find(activity.name_string);
-        if (name == demangled.end()) {
-          name = demangled
-                     .emplace(activity.name_string,
-                              DemangleKernelName(StringOr(data, activity.name_string)))
-                     .first;
-        }
-        line["name"] = name->second;
-        break;
-      }
-      case ActivityKind::kMemcpy:
-        line["kind"] = "memcpy";
-        line["name"] = nullptr;
-        break;
-      case ActivityKind::kMemset:
-        line["kind"] = "memset";
-        line["name"] = nullptr;
-        break;
-    }
-    line["correlation_id"] = activity.correlation_id;
-    line["device"] = activity.device;
-    line["stream"] = activity.stream;
-    line["start_ns"] = activity.start_ns;
-    line["end_ns"] = activity.end_ns;
-    line["launch_ns"] = launch ? Json(launch->enter_ns) : Json(nullptr);
-    if (launch) {
-      auto name = data.thread_names.find(launch->tid);
-      line["thread"] = name != data.thread_names.end() ? StringOr(data, name->second)
-                                                       : std::to_string(launch->tid);
-    } else {
-      line["thread"] = nullptr;
-    }
-    line["path"] = outcome.node != 0 ? paths.Names(outcome.node) : std::vector<std::string>{};
-    switch (outcome.kind) {
-      case AttributionKind::kNone:
-        line["attribution"] = "none";
-        break;
-      case AttributionKind::kDirect:
-        line["attribution"] = "direct";
-        break;
-      case AttributionKind::kInherited:
-        line["attribution"] = "inherited";
-        break;
-      case AttributionKind::kCaptured:
-        line["attribution"] = "captured";
-        break;
-    }
-    line["reason"] = outcome.reason ? Json(outcome.reason) : Json(nullptr);
-    line["graph_node"] = activity.graph_node_id ? Json(activity.graph_node_id) : Json(nullptr);
-    if (activity.graph_node_id != 0 && launch) {
-      line["launch_path"] = outcome.launch_node != 0 ? paths.Names(outcome.launch_node)
-                                                     : std::vector<std::string>{};
-    } else {
-      line["launch_path"] = nullptr;
-    }
-    line["phase"] = outcome.phase ? Json(PhaseName(*outcome.phase)) : Json(nullptr);
-    *out += line.dump(-1, ' ', false, Json::error_handler_t::replace);
-    out->push_back('\n');
-  }
-}
+void ActivityFolder::ForgetLaunch(uint32_t correlation_id) { impl_->ForgetLaunch(correlation_id); }
+
+ProcessAnalysis ActivityFolder::Finish() { return impl_->Finish(); }
 
 }  // namespace gpuattr::collector

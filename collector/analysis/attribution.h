@@ -1,12 +1,14 @@
-// Analysis of one finished ProcessTrace: the correlation join, attribution to the NVTX pass
-// tree (DESIGN §2), busy/idle unions and gaps per device, kernel families with their launch
-// statistics, phases, steps, loss and coverage. docs/attribution.md holds the exact definitions
-// this implements; each function below names the section it follows.
+// Analysis of one ProcessTrace: attribution to the NVTX pass tree (DESIGN §2), busy/idle unions
+// and gaps per device, kernel families with their launch statistics, phases, steps, loss and
+// coverage. docs/attribution.md holds the exact definitions this implements; each function below
+// names the section it follows.
 //
-// Pure and single-threaded: AnalyzeProcess reads the trace const and returns plain values, which
-// the report builder turns into JSON. Called on the collector's main thread after the trace's
-// connection ended (ProcessTrace::Finish). Every number here is measured; where DESIGN allows
-// "not measured" the field is an std::optional and stays empty rather than 0.
+// Streaming (docs/architecture.md §Streaming analysis): ActivityFolder receives each device
+// activity once, joined, in start order, as ProcessTrace's reorder window releases it, and folds
+// it into aggregates; ProcessAnalysis, plain values the report builder turns into JSON, comes out
+// at the end. Single-threaded, on the thread that owns the ProcessTrace. Every number here is
+// measured; where DESIGN allows "not measured" the field is an std::optional and stays empty
+// rather than 0.
 //
 // Invariant (tested): sum over root passes of total_ns + sum over unattributed of ns equals
 // kernel_ns + memcpy_ns + memset_ns, exactly. Activities without timestamps (start = end = 0) are
@@ -14,9 +16,11 @@
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_ATTRIBUTION_H_
 #define GPUATTR_COLLECTOR_ANALYSIS_ATTRIBUTION_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +37,70 @@ struct DurationStats {
   uint64_t min = 0;
   uint64_t median = 0;  // the lower median: always an observed duration
   uint64_t max = 0;
+  bool median_exact = true;  // false: the median of a uniform sample (Samples below)
+};
+
+// The samples of one statistic, bounded: every sample up to kExactSamples, then a uniform
+// reservoir of that many (Vitter's algorithm R with a fixed seed, so a report is reproducible).
+// count, total, min and max stay exact; the median is exact while exact() holds.
+template <typename T>
+class Samples {
+ public:
+  static constexpr size_t kExactSamples = 65536;
+
+  void Add(T value) {
+    if (count_ == 0) {
+      min_ = max_ = value;
+    } else {
+      min_ = std::min(min_, value);
+      max_ = std::max(max_, value);
+    }
+    ++count_;
+    total_ += value;
+    if (kept_.size() < kExactSamples) {
+      kept_.push_back(value);
+      return;
+    }
+    rng_ = rng_ * 6364136223846793005ULL + 1442695040888963407ULL;  // LCG (Knuth MMIX)
+    const uint64_t slot = (rng_ >> 11) % count_;
+    if (slot < kept_.size()) kept_[static_cast<size_t>(slot)] = value;
+  }
+  // Adds `other`'s samples as if they had been added here one by one; its exact count, total,
+  // min and max carry over (a merged reservoir is a sample, and says so).
+  void Merge(const Samples& other) {
+    if (other.count_ == 0) return;
+    const T min = count_ == 0 ? other.min_ : std::min(min_, other.min_);
+    const T max = count_ == 0 ? other.max_ : std::max(max_, other.max_);
+    const uint64_t count = count_ + other.count_;
+    const T total = total_ + other.total_;
+    for (T value : other.kept_) Add(value);
+    count_ = count;
+    total_ = total;
+    min_ = min;
+    max_ = max;
+  }
+
+  uint64_t count() const { return count_; }
+  T total() const { return total_; }
+  T min() const { return min_; }
+  T max() const { return max_; }
+  bool exact() const { return count_ == kept_.size(); }
+  // The lower median of the kept samples (an observed value); 0 without samples.
+  T median() const {
+    if (kept_.empty()) return 0;
+    std::vector<T> sorted = kept_;
+    auto middle = sorted.begin() + static_cast<std::ptrdiff_t>((sorted.size() - 1) / 2);
+    std::nth_element(sorted.begin(), middle, sorted.end());
+    return *middle;
+  }
+
+ private:
+  std::vector<T> kept_;
+  uint64_t count_ = 0;
+  T total_ = 0;
+  T min_ = 0;
+  T max_ = 0;
+  uint64_t rng_ = 0x9E3779B97F4A7C15ULL;
 };
 
 // Device time of captured (graph) activities of a pass, split by the path open where the graph
@@ -123,8 +191,8 @@ struct FamilyStats {
   // Launch statistics (§Kernel families): ApiExit - ApiEnter, one sample per distinct launch
   // (a graph launch running several of the family's kernels counts once); start - launch time,
   // one sample per kernel. Kernels whose launch was never seen add none.
-  std::vector<uint64_t> api_samples;
-  std::vector<int64_t> latency_samples;
+  Samples<uint64_t> api_samples;
+  Samples<int64_t> latency_samples;
 
   void Merge(const FamilyStats& other);
 };
@@ -145,6 +213,8 @@ struct Loss {
   uint64_t unmatched_launches = 0;
   uint64_t orphan_activities = 0;   // activities whose correlation id matched no launch
   uint64_t incomplete_records = 0;  // activities without timestamps, seen by the collector
+  uint64_t late_activities = 0;     // released below an earlier release: outside the unions
+  uint64_t expired_launches = 0;    // launches the reorder window dropped before the end
 };
 
 struct SpanStats {
@@ -220,7 +290,6 @@ struct ProcessAnalysis {
   PhaseCoverage phase_coverage;
   std::optional<Steps> steps;
   std::string steps_reason;  // why `steps` is empty
-  std::vector<ActivityOutcome> outcomes;
   std::vector<SpanStats> ranges;
   std::vector<MarkStats> marks;
 };
@@ -233,10 +302,32 @@ inline constexpr const char* kReasonNoOpenRange = "no_open_range";
 inline constexpr const char* kReasonLaunchNotSeen = "launch_not_seen";
 inline constexpr const char* kReasonGraphBeforeAttach = "graph_captured_before_attach";
 
-ProcessAnalysis AnalyzeProcess(const TraceData& data, const AnalysisOptions& options);
+// The streaming analysis: device activities leave ProcessTrace's reorder window one by one, in
+// start order, joined with their launch, and are folded here into the aggregates of
+// ProcessAnalysis; nothing per activity is kept. Host-side data (ranges, graph nodes, strings) is
+// read from `data` as it stands at each release. Runs on whichever thread owns the ProcessTrace
+// (the ingest thread while streaming); single-threaded.
+class ActivityFolder {
+ public:
+  // `activity_lines`, when set, receives one §Per-activity export JSON line per released
+  // activity with timestamps, in release (start) order. `data` and `options` must outlive this.
+  ActivityFolder(const TraceData& data, const AnalysisOptions& options, std::string* activity_lines);
+  ~ActivityFolder();
+  ActivityFolder(const ActivityFolder&) = delete;
+  ActivityFolder& operator=(const ActivityFolder&) = delete;
 
-// §Per-activity export: one JSON line per activity with timestamps, appended to `out`.
-void AppendActivityLines(const TraceData& data, const ProcessAnalysis& analysis, std::string* out);
+  // One activity leaving the window; `launch` null when its launch was not seen. `late`: it
+  // starts before an activity already released, so it counts in every sum but in no union.
+  void Release(const ActivityRecord& activity, const LaunchRecord* launch, bool late);
+  // The launch left the join (graph launches keep a per-family dedupe until then).
+  void ForgetLaunch(uint32_t correlation_id);
+  // Once, after the last Release, with `data` finished.
+  ProcessAnalysis Finish();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // The name a step range goes by: `ProfilerStep#*` for every `ProfilerStep#N`, else `name`.
 std::string StepRangeKey(const std::string& name);

@@ -1,15 +1,112 @@
 #include "analysis/process_trace.h"
 
 #include <algorithm>
+#include <deque>
+#include <limits>
+#include <optional>
 #include <string_view>
 
+#include "analysis/attribution.h"
 #include "analysis/trace_data.h"
 #include "wire/codec.h"
 
 namespace gpuattr::collector {
 
+namespace {
+
+// An activity in the reorder window, keyed by start (incomplete ones: the latest timestamp at
+// arrival, so they too wait for their launch), arrival order breaking ties.
+struct Pending {
+  ActivityRecord activity;
+  uint64_t key = 0;
+  uint64_t sequence = 0;
+  bool operator>(const Pending& other) const {
+    return key != other.key ? key > other.key : sequence > other.sequence;
+  }
+};
+
+}  // namespace
+
 struct ProcessTrace::State {
   TraceData data;
+  AnalysisOptions options;
+  bool streaming = false;
+  std::unique_ptr<ActivityFolder> folder;      // created with the options
+  std::optional<ProcessAnalysis> analysis;     // streaming: the fold's result, once ended
+  std::vector<Pending> window;                 // min-heap (std::greater)
+  std::deque<std::pair<uint64_t, uint32_t>> launch_order;  // (enter_ns, correlation id)
+  uint64_t sequence = 0;
+  std::string lines;            // --activities lines not yet handed to the sink
+  uint64_t released_start = 0;  // start of the last complete activity released
+  bool released_any = false;
+
+  void Release(const Pending& pending) {
+    const ActivityRecord& activity = pending.activity;
+    const LaunchRecord* launch = nullptr;
+    auto it = activity.correlation_id != 0 ? data.launches.find(activity.correlation_id)
+                                           : data.launches.end();
+    if (it != data.launches.end()) {
+      it->second.matched = true;
+      launch = &it->second;
+    }
+    bool late = false;
+    if (activity.complete()) {
+      late = released_any && activity.start_ns < released_start;
+      if (!late) released_start = activity.start_ns;
+      released_any = true;
+    }
+    folder->Release(activity, launch, late);
+    // Kernel, memcpy and memset launches run one activity: they leave on their first match.
+    if (launch && activity.graph_node_id == 0 &&
+        launch->kind != static_cast<uint8_t>(wire::ApiKind::kGraph)) {
+      data.launches.erase(it);
+    }
+  }
+
+  void DropLaunch(std::unordered_map<uint32_t, LaunchRecord>::iterator it) {
+    if (!it->second.matched && !data.captured_correlations.contains(it->first)) {
+      ++data.unmatched_launches;
+    }
+    data.captured_correlations.erase(it->first);
+    folder->ForgetLaunch(it->first);
+    data.launches.erase(it);
+  }
+
+  // Releases every activity starting below `watermark`, then expires launches it passed by
+  // the window.
+  void ReleaseBelow(uint64_t watermark) {
+    while (!window.empty() && window.front().key < watermark) {
+      std::pop_heap(window.begin(), window.end(), std::greater<>());
+      const Pending pending = window.back();
+      window.pop_back();
+      Release(pending);
+    }
+    while (!launch_order.empty() &&
+           (watermark == std::numeric_limits<uint64_t>::max() ||
+            launch_order.front().first + options.reorder_window_ns < watermark)) {
+      const auto [enter, correlation] = launch_order.front();
+      launch_order.pop_front();
+      auto it = data.launches.find(correlation);
+      if (it == data.launches.end() || it->second.enter_ns != enter) continue;
+      if (watermark != std::numeric_limits<uint64_t>::max() && !it->second.matched) {
+        ++data.expired_launches;
+      }
+      DropLaunch(it);
+    }
+  }
+
+  void Advance() {
+    if (!streaming || data.last_timestamp_ns < options.reorder_window_ns) return;
+    ReleaseBelow(data.last_timestamp_ns - options.reorder_window_ns);
+    if (lines.size() >= kLinesBatch) FlushLines();
+  }
+
+  void FlushLines() {
+    if (!lines.empty() && options.activity_sink) options.activity_sink(lines);
+    lines.clear();
+  }
+
+  static constexpr size_t kLinesBatch = 1 << 20;
 };
 
 const TraceData& ReportBuilderAccess::Data(const ProcessTrace& trace) { return trace.state_->data; }
@@ -64,7 +161,13 @@ void SeeTimestamp(TraceData& data, uint64_t ns) {
 }
 
 void PushRange(TraceData& data, const wire::RangeEvent& event) {
-  data.open_stacks[event.tid].push_back({event.timestamp_ns, event.node});
+  auto& stack = data.open_stacks[event.tid];
+  auto& history = data.history[event.tid];
+  const int32_t parent = stack.empty() ? -1 : static_cast<int32_t>(stack.back().history);
+  const auto index = static_cast<uint32_t>(history.size());
+  history.push_back({event.timestamp_ns, HistoryEntry::kOpenEnd, event.node, parent});
+  data.pushes.emplace_back(event.tid, index);
+  stack.push_back({event.timestamp_ns, event.node, index});
   if (!data.main_tid || event.timestamp_ns < data.main_tid_first_push_ns) {
     data.main_tid = event.tid;
     data.main_tid_first_push_ns = event.timestamp_ns;
@@ -91,11 +194,13 @@ void PopRange(TraceData& data, const wire::RangeEvent& event) {
   for (size_t i = stack.size(); i-- > keep;) {
     const uint64_t end = std::max(event.timestamp_ns, stack[i].start_ns);
     data.host_ranges.push_back({stack[i].start_ns, end, event.tid, stack[i].node});
+    data.history[event.tid][stack[i].history].end_ns = end;
   }
   stack.resize(keep);
 }
 
-void AddApiEnter(TraceData& data, const wire::ApiEnter& enter, uint16_t flags) {
+void AddApiEnter(TraceData& data, const wire::ApiEnter& enter, uint16_t flags,
+                 std::deque<std::pair<uint64_t, uint32_t>>* launch_order) {
   if (enter.kind == static_cast<uint8_t>(wire::ApiKind::kCapture)) return;  // no device work
   if (enter.correlation_id == 0) {
     ++data.zero_correlation_launches;
@@ -103,6 +208,10 @@ void AddApiEnter(TraceData& data, const wire::ApiEnter& enter, uint16_t flags) {
   }
   const bool nested = (flags & wire::kApiFlagNested) != 0;
   auto [it, inserted] = data.launches.try_emplace(enter.correlation_id);
+  if (inserted) {
+    ++data.launches_seen;
+    launch_order->emplace_back(enter.timestamp_ns, enter.correlation_id);
+  }
   // A nested driver call shares its runtime call's correlation id: the outer call is the launch.
   if (!inserted && (nested || !it->second.nested)) return;
   LaunchRecord& launch = it->second;
@@ -115,6 +224,10 @@ void AddApiEnter(TraceData& data, const wire::ApiEnter& enter, uint16_t flags) {
   launch.nested = nested;
 }
 
+}  // namespace
+
+namespace {
+
 uint32_t InternShape(TraceData& data, const wire::Kernel& kernel) {
   KernelShape shape;
   std::copy(std::begin(kernel.grid), std::end(kernel.grid), shape.grid.begin());
@@ -126,12 +239,20 @@ uint32_t InternShape(TraceData& data, const wire::Kernel& kernel) {
   return it->second;
 }
 
-void AddActivity(TraceData& data, ActivityRecord record) {
+}  // namespace
+
+void ProcessTrace::AddActivity(const ActivityRecord& record) {
+  TraceData& data = state_->data;
   SeeTimestamp(data, record.end_ns);
-  data.activities.push_back(record);
+  ++data.activities_seen;
+  auto& window = state_->window;
+  window.push_back({record, record.complete() ? record.start_ns : data.last_timestamp_ns,
+                    state_->sequence++});
+  std::push_heap(window.begin(), window.end(), std::greater<>());
 }
 
-void Apply(TraceData& data, const wire::RecordView& record) {
+void ProcessTrace::Apply(const wire::RecordView& record) {
+  TraceData& data = state_->data;
   using wire::RecordType;
   switch (record.type) {
     case RecordType::kHello:
@@ -141,12 +262,14 @@ void Apply(TraceData& data, const wire::RecordView& record) {
     case RecordType::kString: {
       const auto header = record.As<wire::String>();
       if (header.id != 0) data.strings[header.id] = SanitizeUtf8(record.StringText());
+      ++data.definitions;
       break;
     }
     case RecordType::kPathNode: {
       const auto node = record.As<wire::PathNode>();
       if (node.id != 0)
         data.path_nodes[node.id] = {node.parent, node.name_string, node.domain_string};
+      ++data.definitions;
       break;
     }
     case RecordType::kThreadName: {
@@ -195,7 +318,7 @@ void Apply(TraceData& data, const wire::RecordView& record) {
     case RecordType::kApiEnter: {
       const auto enter = record.As<wire::ApiEnter>();
       SeeTimestamp(data, enter.timestamp_ns);
-      AddApiEnter(data, enter, record.flags);
+      AddApiEnter(data, enter, record.flags, &state_->launch_order);
       break;
     }
     case RecordType::kApiExit: {
@@ -211,20 +334,20 @@ void Apply(TraceData& data, const wire::RecordView& record) {
     }
     case RecordType::kKernel: {
       const auto kernel = record.As<wire::Kernel>();
-      AddActivity(data, {kernel.start_ns, kernel.end_ns, kernel.graph_node_id,
+      AddActivity({kernel.start_ns, kernel.end_ns, kernel.graph_node_id,
                          kernel.correlation_id, kernel.name_string, kernel.device, kernel.stream,
                          InternShape(data, kernel), ActivityKind::kKernel});
       break;
     }
     case RecordType::kMemcpy: {
       const auto copy = record.As<wire::Memcpy>();
-      AddActivity(data, {copy.start_ns, copy.end_ns, copy.graph_node_id, copy.correlation_id, 0,
+      AddActivity({copy.start_ns, copy.end_ns, copy.graph_node_id, copy.correlation_id, 0,
                          copy.device, copy.stream, 0, ActivityKind::kMemcpy});
       break;
     }
     case RecordType::kMemset: {
       const auto set = record.As<wire::Memset>();
-      AddActivity(data, {set.start_ns, set.end_ns, set.graph_node_id, set.correlation_id, 0,
+      AddActivity({set.start_ns, set.end_ns, set.graph_node_id, set.correlation_id, 0,
                          set.device, set.stream, 0, ActivityKind::kMemset});
       break;
     }
@@ -270,6 +393,8 @@ void Apply(TraceData& data, const wire::RecordView& record) {
   }
 }
 
+namespace {
+
 // Protocol checks that need the whole datagram before anything is applied: the first record of
 // a connection is a valid Hello, and no Hello comes later.
 Status CheckProtocol(const TraceData& data, const uint8_t* bytes, uint32_t size) {
@@ -303,6 +428,13 @@ Status CheckProtocol(const TraceData& data, const uint8_t* bytes, uint32_t size)
 }  // namespace
 
 ProcessTrace::ProcessTrace() : state_(std::make_unique<State>()) {}
+
+ProcessTrace::ProcessTrace(AnalysisOptions options) : state_(std::make_unique<State>()) {
+  state_->options = std::move(options);
+  state_->streaming = true;
+  state_->folder = std::make_unique<ActivityFolder>(
+      state_->data, state_->options, state_->options.activity_sink ? &state_->lines : nullptr);
+}
 ProcessTrace::~ProcessTrace() = default;
 
 Status ProcessTrace::ConsumeMessage(const uint8_t* data, uint32_t size) {
@@ -325,7 +457,8 @@ Status ProcessTrace::ConsumeMessage(const uint8_t* data, uint32_t size) {
   ++trace.messages;
 
   wire::RecordView record;
-  while (reader.Next(&record)) Apply(trace, record);
+  while (reader.Next(&record)) Apply(record);
+  state_->Advance();
   return Status::Ok();
 }
 
@@ -340,6 +473,10 @@ void ProcessTrace::Finish() {
                                   stack[i].node});
       ++data.unclosed_ranges;
     }
+    for (size_t i = 0; i < stack.size(); ++i) {
+      data.history[tid][stack[i].history].end_ns =
+          std::max(stack[i].start_ns, data.last_timestamp_ns);
+    }
     stack.clear();
   }
   for (auto& [id, span] : data.open_spans) {
@@ -353,5 +490,32 @@ void ProcessTrace::Finish() {
 bool ProcessTrace::has_hello() const { return state_->data.hello.has_value(); }
 
 uint32_t ProcessTrace::pid() const { return state_->data.hello ? state_->data.hello->pid : 0; }
+
+ProcessAnalysis ProcessTrace::TakeAnalysis(const AnalysisOptions& options,
+                                           std::string* activity_lines) const {
+  State& state = *state_;
+  if (!state.streaming) {
+    // Deferred: analyse a copy, so the trace can be analysed again with other options.
+    State copy;
+    copy.data = state.data;
+    copy.window = state.window;
+    copy.launch_order = state.launch_order;
+    copy.options = options;
+    copy.folder = std::make_unique<ActivityFolder>(copy.data, copy.options, activity_lines);
+    copy.ReleaseBelow(std::numeric_limits<uint64_t>::max());
+    return copy.folder->Finish();
+  }
+  // Streaming: the fold ends once; a second report reuses its result.
+  if (!state.analysis) {
+    state.ReleaseBelow(std::numeric_limits<uint64_t>::max());
+    state.FlushLines();
+    state.analysis = state.folder->Finish();
+  }
+  return *state.analysis;
+}
+
+size_t ProcessTrace::in_flight() const {
+  return state_->window.size() + state_->data.launches.size();
+}
 
 }  // namespace gpuattr::collector

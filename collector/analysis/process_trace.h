@@ -8,19 +8,30 @@
 // (correlation id) and by (graph node id) tolerates both orders and names what stays unmatched.
 // Single-threaded: owned by the ingest loop while the connection lives, read by the report
 // builder after it ended.
+//
+// Memory (docs/architecture.md §Streaming analysis): built with options, it keeps device
+// activities only inside its reorder window (a min-heap by start) and launches only while in
+// flight; each released activity is joined and folded into the analysis. Built without, it
+// defers: everything waits for TakeAnalysis (importers, tests).
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_PROCESS_TRACE_H_
 #define GPUATTR_COLLECTOR_ANALYSIS_PROCESS_TRACE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "base/status.h"
 
+namespace gpuattr::wire {
+struct RecordView;
+}  // namespace gpuattr::wire
+
 namespace gpuattr::collector {
 
 class FamilyRules;
+struct ActivityRecord;
 class PhaseRules;
 
 struct AnalysisOptions {
@@ -31,11 +42,22 @@ struct AnalysisOptions {
   std::shared_ptr<const PhaseRules> phase_rules;
   std::optional<std::string> step;  // --step NAME; empty: auto-detect
   uint64_t skip_steps = 0;          // --skip-steps N
+  // Streaming only (ProcessTrace(AnalysisOptions)): how far behind the latest timestamp an
+  // activity may arrive and still join the unions in start order (--reorder-window).
+  uint64_t reorder_window_ns = 2'000'000'000;
+  // Streaming only: receives the §Per-activity export lines (docs/attribution.md) as
+  // activities are released, in batches; unset: no export. Called on the ingest thread.
+  std::function<void(const std::string&)> activity_sink;
 };
+
+struct ProcessAnalysis;
 
 class ProcessTrace {
  public:
+  // Deferred: every activity waits until TakeAnalysis names the options (import, tests).
   ProcessTrace();
+  // Streaming: activities are folded with `options` as the reorder window releases them.
+  explicit ProcessTrace(AnalysisOptions options);
   ~ProcessTrace();
   ProcessTrace(const ProcessTrace&) = delete;
   ProcessTrace& operator=(const ProcessTrace&) = delete;
@@ -51,9 +73,19 @@ class ProcessTrace {
   bool has_hello() const;
   uint32_t pid() const;  // 0 before Hello
 
+  // After Finish: the analysis. For a deferred trace `options` and `activity_lines` shape it
+  // (each call analyses anew); a streaming one was shaped at construction (its activity lines
+  // went to the sink) and its first call ends the fold, later calls return the same result.
+  ProcessAnalysis TakeAnalysis(const AnalysisOptions& options, std::string* activity_lines) const;
+
+  // Test accessor: activities waiting in the reorder window plus launches in flight.
+  size_t in_flight() const;
+
  private:
   friend class ReportBuilderAccess;
   struct State;
+  void Apply(const wire::RecordView& record);
+  void AddActivity(const ActivityRecord& record);
   std::unique_ptr<State> state_;
 };
 

@@ -5,9 +5,10 @@
 // after the connection ended; ReportBuilderAccess is its one way in. Nothing here is trusted to be
 // consistent: ids may be undefined, pops may not match pushes, activities may have no launch.
 //
-// Memory: device activities are kept as compact 48-byte records until the report is built, and
-// the correlation join runs then, over all of them. TODO(#3): the streaming join replaces this
-// with state proportional to launches in flight (DESIGN §4), folding activities as they join.
+// Memory: device activities are not kept here. ProcessTrace holds them in its reorder window
+// and folds each one, when released, into the aggregates of attribution.h (ActivityFolder);
+// `launches` holds only launches in flight (a launch leaves on its first match, or when the
+// window passes it). Host-side records (ranges, graph nodes, strings) are kept whole.
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_TRACE_DATA_H_
 #define GPUATTR_COLLECTOR_ANALYSIS_TRACE_DATA_H_
 
@@ -43,6 +44,19 @@ struct HostRange {
 struct OpenHostRange {
   uint64_t start_ns = 0;
   uint32_t node = 0;
+  uint32_t history = 0;  // index of its entry in TraceData::history[tid]
+};
+
+// One push/pop range of a thread's history, in push order: end_ns is kOpenEnd while open;
+// parent is the index of the range open below it at the push (-1: none). Pushes of one thread
+// arrive in time order, so starts ascend and "innermost range open at t" is a binary search
+// followed by a walk up the parent links.
+struct HistoryEntry {
+  static constexpr uint64_t kOpenEnd = ~uint64_t{0};
+  uint64_t start_ns = 0;
+  uint64_t end_ns = kOpenEnd;
+  uint32_t node = 0;
+  int32_t parent = -1;
 };
 
 // A start/end range (process-wide; may end on another thread). Not part of any stack.
@@ -64,6 +78,7 @@ struct LaunchRecord {
   uint8_t domain = 0;   // wire::ApiDomain
   uint8_t kind = 0;     // wire::ApiKind
   bool nested = false;  // came from a kApiFlagNested record (an outer call was not seen)
+  bool matched = false;  // an activity joined it
 };
 
 enum class ActivityKind : uint8_t { kKernel = 0, kMemcpy = 1, kMemset = 2 };
@@ -113,10 +128,13 @@ struct TraceData {
   std::unordered_map<uint32_t, PathNodeDef> path_nodes;
   std::map<uint32_t, uint32_t> thread_names;  // tid -> string id
   std::map<uint32_t, uint32_t> device_names;  // device -> string id
+  uint64_t definitions = 0;  // bumped by every String and PathNode record: name caches restart
 
   // Push/pop ranges.
   std::unordered_map<uint32_t, std::vector<OpenHostRange>> open_stacks;  // per tid
   std::vector<HostRange> host_ranges;  // closed instances, in closing order
+  std::unordered_map<uint32_t, std::vector<HistoryEntry>> history;  // per tid, push order
+  std::vector<std::pair<uint32_t, uint32_t>> pushes;  // (tid, history index), arrival order
   std::optional<uint32_t> main_tid;    // tid of the earliest RangePush seen
   uint64_t main_tid_first_push_ns = 0;
 
@@ -127,11 +145,14 @@ struct TraceData {
 
   // Launches, device activity and graphs.
   std::unordered_map<uint32_t, LaunchRecord> launches;
-  std::vector<ActivityRecord> activities;
   std::vector<KernelShape> shapes;
   std::map<KernelShape, uint32_t> shape_index;
   std::unordered_map<uint64_t, GraphNodeInfo> graph_nodes;
   std::unordered_set<uint32_t> captured_correlations;  // launches recorded into a graph
+  uint64_t launches_seen = 0;     // distinct launches ever entered in `launches`
+  uint64_t activities_seen = 0;   // device activity records received
+  uint64_t unmatched_launches = 0;  // launches that left `launches` without a match
+  uint64_t expired_launches = 0;  // unmatched launches the reorder window dropped before Finish
 
   // Stream bookkeeping and collector-side counts of irregularities.
   uint64_t messages = 0;

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <system_error>
 
 #include "analysis/kernel_family.h"
@@ -158,11 +159,25 @@ StatusOr<int> RunCapture(const RunOptions& options) {
                              FamilyRules::Load(options.family_rules_path));
     analysis.family_rules = std::make_shared<const FamilyRules>(std::move(family_rules));
   }
+  // The --activities lines are streamed, as each connection's reorder window releases them,
+  // into a temporary file renamed onto the path once the report is written.
+  std::optional<AtomicTextFile> activities;
+  if (!options.activities_path.empty()) {
+    GPUATTR_ASSIGN_OR_RETURN(AtomicTextFile file, AtomicTextFile::Create(options.activities_path));
+    activities.emplace(std::move(file));
+  }
   GPUATTR_ASSIGN_OR_RETURN(const std::string shim, LocateShim());
   GPUATTR_ASSIGN_OR_RETURN(PrivateDir dir, PrivateDir::Create(sizeof(kSocketName)));
   const std::string socket_path = dir.path() + "/" + kSocketName;
+  ServerOptions server_options;
+  server_options.analysis = analysis;
+  if (activities) {
+    server_options.analysis->activity_sink = [&activities](const std::string& lines) {
+      activities->Append(lines);
+    };
+  }
   GPUATTR_ASSIGN_OR_RETURN(std::unique_ptr<SocketServer> server,
-                           SocketServer::Listen(socket_path));
+                           SocketServer::Listen(socket_path, server_options));
 
   // Blocked before the spawn so no SIGCHLD or early SIGTERM slips past the signalfd. They stay
   // blocked until gpuattr exits; unblocking would deliver a pending SIGINT with its default
@@ -235,14 +250,12 @@ StatusOr<int> RunCapture(const RunOptions& options) {
   for (const auto& trace : server->finished_traces()) inputs.processes.push_back(trace.get());
   inputs.exit_statuses = events.exit_statuses;
   inputs.options = analysis;
-  std::string activities;
-  if (!options.activities_path.empty()) inputs.activities_jsonl = &activities;
   inputs.rejected_connections = server->stats().rejected_connections;
   inputs.rejected_messages = server->stats().rejected_messages;
   const nlohmann::json report = BuildReport(inputs);
   GPUATTR_RETURN_IF_ERROR(WriteReportAtomically(report, options.output));
-  if (!options.activities_path.empty()) {
-    GPUATTR_RETURN_IF_ERROR(WriteTextAtomically(activities, options.activities_path));
+  if (activities) {
+    GPUATTR_RETURN_IF_ERROR(activities->Commit());
   }
 
   if (!options.quiet) {

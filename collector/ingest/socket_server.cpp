@@ -137,7 +137,8 @@ void SocketServer::AcceptPending() {
     }
     Connection connection;
     connection.peer_pid = static_cast<uint32_t>(credentials.pid);
-    connection.trace = std::make_unique<ProcessTrace>();
+    connection.trace = options_.analysis ? std::make_unique<ProcessTrace>(*options_.analysis)
+                                         : std::make_unique<ProcessTrace>();
     connections_.emplace(fd, std::move(connection));
     ++stats_.accepted_connections;
   }

@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -43,6 +44,9 @@ struct ServerOptions {
   // Datagrams read from one connection (and connections accepted) per Service() call before the
   // next one's turn.
   uint32_t datagrams_per_turn = 64;
+  // Set: each connection's ProcessTrace streams its analysis with these options (gpuattr run);
+  // unset: it defers the analysis to the report.
+  std::optional<AnalysisOptions> analysis;
 };
 
 struct IngestStats {

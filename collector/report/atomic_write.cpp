@@ -1,4 +1,4 @@
-// WriteReportAtomically and WriteTextAtomically (report_builder.h): temp file in the target's directory, fsync, rename.
+// WriteReportAtomically, WriteTextAtomically and AtomicTextFile (report_builder.h): temp file in the target's directory, fsync, rename.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "report/report_builder.h"
@@ -46,9 +47,8 @@ Status WriteReportAtomically(const nlohmann::json& report, const std::string& pa
   return WriteTextAtomically(text, path);
 }
 
-Status WriteTextAtomically(const std::string& text, const std::string& path) {
+StatusOr<AtomicTextFile> AtomicTextFile::Create(const std::string& path) {
   if (path.empty()) return InvalidArgumentError("the output path is empty");
-
   const size_t slash = path.rfind('/');
   const std::string dir =
       slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
@@ -58,19 +58,49 @@ Status WriteTextAtomically(const std::string& text, const std::string& path) {
   temp.push_back('\0');
   const int fd = ::mkstemp(temp.data());
   if (fd < 0) return Errno("cannot create a temporary file next to " + path);
-  const std::string temp_path(temp.data());
+  AtomicTextFile file;
+  file.fd_ = fd;
+  file.path_ = path;
+  file.temp_path_ = temp.data();
+  return file;
+}
 
-  Status status = WriteAll(fd, text, temp_path);
+AtomicTextFile::AtomicTextFile(AtomicTextFile&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)),
+      path_(std::move(other.path_)),
+      temp_path_(std::move(other.temp_path_)),
+      status_(std::move(other.status_)) {}
+
+AtomicTextFile::~AtomicTextFile() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  ::unlink(temp_path_.c_str());
+}
+
+void AtomicTextFile::Append(const std::string& text) {
+  if (fd_ >= 0 && status_.ok()) status_ = WriteAll(fd_, text, temp_path_);
+}
+
+Status AtomicTextFile::Commit() {
+  if (fd_ < 0) return FailedPreconditionError("the file was committed already");
+  Status status = status_;
+  const int fd = std::exchange(fd_, -1);
   // mkstemp creates 0600; a report is an ordinary 0644 file. (Reading the umask means setting
   // it, which races with other threads creating files, so it is not consulted.)
-  if (status.ok() && ::fchmod(fd, 0644) != 0) status = Errno("cannot set the mode of " + temp_path);
-  if (status.ok() && ::fsync(fd) != 0) status = Errno("cannot fsync " + temp_path);
-  if (::close(fd) != 0 && status.ok()) status = Errno("cannot close " + temp_path);
-  if (status.ok() && ::rename(temp_path.c_str(), path.c_str()) != 0) {
-    status = Errno("cannot rename " + temp_path + " to " + path);
+  if (status.ok() && ::fchmod(fd, 0644) != 0) status = Errno("cannot set the mode of " + temp_path_);
+  if (status.ok() && ::fsync(fd) != 0) status = Errno("cannot fsync " + temp_path_);
+  if (::close(fd) != 0 && status.ok()) status = Errno("cannot close " + temp_path_);
+  if (status.ok() && ::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    status = Errno("cannot rename " + temp_path_ + " to " + path_);
   }
-  if (!status.ok()) ::unlink(temp_path.c_str());
+  if (!status.ok()) ::unlink(temp_path_.c_str());
   return status;
+}
+
+Status WriteTextAtomically(const std::string& text, const std::string& path) {
+  GPUATTR_ASSIGN_OR_RETURN(AtomicTextFile file, AtomicTextFile::Create(path));
+  file.Append(text);
+  return file.Commit();
 }
 
 }  // namespace gpuattr::collector

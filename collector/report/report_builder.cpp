@@ -71,7 +71,8 @@ Json PassJson(const PassNode& node, bool device_measured) {
     out["host_ns"] = {{"total", node.host->total},
                       {"min", node.host->min},
                       {"median", node.host->median},
-                      {"max", node.host->max}};
+                      {"max", node.host->max},
+                      {"median_exact", node.host->median_exact}};
   } else {
     out["host_ns"] = nullptr;
   }
@@ -103,18 +104,16 @@ Json PassJson(const PassNode& node, bool device_measured) {
   return out;
 }
 
-// {count, mean (rounded toward zero), min, lower median, max}; null without samples.
+// {count, mean (rounded toward zero), min, lower median, max, median_exact}; null without samples.
 template <typename T>
-Json SampleStats(std::vector<T> samples) {
-  if (samples.empty()) return nullptr;
-  std::sort(samples.begin(), samples.end());
-  T sum = 0;
-  for (T sample : samples) sum += sample;
-  return {{"count", samples.size()},
-          {"mean", sum / static_cast<T>(samples.size())},
-          {"min", samples.front()},
-          {"median", samples[(samples.size() - 1) / 2]},
-          {"max", samples.back()}};
+Json SampleStats(const Samples<T>& samples) {
+  if (samples.count() == 0) return nullptr;
+  return {{"count", samples.count()},
+          {"mean", samples.total() / static_cast<T>(samples.count())},
+          {"min", samples.min()},
+          {"median", samples.median()},
+          {"max", samples.max()},
+          {"median_exact", samples.exact()}};
 }
 
 Json FamilyJson(const FamilyStats& family, uint64_t kernel_ns) {
@@ -319,7 +318,7 @@ struct ProcessReport {
 ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs) {
   const TraceData& data = ReportBuilderAccess::Data(trace);
   const wire::Hello& hello = *data.hello;
-  ProcessAnalysis analysis = AnalyzeProcess(data, inputs.options);
+  ProcessAnalysis analysis = trace.TakeAnalysis(inputs.options, inputs.activities_jsonl);
   const bool measured = analysis.device_measured;
 
   Json refusals = Json::array();
@@ -366,6 +365,8 @@ ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs
       {"unmatched_launches", measured ? Json(analysis.loss.unmatched_launches) : Json(nullptr)},
       {"orphan_activities", measured ? Json(analysis.loss.orphan_activities) : Json(nullptr)},
       {"incomplete_records", measured ? Json(analysis.loss.incomplete_records) : Json(nullptr)},
+      {"late_activities", measured ? Json(analysis.loss.late_activities) : Json(nullptr)},
+      {"expired_launches", measured ? Json(analysis.loss.expired_launches) : Json(nullptr)},
       {"lost_messages", data.lost_messages},
       {"sequence_regressions", data.sequence_regressions},
       {"ring_dropped_records", diag_field(&wire::Diagnostics::ring_dropped_records)},
@@ -411,7 +412,6 @@ ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs
       CoverageJson(measured, analysis.attributed_kernel_ns, analysis.totals.kernel_ns,
                    analysis.unattributed, inputs.options.coverage_threshold,
                    analysis.phase_coverage);
-  if (inputs.activities_jsonl) AppendActivityLines(data, analysis, inputs.activities_jsonl);
 
   Json ranges = Json::array();
   for (const SpanStats& span : analysis.ranges) {
@@ -550,7 +550,7 @@ nlohmann::json BuildReport(const ReportInputs& inputs) {
   report["tool"] = {{"name", "gpuattr"}, {"version", kToolVersion}};
   report["capture"] = {{"mode", inputs.capture.mode},
                        {"command", inputs.capture.command},
-                       {"source", nullptr},
+                       {"source", inputs.capture.source},
                        {"host", inputs.capture.host},
                        {"started_at", IsoUtc(inputs.capture.started_at_realtime_ns)},
                        {"duration_ns", inputs.capture.duration_ns},

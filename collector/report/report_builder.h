@@ -23,6 +23,8 @@ struct CaptureInfo {
   std::string host;
   uint64_t started_at_realtime_ns = 0; // wall clock when the capture began
   uint64_t duration_ns = 0;            // capture window length
+  // Last, so that positional initialisers of the fields above stay valid.
+  nlohmann::json source = nullptr;     // import: {"format", "files"}; null for live captures
 };
 
 struct ReportInputs {
@@ -46,8 +48,29 @@ std::string RenderSummary(const nlohmann::json& report);
 // Writes `report` to `path` through a temporary file in the same directory and rename(2), so a
 // reader sees the old file, the new file, or none, never half of one.
 Status WriteReportAtomically(const nlohmann::json& report, const std::string& path);
-// The same for any text (the --activities JSON lines).
+// The same for any text.
 Status WriteTextAtomically(const std::string& text, const std::string& path);
+
+// A text file written piecewise and published at once: a temporary file beside `path`, renamed
+// onto it by Commit (the streamed --activities lines). Destroyed uncommitted, the temporary file
+// is removed. Single-threaded; Append keeps the first write error for Commit to return.
+class AtomicTextFile {
+ public:
+  static StatusOr<AtomicTextFile> Create(const std::string& path);
+  AtomicTextFile(AtomicTextFile&& other) noexcept;
+  AtomicTextFile& operator=(AtomicTextFile&&) = delete;
+  ~AtomicTextFile();
+
+  void Append(const std::string& text);
+  Status Commit();
+
+ private:
+  AtomicTextFile() = default;
+  int fd_ = -1;
+  std::string path_;
+  std::string temp_path_;
+  Status status_;
+};
 
 }  // namespace gpuattr::collector
 

@@ -231,8 +231,9 @@ void Ingest(ProcessTrace& trace, uint64_t kernels, uint64_t report_every) {
     ++fed_batches;
     const uint64_t kernels_fed = fed_batches / 2 * kKernelsPerBatch;
     if (report_every != 0 && fed_batches % 2 == 0 && kernels_fed % report_every == 0) {
-      std::printf("kernels=%llu VmRSS_kib=%ld\n", static_cast<unsigned long long>(kernels_fed),
-                  StatusKib("VmRSS"));
+      std::printf("kernels=%llu VmRSS_kib=%ld in_flight=%zu\n",
+                  static_cast<unsigned long long>(kernels_fed), StatusKib("VmRSS"),
+                  trace.in_flight());
       std::fflush(stdout);
     }
   }
@@ -272,7 +273,7 @@ void BM_Ingest(benchmark::State& state) {
   const auto kernels = static_cast<uint64_t>(state.range(0));
   const std::vector<std::vector<uint8_t>> messages = EncodeStream(kernels);
   for (auto _ : state) {
-    ProcessTrace trace;
+    ProcessTrace trace{AnalysisOptions{}};
     Feed(trace, messages);
     benchmark::DoNotOptimize(trace.pid());
   }
@@ -286,7 +287,7 @@ void BM_IngestAndReport(benchmark::State& state) {
   const auto kernels = static_cast<uint64_t>(state.range(0));
   const std::vector<std::vector<uint8_t>> messages = EncodeStream(kernels);
   for (auto _ : state) {
-    ProcessTrace trace;
+    ProcessTrace trace{AnalysisOptions{}};
     Feed(trace, messages);
     benchmark::DoNotOptimize(Report(trace));
   }
@@ -297,7 +298,7 @@ BENCHMARK(BM_IngestAndReport)->Arg(200000)->Unit(benchmark::kMillisecond);
 
 int RssMode(uint64_t kernels, uint64_t every) {
   std::printf("start VmRSS_kib=%ld\n", StatusKib("VmRSS"));
-  ProcessTrace trace;
+  ProcessTrace trace{AnalysisOptions{}};  // streaming, as `gpuattr run` creates it
   Ingest(trace, kernels, every);
   std::printf("ingested kernels=%llu VmRSS_kib=%ld\n", static_cast<unsigned long long>(kernels),
               StatusKib("VmRSS"));

@@ -1,0 +1,139 @@
+#include "cli/import_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <utility>
+
+#include "analysis/kernel_family.h"
+#include "analysis/phase.h"
+#include "analysis/trace_data.h"
+#include "import/kineto_importer.h"
+#include "import/nsys_importer.h"
+#include "import/trace_replay.h"
+#include "report/report_builder.h"
+
+namespace gpuattr::collector {
+namespace {
+
+std::string LocalHostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "";
+  return name;
+}
+
+// "nsys" when the file starts with SQLite's magic, else "kineto" (JSON, plain or gzip).
+StatusOr<std::string> DetectFormat(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    return DataLossError("cannot open " + path + ": " + std::strerror(errno));
+  }
+  char magic[16] = {};
+  const size_t got = std::fread(magic, 1, sizeof(magic), file);
+  std::fclose(file);
+  if (got == sizeof(magic) && std::memcmp(magic, "SQLite format 3", 16) == 0) return std::string("nsys");
+  return std::string("kineto");
+}
+
+}  // namespace
+
+StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
+                                         std::string* activities_jsonl) {
+  if (options.files.empty()) return InvalidArgumentError("no input file: gpuattr import FILE...");
+  if (options.format != "auto" && options.format != "kineto" && options.format != "nsys") {
+    return InvalidArgumentError("--format must be auto, kineto or nsys");
+  }
+  if (options.ranges != "annotations" && options.ranges != "ops") {
+    return InvalidArgumentError("--ranges must be annotations or ops");
+  }
+  AnalysisOptions analysis = options.analysis;
+  if (!options.phase_rules_path.empty()) {
+    GPUATTR_ASSIGN_OR_RETURN(PhaseRules phase_rules, PhaseRules::Load(options.phase_rules_path));
+    analysis.phase_rules = std::make_shared<const PhaseRules>(std::move(phase_rules));
+  }
+  if (!options.family_rules_path.empty()) {
+    GPUATTR_ASSIGN_OR_RETURN(FamilyRules family_rules,
+                             FamilyRules::Load(options.family_rules_path));
+    analysis.family_rules = std::make_shared<const FamilyRules>(std::move(family_rules));
+  }
+
+  ImportResult result;
+  std::vector<std::unique_ptr<ProcessTrace>> traces;
+  std::string source_format;
+  import::ReplayStats stats;
+  for (const std::string& path : options.files) {
+    std::string format = options.format;
+    if (format == "auto") {
+      GPUATTR_ASSIGN_OR_RETURN(format, DetectFormat(path));
+    }
+    if (source_format.empty()) {
+      source_format = format;
+    } else if (source_format != format) {
+      return InvalidArgumentError("all inputs of one import must have the same format (" + path +
+                                  " is " + format + ", an earlier one " + source_format + ")");
+    }
+    uint64_t json_bytes = 0;
+    StatusOr<import::ImportedTrace> imported =
+        format == "nsys"
+            ? import::ImportNsysFile(path)
+            : import::ImportKinetoFile(path, import::KinetoOptions{options.ranges == "ops"},
+                                       &json_bytes);
+    if (!imported.ok()) return imported.status();
+    result.json_bytes += json_bytes;
+    result.skipped_events += imported->skipped_events;
+    GPUATTR_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<ProcessTrace>> processes,
+                             import::ReplayTrace(*imported, &stats));
+    for (auto& process : processes) traces.push_back(std::move(process));
+  }
+  result.clipped_ranges = stats.clipped_ranges;
+
+  ReportInputs inputs;
+  inputs.capture.mode = "import";
+  inputs.capture.host = LocalHostName();
+  inputs.capture.source = {{"format", source_format}, {"files", options.files}};
+  uint64_t started = std::numeric_limits<uint64_t>::max();
+  for (const auto& trace : traces) {
+    const TraceData& data = ReportBuilderAccess::Data(*trace);
+    if (!data.hello) continue;
+    if (data.hello->realtime_ns != 0) started = std::min(started, data.hello->realtime_ns);
+    inputs.capture.duration_ns = std::max(inputs.capture.duration_ns,
+                                          data.last_timestamp_ns - data.hello->monotonic_ns);
+    inputs.processes.push_back(trace.get());
+  }
+  inputs.capture.started_at_realtime_ns =
+      started == std::numeric_limits<uint64_t>::max() ? 0 : started;
+  inputs.options = analysis;
+  inputs.activities_jsonl = activities_jsonl;
+  result.report = BuildReport(inputs);
+  return result;
+}
+
+Status RunImport(const ImportOptions& options) {
+  std::string activities;
+  GPUATTR_ASSIGN_OR_RETURN(
+      ImportResult result,
+      BuildImportReport(options, options.activities_path.empty() ? nullptr : &activities));
+  GPUATTR_RETURN_IF_ERROR(WriteReportAtomically(result.report, options.output));
+  if (!options.activities_path.empty()) {
+    GPUATTR_RETURN_IF_ERROR(WriteTextAtomically(activities, options.activities_path));
+  }
+  if (!options.quiet) {
+    std::fputs(RenderSummary(result.report).c_str(), stderr);
+    if (result.skipped_events > 0 || result.clipped_ranges > 0) {
+      std::fprintf(stderr,
+                   "gpuattr import: %llu events skipped (fields of the wrong type), %llu ranges "
+                   "clipped to nest\n",
+                   static_cast<unsigned long long>(result.skipped_events),
+                   static_cast<unsigned long long>(result.clipped_ranges));
+    }
+    std::fprintf(stderr, "gpuattr: report written to %s\n", options.output.c_str());
+  }
+  return Status::Ok();
+}
+
+}  // namespace gpuattr::collector

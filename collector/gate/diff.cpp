@@ -1,0 +1,353 @@
+// DiffReports and RenderDiff (diff.h).
+#include "gate/diff.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+
+namespace gpuattr::gate {
+namespace {
+
+using Json = nlohmann::json;
+
+std::optional<double> NumberAt(const Json& object, const char* key) {
+  if (!object.is_object()) return std::nullopt;
+  const auto found = object.find(key);
+  if (found == object.end() || !found->is_number()) return std::nullopt;
+  return found->get<double>();
+}
+
+const Json& Member(const Json& object, const char* key) {
+  static const Json kNull;
+  if (!object.is_object()) return kNull;
+  const auto found = object.find(key);
+  return found == object.end() ? kNull : *found;
+}
+
+Json Delta(std::optional<double> before, std::optional<double> after) {
+  Json delta = {{"baseline", before ? Json(*before) : Json(nullptr)},
+                {"current", after ? Json(*after) : Json(nullptr)},
+                {"delta", nullptr},
+                {"delta_pct", nullptr}};
+  if (before && after) {
+    delta["delta"] = *after - *before;
+    if (*before != 0) delta["delta_pct"] = (*after - *before) / std::fabs(*before) * 100.0;
+  }
+  return delta;
+}
+
+// The size of a change for sorting: the delta, or the one value there is (new, vanished).
+double Magnitude(const Json& delta) {
+  for (const char* key : {"delta", "current", "baseline"}) {
+    if (delta[key].is_number()) return std::fabs(delta[key].get<double>());
+  }
+  return 0;
+}
+
+void SortByChange(Json* rows, const char* field) {
+  std::stable_sort(rows->begin(), rows->end(), [field](const Json& a, const Json& b) {
+    return Magnitude(a[field]) > Magnitude(b[field]);
+  });
+}
+
+using PassMap = std::map<std::vector<std::string>, const Json*>;
+
+void FlattenPasses(const Json& nodes, std::vector<std::string> prefix, PassMap* out) {
+  if (!nodes.is_array()) return;
+  for (const Json& node : nodes) {
+    const Json& name = Member(node, "name");
+    if (!name.is_string()) continue;
+    std::vector<std::string> path = prefix;
+    path.push_back(name.get<std::string>());
+    (*out)[path] = &node;
+    FlattenPasses(Member(node, "children"), path, out);
+  }
+}
+
+Json ProcessIdentity(const Json& process) {
+  return {{"pid", Member(process, "pid")}, {"rank", Member(process, "rank")}};
+}
+
+Json DiffProcesses(const Json& before, const Json& after, const char* matched_by) {
+  PassMap before_passes, after_passes;
+  FlattenPasses(Member(before, "passes"), {}, &before_passes);
+  FlattenPasses(Member(after, "passes"), {}, &after_passes);
+  Json passes = Json::array();
+  Json added = Json::array();
+  Json vanished = Json::array();
+  std::map<std::vector<std::string>, std::pair<const Json*, const Json*>> all;
+  for (const auto& [path, node] : before_passes) all[path].first = node;
+  for (const auto& [path, node] : after_passes) all[path].second = node;
+  for (const auto& [path, nodes] : all) {
+    const Json& b = nodes.first ? Member(*nodes.first, "device") : Member(Json(), "");
+    const Json& a = nodes.second ? Member(*nodes.second, "device") : Member(Json(), "");
+    passes.push_back({{"path", path},
+                      {"total_ns", Delta(NumberAt(b, "total_ns"), NumberAt(a, "total_ns"))},
+                      {"self_ns", Delta(NumberAt(b, "self_ns"), NumberAt(a, "self_ns"))}});
+    if (nodes.first == nullptr) added.push_back(path);
+    if (nodes.second == nullptr) vanished.push_back(path);
+  }
+  SortByChange(&passes, "total_ns");
+  Json devices = Json::array();
+  std::map<double, std::pair<const Json*, const Json*>> by_id;
+  for (int side = 0; side < 2; ++side) {
+    const Json& list = Member(side == 0 ? before : after, "devices");
+    if (!list.is_array()) continue;
+    for (const Json& device : list) {
+      const std::optional<double> id = NumberAt(device, "id");
+      if (!id) continue;
+      (side == 0 ? by_id[*id].first : by_id[*id].second) = &device;
+    }
+  }
+  for (const auto& [id, pair] : by_id) {
+    const Json& b = pair.first ? *pair.first : Member(Json(), "");
+    const Json& a = pair.second ? *pair.second : Member(Json(), "");
+    devices.push_back(
+        {{"id", id},
+         {"busy_ns", Delta(NumberAt(b, "busy_ns"), NumberAt(a, "busy_ns"))},
+         {"idle_ns", Delta(NumberAt(b, "idle_ns"), NumberAt(a, "idle_ns"))},
+         {"idle_fraction", Delta(NumberAt(b, "idle_fraction"), NumberAt(a, "idle_fraction"))},
+         {"host_bound_gaps_ns", Delta(NumberAt(Member(b, "gaps"), "host_bound_ns"),
+                                      NumberAt(Member(a, "gaps"), "host_bound_ns"))},
+         {"dependency_gaps_ns", Delta(NumberAt(Member(b, "gaps"), "dependency_ns"),
+                                      NumberAt(Member(a, "gaps"), "dependency_ns"))},
+         {"tail_ns", Delta(NumberAt(Member(b, "gaps"), "tail_ns"),
+                           NumberAt(Member(a, "gaps"), "tail_ns"))}});
+  }
+  const Json& before_steps = Member(Member(before, "steps"), "summary");
+  const Json& after_steps = Member(Member(after, "steps"), "summary");
+  Json steps = Json::object();
+  for (const char* term : {"host_ns", "busy_ns", "gaps_ns", "forward_ns", "backward_ns",
+                           "recompute_ns", "optimizer_ns", "loss_ns", "other_ns"}) {
+    steps[term] = Delta(NumberAt(before_steps, term), NumberAt(after_steps, term));
+  }
+  return {{"baseline", ProcessIdentity(before)},
+          {"current", ProcessIdentity(after)},
+          {"matched_by", matched_by},
+          {"passes", passes},
+          {"new_passes", added},
+          {"vanished_passes", vanished},
+          {"devices", devices},
+          {"step_medians", steps}};
+}
+
+std::string Ms(const Json& value) {
+  if (!value.is_number()) return "-";
+  char buffer[48];
+  std::snprintf(buffer, sizeof(buffer), "%.3f ms", value.get<double>() / 1e6);
+  return buffer;
+}
+
+std::string SignedMs(const Json& value) {
+  if (!value.is_number()) return "-";
+  char buffer[48];
+  std::snprintf(buffer, sizeof(buffer), "%+.3f ms", value.get<double>() / 1e6);
+  return buffer;
+}
+
+std::string Pct(const Json& value) {
+  if (!value.is_number()) return "-";
+  char buffer[48];
+  std::snprintf(buffer, sizeof(buffer), "%+.2f %%", value.get<double>());
+  return buffer;
+}
+
+std::string Fraction(const Json& value) {
+  if (!value.is_number()) return "-";
+  char buffer[48];
+  std::snprintf(buffer, sizeof(buffer), "%.4f", value.get<double>());
+  return buffer;
+}
+
+std::string Printable(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    out += byte < 0x20 || byte == 0x7f ? '?' : c;
+  }
+  return out;
+}
+
+std::string JoinPath(const Json& path) {
+  std::string out;
+  if (!path.is_array()) return out;
+  for (const Json& name : path) {
+    out += (out.empty() ? "" : "/") + (name.is_string() ? Printable(name.get<std::string>()) : "?");
+  }
+  return out;
+}
+
+// Rows of NAME, baseline, current, delta, relative; columns aligned.
+std::string Table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()));
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line = "    ";
+    for (size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - row[c].size(), ' ');
+      line += c == 0 ? row[c] + pad : pad + row[c];  // names left, numbers right
+      line += "  ";
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string ListLine(const char* title, const Json& items, bool paths) {
+  if (!items.is_array() || items.empty()) return "";
+  std::string out = std::string("  ") + title + ": ";
+  for (size_t i = 0; i < items.size(); ++i) {
+    out += (i == 0 ? "" : ", ") + (paths ? JoinPath(items[i])
+                                         : Printable(items[i].is_string() ? items[i].get<std::string>() : "?"));
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
+nlohmann::json DiffReports(const nlohmann::json& baseline, const nlohmann::json& current) {
+  const Json& before_processes = Member(baseline, "processes");
+  const Json& after_processes = Member(current, "processes");
+  Json processes = Json::array();
+  Json unmatched_before = Json::array();
+  Json unmatched_after = Json::array();
+  const size_t nb = before_processes.is_array() ? before_processes.size() : 0;
+  const size_t na = after_processes.is_array() ? after_processes.size() : 0;
+  if (nb == 1 && na == 1) {
+    processes.push_back(DiffProcesses(before_processes[0], after_processes[0], "only process"));
+  } else {
+    std::vector<bool> used(na, false);
+    for (size_t i = 0; i < nb; ++i) {
+      const Json& rank = Member(before_processes[i], "rank");
+      bool matched = false;
+      for (size_t j = 0; j < na && rank.is_number_unsigned(); ++j) {
+        if (!used[j] && Member(after_processes[j], "rank") == rank) {
+          used[j] = true;
+          matched = true;
+          processes.push_back(DiffProcesses(before_processes[i], after_processes[j], "rank"));
+          break;
+        }
+      }
+      if (!matched) unmatched_before.push_back(ProcessIdentity(before_processes[i]));
+    }
+    for (size_t j = 0; j < na; ++j) {
+      if (!used[j]) unmatched_after.push_back(ProcessIdentity(after_processes[j]));
+    }
+  }
+  std::map<std::string, std::pair<const Json*, const Json*>> families;
+  for (int side = 0; side < 2; ++side) {
+    const Json& list = Member(Member(side == 0 ? baseline : current, "summary"), "families");
+    if (!list.is_array()) continue;
+    for (const Json& family : list) {
+      const Json& name = Member(family, "family");
+      if (!name.is_string()) continue;
+      auto& slot = families[name.get<std::string>()];
+      (side == 0 ? slot.first : slot.second) = &family;
+    }
+  }
+  Json family_rows = Json::array();
+  Json added = Json::array();
+  Json vanished = Json::array();
+  for (const auto& [name, pair] : families) {
+    family_rows.push_back(
+        {{"family", name},
+         {"total_ns", Delta(pair.first ? NumberAt(*pair.first, "total_ns") : std::nullopt,
+                            pair.second ? NumberAt(*pair.second, "total_ns") : std::nullopt)},
+         {"kernels", Delta(pair.first ? NumberAt(*pair.first, "kernels") : std::nullopt,
+                           pair.second ? NumberAt(*pair.second, "kernels") : std::nullopt)}});
+    if (pair.first == nullptr) added.push_back(name);
+    if (pair.second == nullptr) vanished.push_back(name);
+  }
+  SortByChange(&family_rows, "total_ns");
+  const Json& before_coverage = Member(Member(baseline, "summary"), "coverage");
+  const Json& after_coverage = Member(Member(current, "summary"), "coverage");
+  return {{"schema_version", kDiffSchemaVersion},
+          {"processes", processes},
+          {"unmatched_processes", {{"baseline", unmatched_before}, {"current", unmatched_after}}},
+          {"families", family_rows},
+          {"new_families", added},
+          {"vanished_families", vanished},
+          {"coverage", Delta(NumberAt(before_coverage, "attributed_fraction"),
+                             NumberAt(after_coverage, "attributed_fraction"))}};
+}
+
+std::string RenderDiff(const nlohmann::json& diff, size_t top) {
+  std::string out = "gpuattr diff: baseline -> current (device time; sorted by absolute change)\n";
+  for (const Json& process : diff["processes"]) {
+    const auto id = [](const Json& who) {
+      std::string text = "pid " + (who["pid"].is_number() ? who["pid"].dump() : "?");
+      if (who["rank"].is_number()) text += " rank " + who["rank"].dump();
+      return text;
+    };
+    out += "\nProcess " + id(process["baseline"]) + " -> " + id(process["current"]) + "\n";
+    std::vector<std::vector<std::string>> rows = {
+        {"PASS", "BASELINE", "CURRENT", "DELTA", "REL", "SELF DELTA"}};
+    size_t shown = 0;
+    for (const Json& pass : process["passes"]) {
+      if (shown++ == top) break;
+      const Json& total = pass["total_ns"];
+      rows.push_back({JoinPath(pass["path"]), Ms(total["baseline"]), Ms(total["current"]),
+                      SignedMs(total["delta"]), Pct(total["delta_pct"]),
+                      SignedMs(pass["self_ns"]["delta"])});
+    }
+    out += "  Passes (device total)\n" + Table(rows);
+    out += ListLine("New passes", process["new_passes"], true);
+    out += ListLine("Vanished passes", process["vanished_passes"], true);
+    std::vector<std::vector<std::string>> device_rows = {
+        {"DEVICE", "BUSY", "DELTA", "IDLE", "DELTA", "IDLE FRACTION", "HOST-BOUND GAPS",
+         "DEPENDENCY GAPS"}};
+    for (const Json& device : process["devices"]) {
+      device_rows.push_back(
+          {device["id"].dump(), Ms(device["busy_ns"]["current"]),
+           SignedMs(device["busy_ns"]["delta"]), Ms(device["idle_ns"]["current"]),
+           SignedMs(device["idle_ns"]["delta"]),
+           Fraction(device["idle_fraction"]["baseline"]) + " -> " +
+               Fraction(device["idle_fraction"]["current"]),
+           SignedMs(device["host_bound_gaps_ns"]["delta"]),
+           SignedMs(device["dependency_gaps_ns"]["delta"])});
+    }
+    if (device_rows.size() > 1) out += "  Devices (current, change)\n" + Table(device_rows);
+    std::vector<std::vector<std::string>> step_rows = {
+        {"STEP MEDIAN", "BASELINE", "CURRENT", "DELTA", "REL"}};
+    for (const auto& [term, delta] : process["step_medians"].items()) {
+      if (delta["baseline"].is_null() && delta["current"].is_null()) continue;
+      step_rows.push_back({term, Ms(delta["baseline"]), Ms(delta["current"]),
+                           SignedMs(delta["delta"]), Pct(delta["delta_pct"])});
+    }
+    if (step_rows.size() > 1) out += "  Steps\n" + Table(step_rows);
+  }
+  for (const char* side : {"baseline", "current"}) {
+    for (const Json& who : diff["unmatched_processes"][side]) {
+      out += std::string("\nUnmatched ") + side + " process pid " + who["pid"].dump() +
+             " rank " + who["rank"].dump() + "\n";
+    }
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"FAMILY", "BASELINE", "CURRENT", "DELTA", "REL"}};
+  size_t shown = 0;
+  for (const Json& family : diff["families"]) {
+    if (shown++ == top) break;
+    const Json& total = family["total_ns"];
+    rows.push_back({Printable(family["family"].get<std::string>()), Ms(total["baseline"]),
+                    Ms(total["current"]), SignedMs(total["delta"]), Pct(total["delta_pct"])});
+  }
+  out += "\nKernel families (total)\n" + Table(rows);
+  out += ListLine("New families", diff["new_families"], false);
+  out += ListLine("Vanished families", diff["vanished_families"], false);
+  const Json& coverage = diff["coverage"];
+  out += "\nCoverage (attributed fraction): " + Fraction(coverage["baseline"]) + " -> " +
+         Fraction(coverage["current"]) + "\n";
+  return out;
+}
+
+}  // namespace gpuattr::gate

@@ -1,0 +1,28 @@
+// `gpuattr diff`: two reports side by side (docs/gate.md §Diff). Per matched process, the pass
+// tree flattened by path with device total and self time and their absolute and relative deltas,
+// sorted by absolute change of the total; new and vanished passes; per device busy, idle, idle
+// fraction and gap classes. Across the run: kernel families (summary) the same way, and coverage.
+// Pure functions; any thread; no state. Both reports are untrusted: fields of the wrong type read
+// as absent (null in the JSON, "-" in the view).
+//
+// Processes are matched as the only process of each report, else by rank; the rest are listed as
+// unmatched.
+#ifndef GPUATTR_COLLECTOR_GATE_DIFF_H_
+#define GPUATTR_COLLECTOR_GATE_DIFF_H_
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace gpuattr::gate {
+
+inline constexpr char kDiffSchemaVersion[] = "gpuattr.diff/1";
+
+nlohmann::json DiffReports(const nlohmann::json& baseline, const nlohmann::json& current);
+
+// The terminal view of DiffReports' result; `top` rows per list.
+std::string RenderDiff(const nlohmann::json& diff, size_t top);
+
+}  // namespace gpuattr::gate
+
+#endif  // GPUATTR_COLLECTOR_GATE_DIFF_H_

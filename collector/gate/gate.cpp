@@ -1,0 +1,455 @@
+// EvaluateGate and the renderings of its outcome (gate.h).
+#include "gate/gate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <utility>
+
+#include "gate/statistics.h"
+
+namespace gpuattr::gate {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string Format(const char* format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), format, value);
+  return buffer;
+}
+
+bool EndsWith(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Report strings (names) may carry control characters: never into a terminal or an XML file.
+std::string Printable(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    out += byte < 0x20 || byte == 0x7f ? '?' : c;
+  }
+  return out;
+}
+
+StatusOr<MetricValue> ResolveIn(const Json& report, const MetricPath& path, const char* which) {
+  StatusOr<MetricValue> value = ResolveMetric(report, path);
+  if (!value.ok()) return Status(value.status().code(), std::string(which) + ": " + value.status().message());
+  return value;
+}
+
+// A relative bound: how far the current value may move from the baseline, and in which direction.
+struct Relative {
+  bool increase = true;
+  bool percent = true;
+  double limit = 0;
+
+  // The signed change in the bad direction, as text and whether it exceeds the limit.
+  bool Exceeded(double from, double to) const {
+    const double change = increase ? to - from : from - to;
+    if (!percent) return change > limit;
+    if (from == 0) return change > 0;  // no relative change from 0: any move is past the bound
+    return change / std::fabs(from) * 100.0 > limit;
+  }
+  std::string Change(const std::string& metric, double from, double to) const {
+    if (percent && from != 0) return Format("%+.2f %%", (to - from) / std::fabs(from) * 100.0);
+    const double change = to - from;
+    return (change >= 0 ? "+" : "-") + FormatMetricValue(metric, std::fabs(change));
+  }
+  std::string Bound(const std::string& metric) const {
+    const std::string amount =
+        percent ? Format("%g %%", limit) : FormatMetricValue(metric, limit);
+    return increase ? "<= baseline + " + amount : ">= baseline - " + amount;
+  }
+};
+
+Check RelativeCheck(const Rule& rule, const std::string& metric, const MetricValue& baseline,
+                    const MetricValue& current, const Relative& relative, double alpha) {
+  Check check;
+  check.rule = rule.name;
+  check.metric = metric;
+  check.bound = relative.Bound(metric);
+  check.value = current.value;
+  check.baseline = baseline.value;
+  const Alternative alternative = relative.increase ? Alternative::kGreater : Alternative::kLess;
+  std::string plain_reason;
+  if (baseline.per_step && current.per_step) {
+    const size_t n = baseline.per_step->size();
+    const size_t m = current.per_step->size();
+    if (SmallestPValue(n, m, alternative) <= alpha) {
+      const double base_median = *LowerMedian(*baseline.per_step);
+      const double median = *LowerMedian(*current.per_step);
+      const UTest test = MannWhitneyU(*baseline.per_step, *current.per_step, alternative);
+      const bool moved = relative.Exceeded(base_median, median);
+      const bool significant = test.p_value <= alpha;
+      check.passed = !(moved && significant);
+      check.p_value = test.p_value;
+      check.median = median;
+      check.baseline_median = base_median;
+      check.steps = m;
+      check.baseline_steps = n;
+      check.method = std::string("Mann-Whitney U, one-sided (") +
+                     (relative.increase ? "greater" : "less") + "), " + std::to_string(n) +
+                     " vs " + std::to_string(m) + " steps, " +
+                     (test.exact ? "exact" : "normal approximation");
+      const std::string p = Format("p = %.3g", test.p_value) + Format(", alpha = %g", alpha);
+      const std::string shift = "median step " + relative.Change(metric, base_median, median) +
+                                " (" + FormatMetricValue(metric, base_median) + " -> " +
+                                FormatMetricValue(metric, median) + ")";
+      if (moved && significant) {
+        check.why = shift + " is past the bound and significant (" + p + "): regression";
+      } else if (moved) {
+        check.why = shift + " is past the bound but not significant (" + p + "): noise";
+      } else {
+        check.why = shift + " is within the bound (" + p + ")";
+      }
+      return check;
+    }
+    plain_reason = "too few step rows (" + std::to_string(n) + " vs " + std::to_string(m) +
+                   ") for the U test ever to reach alpha = " + Format("%g", alpha);
+  } else {
+    plain_reason = !baseline.per_step ? baseline.per_step_note : current.per_step_note;
+  }
+  const bool moved = relative.Exceeded(baseline.value, current.value);
+  check.passed = !moved;
+  check.method = "plain bound";
+  check.why = relative.Change(metric, baseline.value, current.value) +
+              (moved ? " is past the bound" : " is within the bound") +
+              "; plain bound without a noise test: " + plain_reason;
+  return check;
+}
+
+StatusOr<Check> AbsoluteCheck(const Rule& rule, const std::string& metric,
+                              const MetricValue& baseline, const MetricValue& current,
+                              const AbsoluteBound& bound, bool minimum, const Json& report) {
+  Check check;
+  check.rule = rule.name;
+  check.metric = metric;
+  check.value = current.value;
+  check.baseline = baseline.value;
+  check.method = "absolute";
+  double limit = 0;
+  std::string from;
+  if (bound.number) {
+    limit = *bound.number;
+  } else {
+    GPUATTR_ASSIGN_OR_RETURN(const MetricValue value, ResolveIn(report, *bound.metric, "current report"));
+    limit = value.value;
+    from = " (" + FormatMetricPath(*bound.metric) + ")";
+  }
+  check.bound = (minimum ? ">= " : "<= ") + FormatMetricValue(metric, limit) + from;
+  check.passed = minimum ? current.value >= limit : current.value <= limit;
+  check.why = FormatMetricValue(metric, current.value) +
+              (check.passed ? (minimum ? " is at or above the minimum" : " is at or below the maximum")
+                            : (minimum ? " is below the minimum" : " is above the maximum"));
+  return check;
+}
+
+// "pass:a/b" or "family:NAME" for the pass or family a path addresses; empty otherwise.
+std::string CoverageKey(const MetricPath& path) {
+  for (size_t i = 0; i + 1 < path.steps.size(); ++i) {
+    const PathStep& next = path.steps[i + 1];
+    if (path.steps[i].kind != PathStep::Kind::kKey) continue;
+    if (path.steps[i].key == "passes" && next.kind == PathStep::Kind::kPassPath) {
+      std::string joined;
+      for (const std::string& n : next.names) joined += (joined.empty() ? "" : "/") + n;
+      return "pass:" + joined;
+    }
+    if (path.steps[i].key == "families" && next.kind == PathStep::Kind::kName) {
+      return "family:" + next.key;
+    }
+  }
+  return "";
+}
+
+void CollectPassKeys(const Json& nodes, const std::string& prefix, std::vector<std::string>* keys) {
+  if (!nodes.is_array()) return;
+  for (const Json& node : nodes) {
+    const auto name = node.is_object() ? node.find("name") : node.end();
+    if (!node.is_object() || name == node.end() || !name->is_string()) continue;
+    const std::string key = prefix + (prefix.empty() ? "" : "/") + name->get<std::string>();
+    keys->push_back(key);
+    const auto children = node.find("children");
+    if (children != node.end()) CollectPassKeys(*children, key, keys);
+  }
+}
+
+// Every pass ("pass:a/b", over all processes) and family ("family:NAME") the report holds.
+std::vector<std::string> ReportKeys(const Json& report) {
+  std::vector<std::string> passes;
+  const auto processes = report.is_object() ? report.find("processes") : report.end();
+  if (processes != report.end() && processes->is_array()) {
+    for (const Json& process : *processes) {
+      const auto tree = process.is_object() ? process.find("passes") : process.end();
+      if (process.is_object() && tree != process.end()) CollectPassKeys(*tree, "", &passes);
+    }
+  }
+  std::vector<std::string> keys;
+  std::set<std::string> seen;
+  for (const std::string& pass : passes) {
+    if (seen.insert("pass:" + pass).second) keys.push_back("pass:" + pass);
+  }
+  const auto summary = report.is_object() ? report.find("summary") : report.end();
+  if (summary != report.end() && summary->is_object()) {
+    const auto families = summary->find("families");
+    if (families != summary->end() && families->is_array()) {
+      for (const Json& family : *families) {
+        const auto name = family.is_object() ? family.find("family") : family.end();
+        if (!family.is_object() || name == family.end() || !name->is_string()) continue;
+        const std::string key = "family:" + name->get<std::string>();
+        if (seen.insert(key).second) keys.push_back(key);
+      }
+    }
+  }
+  return keys;
+}
+
+// The metric path naming a coverage key, for messages.
+std::string KeyMetric(const std::string& key) {
+  if (key.rfind("pass:", 0) == 0) return "passes[" + Json(key.substr(5)).dump(-1, ' ', false, Json::error_handler_t::replace) + "]";
+  return "families[" + Json(key.substr(7)).dump(-1, ' ', false, Json::error_handler_t::replace) + "]";
+}
+
+std::string XmlEscape(const std::string& text) {
+  std::string out;
+  for (char c : Printable(text)) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// A markdown table cell: no line breaks, no cell separators, no raw HTML.
+std::string MarkdownCell(const std::string& text, bool code) {
+  std::string out;
+  for (char c : Printable(text)) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (code && c == '`') {
+      out += '\'';
+    } else if (!code && c == '<') {
+      out += "&lt;";
+    } else if (!code && c == '>') {
+      out += "&gt;";
+    } else if (!code && c == '&') {
+      out += "&amp;";
+    } else {
+      out += c;
+    }
+  }
+  return code ? "`" + out + "`" : out;
+}
+
+std::string OptionalValue(const std::string& metric, const std::optional<double>& value) {
+  return value ? FormatMetricValue(metric, *value) : "-";
+}
+
+std::string Summary(const GateOutcome& outcome) {
+  return std::to_string(outcome.checks.size()) + " checks, " +
+         std::to_string(outcome.Failures()) + " failed; alpha = " + Format("%g", outcome.alpha) +
+         "; rules: " + outcome.rules_source + (outcome.default_deny ? " (default deny)" : "");
+}
+
+}  // namespace
+
+size_t GateOutcome::Failures() const {
+  return static_cast<size_t>(
+      std::count_if(checks.begin(), checks.end(), [](const Check& c) { return !c.passed; }));
+}
+
+std::string FormatMetricValue(const std::string& metric, double value) {
+  if (EndsWith(metric, "_ns")) return Format("%.3f ms", value / 1e6);
+  if (std::fabs(value) < 1e15 && value == std::floor(value)) return Format("%.0f", value);
+  return Format("%.4g", value);
+}
+
+StatusOr<GateOutcome> EvaluateGate(const nlohmann::json& baseline, const nlohmann::json& current,
+                                   const GateRules& rules) {
+  GateOutcome outcome;
+  outcome.alpha = rules.alpha;
+  outcome.default_deny = rules.default_deny;
+  outcome.rules_source = rules.source;
+  outcome.notes = rules.notes;
+  std::set<std::string> covered;
+  for (const Rule& rule : rules.rules) {
+    StatusOr<std::vector<MetricPath>> paths = ExpandWildcard(baseline, rule.metric);
+    if (!paths.ok()) {
+      return Status(paths.status().code(), "baseline report: " + paths.status().message());
+    }
+    if (rule.metric.HasWildcard() && paths->empty()) {
+      outcome.notes.push_back("rule '" + rule.name + "': " + FormatMetricPath(rule.metric) +
+                              " matched nothing in the baseline");
+    }
+    const double alpha = rule.alpha.value_or(rules.alpha);
+    for (const MetricPath& path : *paths) {
+      const std::string metric = FormatMetricPath(path);
+      GPUATTR_ASSIGN_OR_RETURN(const MetricValue base, ResolveIn(baseline, path, "baseline report"));
+      GPUATTR_ASSIGN_OR_RETURN(const MetricValue now, ResolveIn(current, path, "current report"));
+      const std::string key = CoverageKey(path);
+      if (!key.empty()) covered.insert(key);
+      if (rule.min) {
+        GPUATTR_ASSIGN_OR_RETURN(Check check,
+                                 AbsoluteCheck(rule, metric, base, now, *rule.min, true, current));
+        outcome.checks.push_back(std::move(check));
+      }
+      if (rule.max) {
+        GPUATTR_ASSIGN_OR_RETURN(Check check,
+                                 AbsoluteCheck(rule, metric, base, now, *rule.max, false, current));
+        outcome.checks.push_back(std::move(check));
+      }
+      const std::pair<std::optional<double>, Relative> relatives[] = {
+          {rule.max_increase_pct, {true, true, rule.max_increase_pct.value_or(0)}},
+          {rule.max_decrease_pct, {false, true, rule.max_decrease_pct.value_or(0)}},
+          {rule.max_increase_abs, {true, false, rule.max_increase_abs.value_or(0)}},
+          {rule.max_decrease_abs, {false, false, rule.max_decrease_abs.value_or(0)}}};
+      for (const auto& [given, relative] : relatives) {
+        if (given) outcome.checks.push_back(RelativeCheck(rule, metric, base, now, relative, alpha));
+      }
+    }
+  }
+  // Passes and families of the current run that are new, or that no rule looked at.
+  const std::vector<std::string> before = ReportKeys(baseline);
+  const std::set<std::string> in_baseline(before.begin(), before.end());
+  for (const std::string& key : ReportKeys(current)) {
+    const bool is_new = in_baseline.count(key) == 0;
+    const bool uncovered = covered.count(key) == 0;
+    const std::string what = key.rfind("pass:", 0) == 0 ? "pass" : "family";
+    if (rules.default_deny && (is_new || uncovered)) {
+      Check check;
+      check.rule = "default_deny";
+      check.metric = KeyMetric(key);
+      check.bound = "covered by a rule";
+      check.passed = false;
+      check.method = "default deny";
+      check.why = is_new ? "new " + what + ", not in the baseline" : what + " not covered by any rule";
+      outcome.checks.push_back(std::move(check));
+    } else if (is_new) {
+      outcome.notes.push_back("new " + what + " (not in the baseline): " + KeyMetric(key));
+    }
+  }
+  return outcome;
+}
+
+std::string RenderGateTable(const GateOutcome& outcome) {
+  const std::vector<std::string> header = {"VERDICT", "METRIC", "VALUE", "BASELINE", "BOUND"};
+  std::vector<std::vector<std::string>> rows;
+  for (const Check& check : outcome.checks) {
+    rows.push_back({check.passed ? "pass" : "FAIL", Printable(check.metric),
+                    OptionalValue(check.metric, check.value),
+                    OptionalValue(check.metric, check.baseline), Printable(check.bound)});
+  }
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  const auto line = [&](const std::vector<std::string>& cells) {
+    std::string text;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      text += cells[c] + std::string(width[c] - cells[c].size() + 2, ' ');
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    return text + "\n";
+  };
+  std::string out = std::string("gpuattr gate: ") + (outcome.Passed() ? "pass" : "FAIL") + " (" +
+                    Summary(outcome) + ")\n\n" + line(header);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    out += line(rows[i]);
+    out += "    " + Printable(outcome.checks[i].rule) + ": [" + outcome.checks[i].method + "] " +
+           Printable(outcome.checks[i].why) + "\n";
+  }
+  for (const std::string& note : outcome.notes) out += "note: " + Printable(note) + "\n";
+  return out;
+}
+
+std::string RenderGateMarkdown(const GateOutcome& outcome) {
+  std::string out = std::string("## gpuattr gate: ") +
+                    (outcome.Passed() ? "pass" : "**FAIL**") + "\n\n" + Summary(outcome) +
+                    "\n\n| Verdict | Rule | Metric | Value | Baseline | Bound | Method | Why |\n"
+                    "|---|---|---|---|---|---|---|---|\n";
+  for (const Check& check : outcome.checks) {
+    out += "| " + std::string(check.passed ? "pass" : "**FAIL**") + " | " +
+           MarkdownCell(check.rule, false) + " | " + MarkdownCell(check.metric, true) + " | " +
+           MarkdownCell(OptionalValue(check.metric, check.value), false) + " | " +
+           MarkdownCell(OptionalValue(check.metric, check.baseline), false) + " | " +
+           MarkdownCell(check.bound, false) + " | " + MarkdownCell(check.method, false) + " | " +
+           MarkdownCell(check.why, false) + " |\n";
+  }
+  if (!outcome.notes.empty()) {
+    out += "\nNotes:\n\n";
+    for (const std::string& note : outcome.notes) out += "- " + MarkdownCell(note, false) + "\n";
+  }
+  return out;
+}
+
+std::string RenderGateJunit(const GateOutcome& outcome) {
+  const std::string counts = "tests=\"" + std::to_string(outcome.checks.size()) +
+                             "\" failures=\"" + std::to_string(outcome.Failures()) +
+                             "\" errors=\"0\"";
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"gpuattr gate\" " +
+                    counts + ">\n  <testsuite name=\"gpuattr gate\" " + counts +
+                    " skipped=\"0\">\n";
+  for (const Check& check : outcome.checks) {
+    out += "    <testcase classname=\"gpuattr.gate\" name=\"" +
+           XmlEscape(check.rule + ": " + check.metric + " " + check.bound) + "\">\n";
+    const std::string detail = "value " + OptionalValue(check.metric, check.value) +
+                               ", baseline " + OptionalValue(check.metric, check.baseline) +
+                               "; " + check.method;
+    if (check.passed) {
+      out += "      <system-out>" + XmlEscape(check.why + " (" + detail + ")") + "</system-out>\n";
+    } else {
+      out += "      <failure type=\"regression\" message=\"" + XmlEscape(check.why) + "\">" +
+             XmlEscape(detail) + "</failure>\n";
+    }
+    out += "    </testcase>\n";
+  }
+  if (!outcome.notes.empty()) {
+    std::string notes;
+    for (const std::string& note : outcome.notes) notes += note + "\n";
+    out += "    <system-out>" + XmlEscape(notes) + "</system-out>\n";
+  }
+  return out + "  </testsuite>\n</testsuites>\n";
+}
+
+nlohmann::json GateOutcomeJson(const GateOutcome& outcome) {
+  const auto optional = [](const std::optional<double>& value) {
+    return value ? Json(*value) : Json(nullptr);
+  };
+  Json checks = Json::array();
+  for (const Check& check : outcome.checks) {
+    checks.push_back({{"rule", check.rule},
+                      {"metric", check.metric},
+                      {"bound", check.bound},
+                      {"value", optional(check.value)},
+                      {"baseline", optional(check.baseline)},
+                      {"verdict", check.passed ? "pass" : "fail"},
+                      {"method", check.method},
+                      {"why", check.why},
+                      {"p_value", optional(check.p_value)},
+                      {"median", optional(check.median)},
+                      {"baseline_median", optional(check.baseline_median)},
+                      {"steps", check.median ? Json(check.steps) : Json(nullptr)},
+                      {"baseline_steps", check.median ? Json(check.baseline_steps) : Json(nullptr)}});
+  }
+  return {{"schema_version", "gpuattr.gate-result/1"},
+          {"verdict", outcome.Passed() ? "pass" : "fail"},
+          {"checks_total", outcome.checks.size()},
+          {"checks_failed", outcome.Failures()},
+          {"alpha", outcome.alpha},
+          {"default_deny", outcome.default_deny},
+          {"rules", outcome.rules_source},
+          {"checks", checks},
+          {"notes", outcome.notes}};
+}
+
+}  // namespace gpuattr::gate

@@ -1,0 +1,64 @@
+// Evaluates gate rules (gate/rules.h) on a baseline and a current report, and renders the outcome
+// as a terminal table, markdown, JUnit XML and JSON (docs/gate.md). Pure functions; any thread.
+//
+// Noise (docs/gate.md §Noise): a bound relative to the baseline fails only when the median of the
+// per-step values moved past it AND a one-sided Mann–Whitney U test at α finds the shift
+// significant. Without per-step values in both reports (no steps, a metric the step rows do not
+// carry, or too few rows for the test to ever reach α) the plain bound on the totals decides, and
+// the check's method and why say so. Absolute bounds (min, max) always apply to the value.
+//
+// A metric that does not resolve in either report (gate/metric_path.h) makes EvaluateGate fail
+// with kNotFound naming it: a gate never passes over a number it could not read.
+#ifndef GPUATTR_COLLECTOR_GATE_GATE_H_
+#define GPUATTR_COLLECTOR_GATE_GATE_H_
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "gate/rules.h"
+
+namespace gpuattr::gate {
+
+// One bound of one (expanded) rule.
+struct Check {
+  std::string rule;
+  std::string metric;  // canonical, wildcard expanded
+  std::string bound;   // e.g. ">= 0.95 (coverage.threshold)", "<= baseline +5 %"
+  std::optional<double> value, baseline;
+  bool passed = true;
+  std::string method;  // "absolute", "Mann-Whitney U ...", "plain bound"
+  std::string why;
+  std::optional<double> p_value;
+  std::optional<double> median, baseline_median;  // of the per-step values, when tested
+  size_t steps = 0, baseline_steps = 0;
+};
+
+struct GateOutcome {
+  double alpha = kDefaultAlpha;
+  bool default_deny = false;
+  std::string rules_source;
+  std::vector<Check> checks;
+  std::vector<std::string> notes;
+
+  size_t Failures() const;
+  bool Passed() const { return Failures() == 0; }
+};
+
+StatusOr<GateOutcome> EvaluateGate(const nlohmann::json& baseline, const nlohmann::json& current,
+                                   const GateRules& rules);
+
+std::string RenderGateTable(const GateOutcome& outcome);
+std::string RenderGateMarkdown(const GateOutcome& outcome);
+std::string RenderGateJunit(const GateOutcome& outcome);
+nlohmann::json GateOutcomeJson(const GateOutcome& outcome);
+
+// A number for people: *_ns as milliseconds, integers as integers, else 4 significant digits.
+std::string FormatMetricValue(const std::string& metric, double value);
+
+}  // namespace gpuattr::gate
+
+#endif  // GPUATTR_COLLECTOR_GATE_GATE_H_

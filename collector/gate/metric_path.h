@@ -1,0 +1,72 @@
+// Metric paths: how a gate rule names one number of a gpuattr report (docs/gate.md §Metric
+// paths), parsed once and resolved against a report, with the per-step values behind it when the
+// report's step rows carry them. Pure functions; any thread; no state.
+//
+//   path     := [scope "."] key selector* ("." key selector*)*
+//   scope    := "summary" | "process[rank=N]" | "process[pid=N]"
+//   selector := "[" (INDEX | "*" | JSON-string | JSON-array-of-strings | bare-name) "]"
+//
+// Without a scope, coverage.*, families[..], totals.* and ranks[..] read the summary; loss.X is
+// the sum over processes; anything else reads the report's only process (several processes: the
+// path is ambiguous and does not resolve). `device.F` on a process is the maximum of F over its
+// devices. A name selector picks the array element whose family, name or reason equals it; on
+// `passes` it is a pass path, names joined by "/" (or a JSON array of names), found in the tree.
+//
+// The report is untrusted: every access is checked and a path that does not lead to a number
+// (absent, null = not measured, another type) is kNotFound naming the path and why.
+#ifndef GPUATTR_COLLECTOR_GATE_METRIC_PATH_H_
+#define GPUATTR_COLLECTOR_GATE_METRIC_PATH_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace gpuattr::gate {
+
+struct PathStep {
+  enum class Kind { kKey, kIndex, kName, kPassPath, kWildcard };
+  Kind kind = Kind::kKey;
+  std::string key;                 // kKey, kName
+  size_t index = 0;                // kIndex
+  std::vector<std::string> names;  // kPassPath
+};
+
+struct MetricPath {
+  enum class Scope { kDefault, kSummary, kRank, kPid };
+  Scope scope = Scope::kDefault;
+  uint64_t scope_id = 0;  // kRank, kPid
+  std::vector<PathStep> steps;
+
+  bool HasWildcard() const;
+};
+
+struct MetricValue {
+  double value = 0;
+  // One value per kept step row, when the rows carry this metric; else why not.
+  std::optional<std::vector<double>> per_step;
+  std::string per_step_note;
+};
+
+// kInvalidArgument naming the position of the first error.
+StatusOr<MetricPath> ParseMetricPath(const std::string& text);
+
+// The canonical spelling (names as JSON strings), which ParseMetricPath reads back.
+std::string FormatMetricPath(const MetricPath& path);
+
+// kNotFound: "metric PATH ...why".
+StatusOr<MetricValue> ResolveMetric(const nlohmann::json& report, const MetricPath& path);
+
+// `path` (one [*]) with the wildcard replaced by each element the report holds there: every node
+// of a pass tree (depth first), every family by name, else every index. kNotFound when the part
+// before the wildcard does not resolve to an array; kInvalidArgument for several wildcards.
+StatusOr<std::vector<MetricPath>> ExpandWildcard(const nlohmann::json& report,
+                                                 const MetricPath& path);
+
+}  // namespace gpuattr::gate
+
+#endif  // GPUATTR_COLLECTOR_GATE_METRIC_PATH_H_

@@ -1,0 +1,99 @@
+// ImportedTrace: what an importer (Kineto JSON, Nsight Systems SQLite) extracted from one input
+// file, as compact per-event structs, before it becomes wire records (trace_replay.h).
+//
+// An importer fills one ImportedTrace per file on the main thread and hands it to ReplayTrace.
+// Every name is an id into `strings` (1-based, deduplicated); times are integer nanoseconds on
+// the file's own clock. Nothing is trusted to be consistent: intervals may not nest, correlation
+// ids may be missing (0) or repeated, pids may be unknown (0 for device activity whose process
+// the file does not say).
+#ifndef GPUATTR_COLLECTOR_IMPORT_IMPORTED_TRACE_H_
+#define GPUATTR_COLLECTOR_IMPORT_IMPORTED_TRACE_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace gpuattr::collector::import {
+
+// Interned strings: id 0 is "none"; ids are dense from 1.
+class StringTable {
+ public:
+  uint32_t Intern(std::string_view text);
+  const std::string& Text(uint32_t id) const { return texts_[id - 1]; }
+  uint32_t size() const { return static_cast<uint32_t>(texts_.size()); }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+  };
+  std::vector<std::string> texts_;
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> ids_;  // no copy to look up
+};
+
+// A host range: push/pop on its thread (Kineto annotations, NVTX push/pop), or a process-wide
+// start/end range (NVTX start/end) when it sits in ImportedTrace::spans.
+struct ImportedRange {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint32_t name = 0;
+};
+
+// A host API call carrying a correlation id (runtime or driver). Only those that launch device
+// work, or are named like a launch, become ApiEnter/ApiExit records.
+struct ImportedApiCall {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint32_t correlation = 0;  // 0: unknown
+  uint32_t name = 0;
+  uint16_t cbid = 0;
+  uint8_t domain = 0;  // wire::ApiDomain
+};
+
+enum class DeviceWork : uint8_t { kKernel, kMemcpy, kMemset };
+
+struct ImportedActivity {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint64_t bytes = 0;
+  uint32_t pid = 0;          // 0: unknown, taken from the launch with the same correlation id
+  uint32_t correlation = 0;  // 0: unknown
+  uint32_t name = 0;         // kernels: the kernel's name
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  std::array<uint32_t, 3> grid{};
+  std::array<uint32_t, 3> block{};
+  uint32_t shared_memory_bytes = 0;
+  uint32_t registers_per_thread = 0;
+  DeviceWork kind = DeviceWork::kKernel;
+  uint8_t copy_kind = 0;  // memcpy: CUpti_ActivityMemcpyKind, 0 unknown
+  uint32_t memset_value = 0;
+};
+
+struct ImportedTrace {
+  std::string path;
+  std::string format;  // "kineto" | "nsys"
+  int32_t rank = -1;   // from the file (distributedInfo.rank), -1 when it does not say
+  // Whether trace times map to wall time: then realtime = realtime_offset_ns + trace time.
+  bool wall_clock = false;
+  uint64_t realtime_offset_ns = 0;
+  StringTable strings;
+  std::vector<ImportedRange> ranges;  // push/pop, per thread
+  std::vector<ImportedRange> spans;   // start/end, process-wide
+  std::vector<ImportedApiCall> api_calls;
+  std::vector<ImportedActivity> activities;
+  // Events the importer read but could not use (malformed fields), for the diagnostics line.
+  uint64_t skipped_events = 0;
+};
+
+}  // namespace gpuattr::collector::import
+
+#endif  // GPUATTR_COLLECTOR_IMPORT_IMPORTED_TRACE_H_

@@ -1,0 +1,297 @@
+#include "import/json_event_stream.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace gpuattr::collector::import {
+namespace {
+
+constexpr size_t kChunkBytes = size_t{1} << 20;
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// A sliding window over the source: [begin_, end_) of buffer_ holds bytes not yet consumed.
+class Splitter {
+ public:
+  Splitter(ByteSource* source, TraceEventHandler* handler) : source_(source), handler_(handler) {}
+
+  Status Run() {
+    GPUATTR_RETURN_IF_ERROR(SkipSpace());
+    if (!Fill(0)) return Failure("the input is empty");
+    if (Peek() == '[') {
+      GPUATTR_RETURN_IF_ERROR(EventArray());
+    } else if (Peek() == '{') {
+      GPUATTR_RETURN_IF_ERROR(TopObject());
+    } else {
+      return Failure("not JSON: expected '{' or '['");
+    }
+    GPUATTR_RETURN_IF_ERROR(SkipSpace());
+    if (Fill(0)) return Failure("unexpected data after the end of the JSON document");
+    return error_;
+  }
+
+  uint64_t bytes_read() const { return bytes_read_; }
+
+ private:
+  // Makes buffer_[begin_ + i] available; false at the end of input (or on a read error).
+  bool Fill(size_t i) {
+    while (end_ - begin_ <= i) {
+      if (eof_) return false;
+      if (begin_ > 0) {
+        std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+        end_ -= begin_;
+        begin_ = 0;
+      }
+      if (buffer_.size() - end_ < kChunkBytes) buffer_.resize(end_ + kChunkBytes);
+      StatusOr<size_t> got = source_->Read(buffer_.data() + end_, kChunkBytes);
+      if (!got.ok()) {
+        error_ = got.status();
+        eof_ = true;
+        return false;
+      }
+      if (*got == 0) {
+        eof_ = true;
+        return false;
+      }
+      end_ += *got;
+      bytes_read_ += *got;
+    }
+    return true;
+  }
+
+  char Peek() const { return buffer_[begin_]; }
+  void Consume(size_t n) {
+    begin_ += n;
+    offset_ += n;
+  }
+
+  Status Failure(const std::string& what) const {
+    if (!error_.ok()) return error_;
+    return DataLossError(what + " (at byte " + std::to_string(offset_) + " of the JSON)");
+  }
+  Status Truncated() const { return Failure("truncated: the JSON ends inside a value"); }
+
+  Status SkipSpace() {
+    while (Fill(0) && IsSpace(Peek())) Consume(1);
+    return error_;
+  }
+
+  Status Expect(char c, const char* what) {
+    GPUATTR_RETURN_IF_ERROR(SkipSpace());
+    if (!Fill(0)) return Truncated();
+    if (Peek() != c) return Failure(std::string("expected ") + what);
+    Consume(1);
+    return Status::Ok();
+  }
+
+  // The length of the JSON value at begin_ (whitespace already skipped); on success the whole
+  // value is in the window. Brackets are only counted here; the handler's parser validates.
+  Status ScanValue(size_t* length) {
+    if (!Fill(0)) return Truncated();
+    const char first = Peek();
+    size_t i = 0;
+    if (first == '"') {
+      for (i = 1;; ++i) {
+        if (!Fill(i)) return Truncated();
+        if (i > kMaxValueBytes) return Failure("a string longer than 64 MiB");
+        const char c = buffer_[begin_ + i];
+        if (c == '\\') {
+          ++i;
+        } else if (c == '"') {
+          *length = i + 1;
+          return Status::Ok();
+        }
+      }
+    }
+    if (first != '{' && first != '[') {
+      while (Fill(i) && !IsSpace(buffer_[begin_ + i]) && buffer_[begin_ + i] != ',' &&
+             buffer_[begin_ + i] != '}' && buffer_[begin_ + i] != ']') {
+        if (++i > kMaxValueBytes) return Failure("a value longer than 64 MiB");
+      }
+      if (!error_.ok()) return error_;
+      if (i == 0) return Failure("expected a value");
+      *length = i;
+      return Status::Ok();
+    }
+    size_t depth = 0;
+    bool in_string = false;
+    for (;;) {
+      if (!Fill(i)) return Truncated();
+      if (i > kMaxValueBytes) return Failure("an event or value larger than 64 MiB");
+      const char* data = buffer_.data() + begin_;
+      const size_t available = end_ - begin_;
+      while (i < available) {
+        if (in_string) {
+          // Strings are most of a trace's bytes: jump to the next quote with memchr.
+          const char* quote =
+              static_cast<const char*>(std::memchr(data + i, '"', available - i));
+          const size_t stop = quote == nullptr ? available : static_cast<size_t>(quote - data);
+          const void* escape = std::memchr(data + i, '\\', stop - i);
+          if (escape != nullptr) {
+            i = static_cast<size_t>(static_cast<const char*>(escape) - data) + 2;
+            continue;
+          }
+          i = stop;
+          if (quote == nullptr) break;
+          in_string = false;
+          ++i;
+          continue;
+        }
+        switch (data[i]) {
+          case '"':
+            in_string = true;
+            break;
+          case '{':
+          case '[':
+            if (++depth > kMaxJsonDepth) return Failure("JSON nested deeper than 256 levels");
+            break;
+          case '}':
+          case ']':
+            if (--depth == 0) {
+              *length = i + 1;
+              return Status::Ok();
+            }
+            break;
+          default:
+            break;
+        }
+        ++i;
+      }
+    }
+  }
+
+  Status TopObject() {
+    Consume(1);  // '{'
+    GPUATTR_RETURN_IF_ERROR(SkipSpace());
+    if (Fill(0) && Peek() == '}') return Failure("the JSON object has no traceEvents");
+    bool saw_events = false;
+    for (;;) {
+      GPUATTR_RETURN_IF_ERROR(SkipSpace());
+      if (!Fill(0)) return Truncated();
+      if (Peek() != '"') return Failure("expected a member name");
+      size_t key_length = 0;
+      GPUATTR_RETURN_IF_ERROR(ScanValue(&key_length));
+      const std::string key(buffer_.data() + begin_ + 1, key_length - 2);
+      Consume(key_length);
+      GPUATTR_RETURN_IF_ERROR(Expect(':', "':' after a member name"));
+      GPUATTR_RETURN_IF_ERROR(SkipSpace());
+      if (key == "traceEvents") {
+        if (!Fill(0)) return Truncated();
+        if (Peek() != '[') return Failure("traceEvents is not an array");
+        GPUATTR_RETURN_IF_ERROR(EventArray());
+        saw_events = true;
+      } else {
+        size_t length = 0;
+        GPUATTR_RETURN_IF_ERROR(ScanValue(&length));
+        GPUATTR_RETURN_IF_ERROR(
+            handler_->OnTopLevel(key, std::string_view(buffer_.data() + begin_, length)));
+        Consume(length);
+      }
+      GPUATTR_RETURN_IF_ERROR(SkipSpace());
+      if (!Fill(0)) return Truncated();
+      if (Peek() == '}') {
+        Consume(1);
+        break;
+      }
+      if (Peek() != ',') return Failure("expected ',' or '}' after a member");
+      Consume(1);
+    }
+    if (!saw_events) return Failure("the JSON object has no traceEvents");
+    return Status::Ok();
+  }
+
+  Status EventArray() {
+    Consume(1);  // '['
+    GPUATTR_RETURN_IF_ERROR(SkipSpace());
+    if (!Fill(0)) return Truncated();
+    if (Peek() == ']') {
+      Consume(1);
+      return Status::Ok();
+    }
+    for (;;) {
+      GPUATTR_RETURN_IF_ERROR(SkipSpace());
+      if (!Fill(0)) return Truncated();
+      if (Peek() != '{') return Failure("an element of traceEvents is not an object");
+      size_t length = 0;
+      GPUATTR_RETURN_IF_ERROR(ScanValue(&length));
+      Status status = handler_->OnEvent(std::string_view(buffer_.data() + begin_, length));
+      if (!status.ok()) {
+        return DataLossError(status.message() + " (event at byte " + std::to_string(offset_) +
+                             " of the JSON)");
+      }
+      Consume(length);
+      GPUATTR_RETURN_IF_ERROR(SkipSpace());
+      if (!Fill(0)) return Truncated();
+      if (Peek() == ']') {
+        Consume(1);
+        return Status::Ok();
+      }
+      if (Peek() != ',') return Failure("expected ',' or ']' between events");
+      Consume(1);
+    }
+  }
+
+  ByteSource* source_;
+  TraceEventHandler* handler_;
+  std::vector<char> buffer_;
+  size_t begin_ = 0;
+  size_t end_ = 0;
+  uint64_t offset_ = 0;  // bytes consumed, for messages
+  uint64_t bytes_read_ = 0;
+  bool eof_ = false;
+  Status error_;  // the source's error, once it failed
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<GzipFileSource>> GzipFileSource::Open(const std::string& path) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    return DataLossError("cannot open " + path + ": " +
+                         (errno != 0 ? std::strerror(errno) : "out of memory"));
+  }
+  gzbuffer(file, 256 * 1024);
+  return std::unique_ptr<GzipFileSource>(new GzipFileSource(file, path));
+}
+
+GzipFileSource::~GzipFileSource() { gzclose(static_cast<gzFile>(file_)); }
+
+StatusOr<size_t> GzipFileSource::Read(char* out, size_t capacity) {
+  const int got = gzread(static_cast<gzFile>(file_), out, static_cast<unsigned>(capacity));
+  if (got < 0) {
+    int code = 0;
+    const char* message = gzerror(static_cast<gzFile>(file_), &code);
+    return DataLossError("cannot read " + path_ + ": " + (message != nullptr ? message : "?"));
+  }
+  if (got == 0) {
+    // gzread returns 0 both at a clean end and at a truncated gzip member; gzerror tells them
+    // apart (Z_BUF_ERROR: "unexpected end of file").
+    int code = 0;
+    const char* message = gzerror(static_cast<gzFile>(file_), &code);
+    if (code != Z_OK) {
+      return DataLossError("cannot read " + path_ + ": " +
+                           (message != nullptr ? message : "corrupt gzip data") +
+                           " (truncated or corrupt gzip)");
+    }
+  }
+  return static_cast<size_t>(got);
+}
+
+StatusOr<size_t> MemorySource::Read(char* out, size_t capacity) {
+  const size_t n = std::min(capacity, bytes_.size());
+  std::memcpy(out, bytes_.data(), n);
+  bytes_.remove_prefix(n);
+  return n;
+}
+
+Status SplitTraceEvents(ByteSource* source, TraceEventHandler* handler, uint64_t* bytes_read) {
+  Splitter splitter(source, handler);
+  Status status = splitter.Run();
+  if (bytes_read != nullptr) *bytes_read = splitter.bytes_read();
+  return status;
+}
+
+}  // namespace gpuattr::collector::import

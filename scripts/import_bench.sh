@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Times `gpuattr import` (issue 4): MB/s of uncompressed Kineto JSON on one core and peak RSS,
+# on the largest trace in ../shared/traces and on a synthetic Kineto trace of about 200 MB
+# (generated here, gzip-compressed, not kept). Results go in docs/benchmarks.md §Import.
+#   scripts/import_bench.sh [GPUATTR]   default: build-bench/collector/gpuattr (Release)
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+gpuattr="${1:-$repo/build-bench/collector/gpuattr}"
+if [[ ! -x "$gpuattr" ]]; then
+  cmake -S "$repo" -B "$repo/build-bench" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$repo/build-bench" -j2 --target gpuattr
+  gpuattr="$repo/build-bench/collector/gpuattr"
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+measure() {  # measure NAME FILE: best of 3 by CPU time (user + sys; import is single-threaded)
+  local name="$1" file="$2" json_bytes best="" wall="" seconds user sys rss cpu
+  json_bytes=$(gzip -dcf "$file" | wc -c)
+  for _ in 1 2 3; do
+    /usr/bin/time -f "%e %U %S %M" -o "$work/time" taskset -c 0 "$gpuattr" import -q \
+      -o "$work/report.json" "$file"
+    read -r seconds user sys rss <"$work/time"
+    cpu=$(awk "BEGIN{print $user + $sys}")
+    if [[ -z "$best" ]] || awk "BEGIN{exit !($cpu < $best)}"; then best=$cpu; wall=$seconds; fi
+  done
+  awk -v n="$name" -v b="$json_bytes" -v c="$(stat -c %s "$file")" -v s="$best" -v w="$wall" \
+    -v r="$rss" 'BEGIN{printf "%-26s json %6.1f MB  file %5.1f MB  cpu %5.2f s (wall %5.2f s)  %6.1f MB/s  peak RSS %6.1f MiB\n",
+           n, b/1e6, c/1e6, s, w, (s > 0 ? b/1e6/s : 0), r/1024}'
+}
+
+echo "== machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p'); one core (taskset -c 0)"
+largest=$(ls -S "$repo"/../shared/traces/*/*.json.gz | head -1)
+measure "$(basename "$largest")" "$largest"
+
+# Synthetic: 4 ProfilerSteps of nested annotations, cpu_ops, launches, kernels, memcpys and
+# flows, with fractional-µs epoch timestamps, in the current Kineto layout (~400 B per event).
+python3 - "$work/synthetic.json.gz" <<'PY'
+import gzip, sys
+target = 200_000_000
+out = gzip.open(sys.argv[1], "wt", compresslevel=1)
+out.write('{"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 0}, "traceEvents": [\n')
+ts, corr, written, first = 1700000000000000.0, 1, 0, True
+def emit(text):
+    global written, first
+    out.write(text if first else ",\n" + text)
+    first = False
+    written += len(text) + 2
+step = 0
+while written < target:
+    emit(f'{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{step}", "pid": 100, "tid": 100, "ts": {ts:.3f}, "dur": 1000000.5, "args": {{"External id": {corr}}}}}')
+    for op in range(5000):
+        t = ts + 10 + op * 190.123
+        emit(f'{{"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 100, "tid": 100, "ts": {t:.3f}, "dur": 50.25, "args": {{"External id": {corr}, "Record function id": 0, "Ev Idx": {corr}, "Input Dims": [[32, 1024], [1024, 1024], [1024]], "Input type": ["float", "float", "float"]}}}}')
+        emit(f'{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 100, "ts": {t + 5:.3f}, "dur": 4.5, "args": {{"External id": {corr}, "cbid": 211, "correlation": {corr}}}}}')
+        emit(f'{{"ph": "s", "id": {corr}, "pid": 100, "tid": 100, "ts": {t + 5:.3f}, "cat": "ac2g", "name": "ac2g"}}')
+        emit(f'{{"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)", "pid": 0, "tid": 7, "ts": {t + 20:.3f}, "dur": 80.375, "args": {{"External id": {corr}, "queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": {corr}, "registers per thread": 32, "shared memory": 0, "blocks per SM": 21.5, "warps per SM": 86.0, "grid": [4096, 1, 1], "block": [128, 1, 1], "est. achieved occupancy %": 100}}}}')
+        emit(f'{{"ph": "f", "id": {corr}, "pid": 0, "tid": 7, "ts": {t + 20:.3f}, "cat": "ac2g", "name": "ac2g", "bp": "e"}}')
+        corr += 1
+    ts += 1000001.0
+    step += 1
+out.write("\n]}\n")
+out.close()
+PY
+measure "synthetic (~200 MB JSON)" "$work/synthetic.json.gz"

@@ -1,0 +1,217 @@
+// `gpuattr import` on the real traces in ../shared/traces (PyTorch profiler / Kineto, recorded on
+// A100 and MI300X GPUs by other projects): the report must reproduce the reference values of
+// ../shared/traces/README.md exactly, validate against the schema, and show the attribution the
+// traces imply. Also the exit status on inputs that are not traces.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "subprocess.h"
+#include "test_files.h"
+
+namespace gpuattr::test {
+namespace {
+
+using nlohmann::json;
+using test_support::TempDir;
+
+const std::string kTraces = std::string(GPUATTR_SOURCE_DIR) + "/../shared/traces/";
+
+struct Reference {
+  std::string file;
+  uint32_t device;
+  int kernels;
+  int memcpys;
+  int memsets;
+  uint64_t span_ns;
+  uint64_t busy_ns;
+  uint64_t idle_ns;
+  std::map<uint32_t, uint64_t> stream_busy_ns;
+};
+
+// ../shared/traces/README.md, "Reference values", verbatim.
+const std::vector<Reference> kReferences = {
+    {"hta_2rank_sampled/sampled_rank-0.json.gz", 0, 1154, 40, 10, 1222847000, 547656000,
+     675191000, {{203, 106140000}, {23, 7860000}, {25, 867000}, {7, 202918000}, {84, 290059000}}},
+    {"hta_2rank_sampled/sampled_rank-1.json.gz", 1, 1104, 40, 10, 1231186000, 580050000,
+     651136000, {{203, 104907000}, {23, 8496000}, {25, 12117000}, {7, 267864000}, {84, 274146000}}},
+    {"hta_a100_alexnet_small/benchmark_result_2869224_1695835535_trace.json.gz", 0, 79, 16, 3,
+     12920244000, 66141000, 12854103000, {{20, 1070000}, {7, 65133000}}},
+    {"hta_a100_ddp_nccl/nccl_data.json.gz", 0, 2700, 960, 114, 660551005, 157500014, 503050991,
+     {{40, 46876493}, {7, 118309345}}},
+    {"tracelens_mi300x_vllm_graph/graph_execution.json.gz", 2, 425, 9, 0, 10743181, 10717708, 25473,
+     {{0, 10717708}}},
+};
+
+struct ImportRun {
+  test_support::ProcessResult process;
+  json report;
+  std::vector<json> activities;
+};
+
+ImportRun Import(const TempDir& dir, const std::vector<std::string>& inputs,
+                 const std::vector<std::string>& flags = {}) {
+  std::vector<std::string> argv = {GPUATTR_BINARY, "import", "-q", "-o", dir.File("report.json"),
+                                   "--activities", dir.File("activities.jsonl")};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), inputs.begin(), inputs.end());
+  ImportRun run;
+  run.process = test_support::RunProcess(argv, {}, 120);
+  if (run.process.exit_code == 0) {
+    run.report = test_support::ReadJson(dir.File("report.json"));
+    std::ifstream lines(dir.File("activities.jsonl"));
+    for (std::string line; std::getline(lines, line);) run.activities.push_back(json::parse(line));
+  }
+  return run;
+}
+
+TEST_CASE("gpuattr import reproduces the reference values of every shared trace",
+          "[import][traces]") {
+  for (const Reference& reference : kReferences) {
+    INFO(reference.file);
+    TempDir dir;
+    const ImportRun run = Import(dir, {kTraces + reference.file});
+    INFO(run.process.err);
+    REQUIRE(run.process.exit_code == 0);
+    const test_support::SchemaCheck schema = test_support::ValidateReport(dir.File("report.json"));
+    INFO(schema.output);
+    CHECK(schema.valid);
+    CHECK(run.report["capture"]["mode"] == "import");
+    CHECK(run.report["capture"]["source"]["format"] == "kineto");
+    REQUIRE(run.report["processes"].size() == 1);
+    const json& process = run.report["processes"][0];
+    CHECK(process["totals"]["kernels"] == reference.kernels);
+    CHECK(process["totals"]["memcpys"] == reference.memcpys);
+    CHECK(process["totals"]["memsets"] == reference.memsets);
+    REQUIRE(process["devices"].size() == 1);
+    const json& device = process["devices"][0];
+    CHECK(device["id"] == reference.device);
+    CHECK(device["span_ns"] == reference.span_ns);
+    CHECK(device["busy_ns"] == reference.busy_ns);
+    CHECK(device["idle_ns"] == reference.idle_ns);
+    std::map<uint32_t, uint64_t> streams;
+    for (const json& stream : device["streams"]) {
+      streams[stream["id"].get<uint32_t>()] = stream["busy_ns"].get<uint64_t>();
+    }
+    CHECK(streams == reference.stream_busy_ns);
+    // Every activity is in the export, attributed or with a reason: none is dropped.
+    CHECK(run.activities.size() ==
+          static_cast<size_t>(reference.kernels + reference.memcpys + reference.memsets));
+  }
+}
+
+TEST_CASE("gpuattr import: the two sampled ranks make one report with ranks 0 and 1",
+          "[import][traces]") {
+  TempDir dir;
+  const ImportRun run = Import(dir, {kTraces + "hta_2rank_sampled/sampled_rank-1.json.gz",
+                                     kTraces + "hta_2rank_sampled/sampled_rank-0.json.gz"});
+  REQUIRE(run.process.exit_code == 0);
+  CHECK(test_support::ValidateReport(dir.File("report.json")).valid);
+  const json& processes = run.report["processes"];
+  REQUIRE(processes.size() == 2);
+  CHECK(processes[0]["rank"] == 0);
+  CHECK(processes[0]["pid"] == 4037);
+  CHECK(processes[1]["rank"] == 1);
+  CHECK(processes[1]["pid"] == 4045);
+  CHECK(processes[0]["totals"]["kernels"] == 1154);
+  CHECK(processes[1]["totals"]["kernels"] == 1104);
+  CHECK(processes[0]["devices"][0]["id"] == 0);
+  CHECK(processes[1]["devices"][0]["id"] == 1);
+}
+
+TEST_CASE("gpuattr import: the MI300X graph launch's 421 kernels belong to its annotation",
+          "[import][traces]") {
+  TempDir dir;
+  const ImportRun run =
+      Import(dir, {kTraces + "tracelens_mi300x_vllm_graph/graph_execution.json.gz"});
+  REQUIRE(run.process.exit_code == 0);
+  std::map<uint64_t, std::vector<json>> by_correlation;
+  for (const json& activity : run.activities) {
+    if (activity["kind"] == "kernel") {
+      by_correlation[activity["correlation_id"].get<uint64_t>()].push_back(activity);
+    }
+  }
+  const std::vector<json>* graph = nullptr;
+  for (const auto& [correlation, kernels] : by_correlation) {
+    if (kernels.size() > 1) {
+      CHECK(graph == nullptr);  // exactly one graph launch
+      graph = &kernels;
+    }
+  }
+  REQUIRE(graph != nullptr);
+  CHECK(graph->size() == 421);
+  for (const json& kernel : *graph) {
+    REQUIRE(kernel["path"].size() == 1);
+    CHECK(kernel["path"][0].get<std::string>().rfind("execute_32_context_0", 0) == 0);
+    CHECK(kernel["attribution"] == "direct");
+    CHECK(kernel["launch_ns"] == (*graph)[0]["launch_ns"]);
+  }
+}
+
+TEST_CASE("gpuattr import: the DDP trace's pass tree shows its annotations and coverage",
+          "[import][traces]") {
+  TempDir dir;
+  const std::string trace = kTraces + "hta_a100_ddp_nccl/nccl_data.json.gz";
+  const ImportRun run = Import(dir, {trace});
+  REQUIRE(run.process.exit_code == 0);
+  const json& process = run.report["processes"][0];
+  std::map<std::string, const json*> top;
+  for (const json& node : process["passes"]) top[node["name"].get<std::string>()] = &node;
+  REQUIRE(top.count("nccl:all_reduce") == 1);
+  CHECK((*top["nccl:all_reduce"])["device"]["kernels"] == 15);
+  REQUIRE(top.count("ProfilerStep#4") == 1);
+  std::vector<std::string> children;
+  for (const json& child : (*top["ProfilerStep#4"])["children"]) {
+    children.push_back(child["name"].get<std::string>());
+  }
+  CHECK(std::count(children.begin(), children.end(), "## forward ##") == 1);
+  CHECK(std::count(children.begin(), children.end(), "## backward ##") == 1);
+  CHECK(std::count(children.begin(), children.end(), "## optimizer ##") == 1);
+  CHECK(process["coverage"]["attributed_fraction"] == 1.0);
+  CHECK(process["coverage"]["by_phase"]["forward"] == 1.0);
+
+  // The backward pass runs on autograd threads with no range open: attributed by inheritance,
+  // and unattributed with its reason once inheritance is off.
+  TempDir no_inherit_dir;
+  const ImportRun strict = Import(no_inherit_dir, {trace}, {"--no-inherit"});
+  REQUIRE(strict.process.exit_code == 0);
+  const json& coverage = strict.report["processes"][0]["coverage"];
+  CHECK(coverage["attributed_fraction"] < 1.0);
+  REQUIRE(coverage["unattributed"].size() >= 1);
+  CHECK(coverage["unattributed"][0]["reason"] == "no_open_range");
+  CHECK(coverage["unattributed"][0]["activities"] > 0);
+}
+
+TEST_CASE("gpuattr import: inputs that are not traces exit 3 with a message", "[import]") {
+  TempDir dir;
+  const std::string real = test_support::ReadFile(
+      kTraces + "hta_a100_alexnet_small/benchmark_result_2869224_1695835535_trace.json.gz");
+  REQUIRE(real.size() > 1000);
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(dir.File(name), std::ios::binary) << bytes;
+    return dir.File(name);
+  };
+  const std::vector<std::string> bad = {
+      write("truncated.json.gz", real.substr(0, real.size() / 2)),
+      write("not_json.json", "this is not json"),
+      write("wrong_schema.json", R"({"schema": "something else", "events": []})"),
+      write("deep.json", R"({"traceEvents": [{"a": )" + std::string(1 << 20, '[')),
+      write("empty.json", ""),
+      dir.File("missing.json"),
+  };
+  for (const std::string& path : bad) {
+    INFO(path);
+    TempDir out;
+    const ImportRun run = Import(out, {path});
+    CHECK(run.process.exited);
+    CHECK(run.process.exit_code == 3);
+    CHECK(run.process.err.find("gpuattr import: ") != std::string::npos);
+    CHECK(test_support::ReadFile(out.File("report.json")).empty());
+  }
+}
+
+}  // namespace
+}  // namespace gpuattr::test

@@ -1,0 +1,231 @@
+// End-to-end gates (issue 6) on pairs of simulated runs with seeded per-kernel jitter.
+//
+// What is real and what is resampled: every report here is a real `gpuattr run` of a
+// tests/scenarios/gate_*.json scenario on the simulated GPU, each with its own scenario `seed`
+// (every kernel drawn uniformly within ±10 %). For the 100-trial statistics, 30 baseline runs and
+// 30 slow-forward runs are made once; a trial is a distinct pair of them (identical workloads:
+// pairs (i, j), i < j, of baseline runs; slow: pairs (baseline i, slow j)), judged in-process
+// by the same EvaluateGate the CLI runs, with the default rules. A handful of pairs also go
+// through the `gpuattr gate` binary, and the outputs and exit statuses are checked there.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gate/gate.h"
+#include "gate/rules.h"
+#include "scenario_check.h"
+#include "subprocess.h"
+#include "test_files.h"
+
+namespace gpuattr::e2e {
+namespace {
+
+using Json = nlohmann::json;
+using test_support::ProcessResult;
+using test_support::RunProcess;
+using test_support::TempDir;
+
+constexpr int kRuns = 30;
+constexpr int kTrials = 100;
+const std::string kForward = "passes[\"step/forward\"].device.total_ns";
+
+// Runs tests/scenarios/NAME.json with `seed` under gpuattr; returns the report's path.
+std::string RunSeeded(const TempDir& dir, const std::string& name, int seed) {
+  Json scenario = test_support::ReadJson(GPUATTR_SCENARIO_DIR "/" + name + ".json");
+  REQUIRE(scenario.is_object());
+  scenario["seed"] = seed;
+  const std::string stem = dir.File(name + "_" + std::to_string(seed));
+  {
+    FILE* file = std::fopen((stem + ".scenario.json").c_str(), "w");
+    REQUIRE(file != nullptr);
+    const std::string text = scenario.dump();
+    REQUIRE(std::fwrite(text.data(), 1, text.size(), file) == text.size());
+    REQUIRE(std::fclose(file) == 0);
+  }
+  const ProcessResult run =
+      RunProcess({GPUATTR_BIN, "run", "-q", "-o", stem + ".report.json", "--", SIMGPU_RUN,
+                  stem + ".scenario.json", "--truth", stem + ".truth.json"});
+  INFO(run.err);
+  REQUIRE(ExitStatus(run) == 0);
+  return stem + ".report.json";
+}
+
+gate::GateOutcome Judge(const Json& baseline, const Json& current) {
+  StatusOr<gate::GateOutcome> outcome =
+      gate::EvaluateGate(baseline, current, gate::DefaultGateRules(baseline));
+  INFO(outcome.status().message());
+  REQUIRE(outcome.ok());
+  return *outcome;
+}
+
+bool ForwardFailed(const gate::GateOutcome& outcome) {
+  for (const gate::Check& check : outcome.checks) {
+    if (check.metric == kForward) return !check.passed;
+  }
+  FAIL("no check of " << kForward);
+  return false;
+}
+
+ProcessResult Gate(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {GPUATTR_BIN, "gate"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProcess(argv);
+}
+
+TEST_CASE("gate: 100 seeded trials of identical and of 10 % slower forward workloads",
+          "[e2e][gate]") {
+  TempDir dir;
+  std::vector<std::string> base_paths, slow_paths;
+  std::vector<Json> base, slow;
+  for (int i = 0; i < kRuns; ++i) {
+    base_paths.push_back(RunSeeded(dir, "gate_baseline", 1 + i));
+    slow_paths.push_back(RunSeeded(dir, "gate_slow_forward", 1001 + i));
+    base.push_back(test_support::ReadJson(base_paths.back()));
+    slow.push_back(test_support::ReadJson(slow_paths.back()));
+  }
+  CHECK(SchemaValid(base_paths[0]));
+  REQUIRE(base[0]["processes"][0]["steps"]["rows"].size() == 24);
+
+  int identical_passed = 0;
+  int trials = 0;
+  for (int i = 0; i < kRuns && trials < kTrials; ++i) {
+    for (int j = i + 1; j < kRuns && trials < kTrials; ++j, ++trials) {
+      identical_passed += Judge(base[i], base[j]).Passed() ? 1 : 0;
+    }
+  }
+  REQUIRE(trials == kTrials);
+  int slow_caught = 0;
+  for (int k = 0; k < kTrials; ++k) {
+    slow_caught += ForwardFailed(Judge(base[k % kRuns], slow[(k + k / kRuns) % kRuns])) ? 1 : 0;
+  }
+  std::printf("gate e2e: identical workloads passed %d of %d trials; 10 %% slower forward "
+              "failed %d of %d\n", identical_passed, kTrials, slow_caught, kTrials);
+  CHECK(identical_passed >= 99);
+  CHECK(slow_caught >= 99);
+
+  // The binary agrees on a few pairs.
+  for (int k = 0; k < 3; ++k) {
+    const ProcessResult same = Gate({"--baseline", base_paths[k], "--current", base_paths[k + 3]});
+    INFO(same.out << same.err);
+    CHECK(ExitStatus(same) == 0);
+    const ProcessResult regressed =
+        Gate({"--baseline", base_paths[k], "--current", slow_paths[k]});
+    INFO(regressed.out << regressed.err);
+    CHECK(ExitStatus(regressed) == 1);
+    CHECK(regressed.out.find("FAIL     " + kForward) != std::string::npos);
+  }
+}
+
+TEST_CASE("gate: a coverage drop below the threshold fails, and its outputs are checked",
+          "[e2e][gate]") {
+  TempDir dir;
+  const std::string baseline = RunSeeded(dir, "gate_baseline", 7);
+  const std::string low = RunSeeded(dir, "gate_low_coverage", 8);
+  const std::string markdown = dir.File("gate.md");
+  const std::string junit = dir.File("gate.xml");
+  const std::string json = dir.File("gate.json");
+  const ProcessResult result = Gate({"--baseline", baseline, "--current", low, "--markdown",
+                                     markdown, "--junit", junit, "--json", json});
+  INFO(result.out << result.err);
+  CHECK(ExitStatus(result) == 1);
+  CHECK(result.out.find("FAIL     coverage.attributed_fraction") != std::string::npos);
+
+  const Json outcome = test_support::ReadJson(json);
+  REQUIRE(outcome.is_object());
+  CHECK(outcome["verdict"] == "fail");
+  const size_t total = outcome["checks_total"].get<size_t>();
+  const size_t failed = outcome["checks_failed"].get<size_t>();
+  CHECK(failed >= 1);
+  bool coverage_failed = false;
+  for (const Json& check : outcome["checks"]) {
+    coverage_failed = coverage_failed ||
+                      (check["metric"] == "coverage.attributed_fraction" && check["verdict"] == "fail");
+  }
+  CHECK(coverage_failed);
+
+  const std::string md = test_support::ReadFile(markdown);
+  CHECK(md.find("## gpuattr gate: **FAIL**") != std::string::npos);
+  CHECK(md.find("| **FAIL** | coverage | `coverage.attributed_fraction` |") != std::string::npos);
+  size_t table_rows = 0;
+  for (size_t at = md.find("\n| "); at != std::string::npos; at = md.find("\n| ", at + 1)) {
+    ++table_rows;
+  }
+  CHECK(table_rows == total + 1);  // the header and one row per check
+
+  // JUnit parses as XML, with one testcase per check and one <failure> per failed check.
+  const ProcessResult xml = RunProcess(
+      {GPUATTR_PYTHON, "-c",
+       "import sys, xml.etree.ElementTree as E\n"
+       "root = E.parse(sys.argv[1]).getroot()\n"
+       "suite = root.find('testsuite')\n"
+       "print(root.tag, suite.get('tests'), suite.get('failures'), "
+       "len(suite.findall('testcase')), len(suite.findall('testcase/failure')))\n",
+       junit});
+  INFO(xml.err);
+  REQUIRE(ExitStatus(xml) == 0);
+  const std::string n = std::to_string(total);
+  const std::string f = std::to_string(failed);
+  CHECK(xml.out == "testsuites " + n + " " + f + " " + n + " " + f + "\n");
+}
+
+TEST_CASE("gate: a missing metric, a bad rules file and bad input exit 3, usage exits 2",
+          "[e2e][gate]") {
+  TempDir dir;
+  const std::string baseline = RunSeeded(dir, "gate_baseline", 3);
+  const std::string rules = dir.File("rules.json");
+  {
+    FILE* file = std::fopen(rules.c_str(), "w");
+    REQUIRE(file != nullptr);
+    std::fputs(R"({"rules": [{"metric": "passes[\"step/validation\"].device.total_ns",
+                              "max_increase_pct": 5}]})", file);
+    REQUIRE(std::fclose(file) == 0);
+  }
+  const ProcessResult missing =
+      Gate({"--baseline", baseline, "--current", baseline, "--rules", rules});
+  CHECK(ExitStatus(missing) == 3);
+  CHECK(missing.err.find("passes[\"step/validation\"].device.total_ns") != std::string::npos);
+
+  const ProcessResult bad_rules =
+      Gate({"--baseline", baseline, "--current", baseline, "--rules", baseline});
+  CHECK(ExitStatus(bad_rules) == 3);
+  CHECK(bad_rules.err.find("unknown field") != std::string::npos);
+  CHECK(ExitStatus(Gate({"--baseline", baseline, "--current", dir.File("none.json")})) == 3);
+  CHECK(ExitStatus(Gate({"--baseline", baseline})) == 2);
+  // The example rules of tests/scenarios validate against schemas/gate.schema.json and run.
+  const ProcessResult schema =
+      RunProcess({GPUATTR_PYTHON, GPUATTR_SOURCE_DIR "/scripts/validate_report.py",
+                  GPUATTR_SCENARIO_DIR "/gate_rules.json", "--schema",
+                  GPUATTR_SOURCE_DIR "/schemas/gate.schema.json"});
+  INFO(schema.out << schema.err);
+  CHECK(ExitStatus(schema) == 0);
+  CHECK(ExitStatus(Gate({"--baseline", baseline, "--current", baseline, "--rules",
+                         GPUATTR_SCENARIO_DIR "/gate_rules.json"})) == 0);
+}
+
+TEST_CASE("diff: a slower forward pass leads the pass list, with its delta", "[e2e][gate]") {
+  TempDir dir;
+  const std::string baseline = RunSeeded(dir, "gate_baseline", 5);
+  const std::string slow = RunSeeded(dir, "gate_slow_forward", 5);  // same draws, 1.1x forward
+  const ProcessResult json = RunProcess({GPUATTR_BIN, "diff", "--json", baseline, slow});
+  REQUIRE(ExitStatus(json) == 0);
+  const Json diff = Json::parse(json.out, nullptr, false);
+  REQUIRE(diff.is_object());
+  const Json& passes = diff["processes"][0]["passes"];
+  // step and step/forward move by the same amount (forward is step's only change).
+  CHECK(passes[0]["total_ns"]["delta"] == passes[1]["total_ns"]["delta"]);
+  CHECK(passes[1]["path"] == Json::array({"step", "forward"}));
+  CHECK(passes[1]["total_ns"]["delta_pct"].get<double>() == Approx(10.0).epsilon(0.001));
+  CHECK(passes[2]["total_ns"]["delta"] == 0.0);
+  const ProcessResult view = RunProcess({GPUATTR_BIN, "diff", baseline, slow});
+  REQUIRE(ExitStatus(view) == 0);
+  CHECK(view.out.find("step/forward") != std::string::npos);
+  CHECK(view.out.find("Kernel families") != std::string::npos);
+  CHECK(ExitStatus(RunProcess({GPUATTR_BIN, "diff", baseline, dir.File("none.json")})) == 3);
+}
+
+}  // namespace
+}  // namespace gpuattr::e2e

@@ -1,0 +1,40 @@
+#include "import_fuzz_entry.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "import/kineto_importer.h"
+#include "import/trace_replay.h"
+#include "report/report_builder.h"
+
+namespace gpuattr::fuzz {
+
+bool ImportKinetoBytes(const uint8_t* data, size_t size) {
+  using namespace collector;
+  import::MemorySource source(std::string_view(reinterpret_cast<const char*>(data), size));
+  StatusOr<import::ImportedTrace> trace =
+      import::ImportKineto(&source, "fuzz.json", import::KinetoOptions{size % 2 == 1}, nullptr);
+  if (!trace.ok()) {
+    if (trace.status().code() != StatusCode::kDataLoss) {
+      std::fprintf(stderr, "import failed with a non-data error: %s\n",
+                   trace.status().message().c_str());
+      std::abort();
+    }
+    return false;
+  }
+  import::ReplayStats stats;
+  auto processes = import::ReplayTrace(*trace, &stats);
+  if (!processes.ok()) {
+    std::fprintf(stderr, "replay failed: %s\n", processes.status().message().c_str());
+    std::abort();
+  }
+  ReportInputs inputs;
+  inputs.capture.mode = "import";
+  for (const auto& process : *processes) inputs.processes.push_back(process.get());
+  const nlohmann::json report = BuildReport(inputs);
+  if (!report.is_object()) std::abort();
+  return true;
+}
+
+}  // namespace gpuattr::fuzz

@@ -1,0 +1,263 @@
+// The streaming analysis (docs/architecture.md §Streaming analysis): a ProcessTrace built with
+// options releases activities through its reorder window while messages arrive. Each test feeds
+// the same messages to a streaming trace with a short window and to a deferred trace (the whole
+// stream analysed at the end), and checks the report is the same where the design says it must
+// be, and names what the window changed where it says it may.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <functional>
+
+#include "report_test_util.h"
+#include "wire_test_util.h"
+
+namespace gpuattr::collector::testing {
+namespace {
+
+using wire::ApiKind;
+
+enum : uint32_t { kExe = 1, kStep = 2, kForward = 3, kGemm = 5, kWarmup = 6 };
+enum : uint32_t { kNodeStep = 10, kNodeForward = 11, kNodeWarmup = 12 };
+
+constexpr uint64_t kWindow = 1000;  // ns of trace time
+
+Message Preamble() {
+  Message message;
+  message.Add(MakeHello(100, 0, kExe)).Str(kExe, "/usr/bin/python3");
+  message.Str(kStep, "step").Str(kForward, "forward").Str(kGemm, "_Z4gemmPfS_");
+  message.Str(kWarmup, "warmup");
+  message.Add(MakeNode(kNodeStep, 0, kStep)).Add(MakeNode(kNodeForward, kNodeStep, kForward));
+  message.Add(MakeNode(kNodeWarmup, 0, kWarmup));
+  message.Add(CuptiOk());
+  return message;
+}
+
+wire::Goodbye Bye(uint64_t ts) {
+  return {ts, static_cast<uint32_t>(wire::GoodbyeReason::kExit), 0};
+}
+
+uint64_t U(const Json& value) { return value.get<uint64_t>(); }
+
+AnalysisOptions Streaming(uint64_t window = kWindow) {
+  AnalysisOptions options;
+  options.reorder_window_ns = window;
+  return options;
+}
+
+// Feeds `messages` to a trace and finishes it; `after_each` sees the trace after every message.
+void FeedAll(ProcessTrace& trace, std::vector<Message>& messages,
+             const std::function<void(const ProcessTrace&)>& after_each = {}) {
+  Feeder feed(trace);
+  for (Message& message : messages) {
+    REQUIRE(feed.Send(message).ok());
+    if (after_each) after_each(trace);
+  }
+  trace.Finish();
+}
+
+// The same messages, streamed and deferred: the two process reports.
+std::pair<Json, Json> BothWays(const std::function<std::vector<Message>()>& make,
+                               AnalysisOptions options = Streaming()) {
+  ProcessTrace streamed(options);
+  std::vector<Message> first = make();
+  FeedAll(streamed, first);
+  ProcessTrace deferred;
+  std::vector<Message> second = make();
+  FeedAll(deferred, second);
+  return {ProcessReportOf(streamed, options), ProcessReportOf(deferred, options)};
+}
+
+TEST_CASE("streaming: a kernel arriving before its launch joins across messages",
+          "[unit][stream]") {
+  auto make = [] {
+    std::vector<Message> messages(5);
+    messages[0] = Preamble();
+    messages[0].Push(100, 1, kNodeStep).Push(110, 1, kNodeForward);
+    // The device message comes first; its launches follow in the next host message.
+    messages[1].Add(MakeKernel(1, 400, 500, 7, kGemm)).Add(MakeKernel(2, 520, 600, 7, kGemm));
+    messages[2].Add(MakeLaunch(1, 200, 1, kNodeForward)).Add(wire::ApiExit{210, 1, 1});
+    messages[2].Add(MakeLaunch(2, 300, 1, kNodeForward)).Add(wire::ApiExit{305, 2, 1});
+    messages[2].Pop(700, 1, kNodeForward).Pop(710, 1, kNodeStep);
+    // Later traffic moves the watermark past both kernels while the stream still runs.
+    messages[3].Push(5000, 1, kNodeStep).Add(MakeLaunch(3, 5010, 1, kNodeStep));
+    messages[3].Add(MakeKernel(3, 5100, 5200, 7, kGemm)).Pop(5300, 1, kNodeStep);
+    messages[4].Add(Bye(9000));
+    return messages;
+  };
+  const auto [streamed, deferred] = BothWays(make);
+  CHECK(streamed == deferred);
+  CHECK(U(streamed["loss"]["orphan_activities"]) == 0);
+  CHECK(U(streamed["loss"]["unmatched_launches"]) == 0);
+  CHECK(U(Pass(streamed, {"step", "forward"})["device"]["self_ns"]) == 180);
+  CHECK(U(streamed["steps"]["instances"]) == 2);
+}
+
+TEST_CASE("streaming: an unmatched launch expires behind the window, and its late kernel is an orphan",
+          "[unit][stream]") {
+  ProcessTrace trace(Streaming());
+  std::vector<Message> messages(4);
+  messages[0] = Preamble();
+  messages[0].Push(50, 1, kNodeStep).Add(MakeLaunch(1, 100, 1, kNodeStep));
+  messages[1].Add(MakeLaunch(2, 3000, 1, kNodeStep)).Add(MakeKernel(2, 3100, 3200, 7, kGemm));
+  messages[1].Add(MakeLaunch(3, 6000, 1, kNodeStep)).Add(MakeKernel(3, 6100, 6200, 7, kGemm));
+  // Launch 1's kernel arrives long after the window passed the launch.
+  messages[2].Add(MakeKernel(1, 8000, 8100, 7, kGemm)).Pop(9000, 1, kNodeStep);
+  messages[3].Add(Bye(12000));
+  std::vector<size_t> in_flight;
+  FeedAll(trace, messages, [&](const ProcessTrace& t) { in_flight.push_back(t.in_flight()); });
+  const Json process = ProcessReportOf(trace, Streaming());
+  CHECK(U(process["loss"]["expired_launches"]) == 1);
+  CHECK(U(process["loss"]["unmatched_launches"]) == 1);
+  CHECK(U(process["loss"]["orphan_activities"]) == 1);
+  CHECK(UnattributedNs(process, "launch_not_seen") == 100);
+  CHECK(U(process["totals"]["kernels"]) == 3);
+  // After the second message the window had released kernel 2 and dropped launches 1 and 2.
+  REQUIRE(in_flight.size() == 4);
+  CHECK(in_flight[1] == 2);  // launch 3 and kernel 3, still inside the window
+  CheckReconciliation(process);
+}
+
+TEST_CASE("streaming: an activity arriving below the released ones is late but counted",
+          "[unit][stream]") {
+  ProcessTrace trace(Streaming());
+  std::vector<Message> messages(4);
+  messages[0] = Preamble();
+  messages[0].Push(50, 1, kNodeStep);
+  messages[0].Add(MakeLaunch(1, 900, 1, kNodeStep)).Add(MakeLaunch(2, 950, 1, kNodeStep));
+  messages[0].Add(MakeKernel(1, 1000, 1500, 7, kGemm));
+  // The watermark moves to 1300: kernel 1 is released.
+  messages[1].Add(MakeLaunch(3, 2200, 1, kNodeStep)).Add(MakeKernel(3, 2200, 2300, 7, kGemm));
+  // Kernel 2 started before kernel 1, but arrives after the window released kernel 1.
+  messages[2].Add(MakeKernel(2, 950, 1300, 7, kGemm)).Pop(5000, 1, kNodeStep);
+  messages[3].Add(Bye(6000));
+  FeedAll(trace, messages);
+  const Json process = ProcessReportOf(trace, Streaming());
+  CHECK(U(process["loss"]["late_activities"]) == 1);
+  CHECK(U(process["totals"]["kernels"]) == 3);
+  CHECK(U(process["totals"]["kernel_ns"]) == 950);
+  CHECK(U(process["loss"]["orphan_activities"]) == 0);
+  CHECK(U(Pass(process, {"step"})["device"]["self_ns"]) == 950);
+  // The late kernel stays out of the union: [1000, 1500) + [2200, 2300), short of the true
+  // union by the 50 ns it ran before kernel 1 (at most its duration, as documented).
+  CHECK(U(process["devices"][0]["busy_ns"]) == 600);
+  CheckReconciliation(process);
+}
+
+TEST_CASE("streaming: a graph launch joins N activities arriving in different messages",
+          "[unit][stream]") {
+  auto make = [] {
+    std::vector<Message> messages(5);
+    messages[0] = Preamble();
+    messages[0].Push(10, 1, kNodeForward).Add(MakeGraphNode(500, 0, kNodeForward));
+    messages[0].Add(MakeGraphNode(501, 0, kNodeForward)).Pop(20, 1, kNodeForward);
+    messages[0].Push(100, 1, kNodeStep).Add(MakeLaunch(7, 200, 1, kNodeStep, ApiKind::kGraph));
+    messages[0].Add(wire::ApiExit{230, 7, 1});
+    messages[1].Add(MakeKernel(7, 300, 400, 7, kGemm, 500));
+    messages[2].Add(MakeKernel(7, 450, 500, 7, kGemm, 501));
+    messages[3].Add(MakeKernel(7, 900, 1000, 7, kGemm, 500)).Pop(1100, 1, kNodeStep);
+    messages[3].Add(MakeLaunch(8, 3000, 1, 0)).Add(MakeKernel(8, 3100, 3150, 7, kGemm));
+    messages[4].Add(Bye(6000));
+    return messages;
+  };
+  const auto [streamed, deferred] = BothWays(make);
+  CHECK(streamed == deferred);
+  CHECK(U(streamed["loss"]["orphan_activities"]) == 0);
+  CHECK(U(streamed["loss"]["unmatched_launches"]) == 0);
+  const Json& forward = Pass(streamed, {"step", "forward"});
+  CHECK(U(forward["attribution"]["captured_ns"]) == 250);
+  // One api sample for the graph launch, however many of its kernels ran (launch 8 has no
+  // ApiExit), and a latency sample per kernel.
+  CHECK(U(streamed["families"][0]["launch"]["api_ns"]["count"]) == 1);
+  CHECK(U(streamed["families"][0]["launch"]["latency_ns"]["count"]) == 4);
+}
+
+TEST_CASE("streaming: the step range is chosen at the end, its rows filled while streaming",
+          "[unit][stream]") {
+  auto make = [] {
+    std::vector<Message> messages;
+    messages.push_back(Preamble());
+    // One warm-up range (a single instance: not a step), then three steps, each a message;
+    // every step's kernels are released by the window before the next step arrives.
+    messages.back().Push(10, 1, kNodeWarmup).Add(MakeLaunch(1, 20, 1, kNodeWarmup));
+    messages.back().Add(MakeKernel(1, 30, 80, 7, kGemm)).Pop(90, 1, kNodeWarmup);
+    uint32_t correlation = 2;
+    for (uint64_t step = 0; step < 3; ++step) {
+      Message message;
+      const uint64_t base = 2000 * (step + 1);
+      message.Push(base, 1, kNodeStep).Push(base + 10, 1, kNodeForward);
+      for (uint64_t k = 0; k < 3; ++k) {
+        message.Add(MakeLaunch(correlation, base + 20 + 10 * k, 1, kNodeForward));
+        message.Add(MakeKernel(correlation, base + 100 + 200 * k, base + 250 + 200 * k, 7, kGemm));
+        ++correlation;
+      }
+      message.Pop(base + 300, 1, kNodeForward);
+      // Another thread's launch without a range: unattributed (no inheritance), in the step.
+      message.Add(MakeLaunch(correlation, base + 310, 2, 0));
+      message.Add(MakeKernel(correlation, base + 700, base + 800, 7, kGemm));
+      ++correlation;
+      message.Pop(base + 900, 1, kNodeStep);
+      messages.push_back(std::move(message));
+    }
+    Message bye;
+    bye.Add(Bye(10000));
+    messages.push_back(std::move(bye));
+    return messages;
+  };
+  AnalysisOptions options = Streaming();
+  options.skip_steps = 1;
+  options.inherit = false;
+  const auto [streamed, deferred] = BothWays(make, options);
+  CHECK(streamed == deferred);
+  REQUIRE(streamed["steps"].is_object());
+  CHECK(streamed["steps"]["range"] == "step");
+  CHECK(U(streamed["steps"]["instances"]) == 3);
+  REQUIRE(streamed["steps"]["rows"].size() == 2);
+  const Json& row = streamed["steps"]["rows"][0];
+  CHECK(U(row["index"]) == 1);
+  CHECK(U(row["forward_ns"]) == 450);
+  CHECK(U(row["unattributed_ns"]) == 100);
+  // Busy: [100, 250) [300, 450) [500, 650) [700, 800) after the step's start.
+  CHECK(U(row["busy_ns"]) == 550);
+}
+
+TEST_CASE("streaming: state stays bounded by the window over 200,000 kernels", "[unit][stream]") {
+  constexpr uint64_t kKernels = 200000;
+  constexpr uint64_t kPerMessage = 100;
+  ProcessTrace trace(Streaming(10000));
+  Feeder feed(trace);
+  Message preamble = Preamble();
+  preamble.Push(1, 1, kNodeStep);
+  REQUIRE(feed.Send(preamble).ok());
+  size_t most_in_flight = 0;
+  for (uint64_t first = 0; first < kKernels; first += kPerMessage) {
+    Message message;
+    for (uint64_t k = first; k < first + kPerMessage; ++k) {
+      const auto correlation = static_cast<uint32_t>(k + 1);
+      const uint64_t launch = 10 + 100 * k;
+      message.Add(MakeLaunch(correlation, launch, 1, kNodeStep));
+      message.Add(MakeKernel(correlation, launch + 50, launch + 90, 7, kGemm));
+    }
+    REQUIRE(feed.Send(message).ok());
+    most_in_flight = std::max(most_in_flight, trace.in_flight());
+  }
+  Message last;
+  last.Pop(100 * kKernels + 100, 1, kNodeStep).Add(Bye(100 * kKernels + 200));
+  REQUIRE(feed.Send(last).ok());
+  trace.Finish();
+  // A 10 µs window holds about 100 kernels; a message adds 100 more before the release.
+  CHECK(most_in_flight <= 3 * kPerMessage);
+  const Json process = ProcessReportOf(trace, Streaming(10000));
+  CHECK(U(process["totals"]["kernels"]) == kKernels);
+  CHECK(U(process["loss"]["orphan_activities"]) == 0);
+  CHECK(U(process["loss"]["unmatched_launches"]) == 0);
+  CHECK(U(process["loss"]["late_activities"]) == 0);
+  CHECK(U(process["devices"][0]["busy_ns"]) == 40 * kKernels);
+  CHECK(U(process["devices"][0]["gaps"]["count"]) == kKernels - 1);
+  const Json& latency = process["families"][0]["launch"]["latency_ns"];
+  CHECK(U(latency["count"]) == kKernels);
+  CHECK(U(latency["median"]) == 50);
+  CHECK(latency["median_exact"] == false);
+}
+
+}  // namespace
+}  // namespace gpuattr::collector::testing

@@ -1,0 +1,40 @@
+#include "import/decimal_time.h"
+
+#include <catch2/catch.hpp>
+
+namespace gpuattr::collector::import {
+namespace {
+
+TEST_CASE("Microsecond text becomes exact nanoseconds", "[import][time]") {
+  CHECK(MicrosecondsTextToNs("12") == 12000u);
+  CHECK(MicrosecondsTextToNs("156.777") == 156777u);
+  CHECK(MicrosecondsTextToNs("68.0") == 68000u);
+  CHECK(MicrosecondsTextToNs("0") == 0u);
+  CHECK(MicrosecondsTextToNs(" 7.5 ") == 7500u);
+  // An epoch timestamp with a nanosecond fraction: a double would round the last digits.
+  CHECK(MicrosecondsTextToNs("1695835542514261.483") == 1695835542514261483u);
+  CHECK(MicrosecondsTextToNs("4458676522690.655") == 4458676522690655u);
+}
+
+TEST_CASE("Exponent forms are exact and sub-nanosecond digits truncate", "[import][time]") {
+  CHECK(MicrosecondsTextToNs("1.5e3") == 1500000u);
+  CHECK(MicrosecondsTextToNs("1.695835542514261483E15") == 1695835542514261483u);
+  CHECK(MicrosecondsTextToNs("2e-3") == 2u);
+  CHECK(MicrosecondsTextToNs("0.0004") == 0u);
+  CHECK(MicrosecondsTextToNs("1.0009") == 1000u);
+  CHECK(MicrosecondsTextToNs("5e-400") == 0u);
+  CHECK(MicrosecondsTextToNs("5e2000") == std::nullopt);  // exponent beyond any meaning
+}
+
+TEST_CASE("Malformed, negative and overflowing numbers are refused", "[import][time]") {
+  for (const char* text : {"", "-1", "+1", ".", "1.", "1e", "1e+", "abc", "1x", "0x10", "1..2",
+                           "18446744073709551616", "1e30"}) {
+    INFO(text);
+    CHECK(MicrosecondsTextToNs(text) == std::nullopt);
+  }
+  CHECK(DecimalToScaledInteger("18446744073709551615", 0) == 18446744073709551615u);
+  CHECK(MicrosecondsTextToNs(std::string(200, '1')) == std::nullopt);
+}
+
+}  // namespace
+}  // namespace gpuattr::collector::import

@@ -1,0 +1,59 @@
+// Test helper: imports trace files written into a TempDir and returns the report and the
+// per-activity export. Test-only; single-threaded.
+#ifndef GPUATTR_TESTS_UNIT_IMPORT_IMPORT_TEST_UTIL_H_
+#define GPUATTR_TESTS_UNIT_IMPORT_IMPORT_TEST_UTIL_H_
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/import_command.h"
+#include "report/report_builder.h"
+#include "test_files.h"
+
+namespace gpuattr::collector::import_test {
+
+struct Imported {
+  nlohmann::json report;
+  std::vector<nlohmann::json> activities;
+};
+
+inline Imported ImportPaths(const std::vector<std::string>& paths,
+                            const std::string& ranges = "annotations") {
+  ImportOptions options;
+  options.files = paths;
+  options.ranges = ranges;
+  std::string lines;
+  StatusOr<ImportResult> result = BuildImportReport(options, &lines);
+  INFO((result.ok() ? std::string() : result.status().message()));
+  REQUIRE(result.ok());
+  // Every imported report must satisfy the report schema.
+  test_support::TempDir dir;
+  const std::string report_path = dir.File("report.json");
+  REQUIRE(WriteReportAtomically(result->report, report_path).ok());
+  const test_support::SchemaCheck schema = test_support::ValidateReport(report_path);
+  INFO(schema.output);
+  CHECK(schema.valid);
+  Imported out{result->report, {}};
+  std::istringstream stream(lines);
+  for (std::string line; std::getline(stream, line);) {
+    out.activities.push_back(nlohmann::json::parse(line));
+  }
+  return out;
+}
+
+// The activities whose `field` equals `value`.
+inline std::vector<nlohmann::json> Where(const std::vector<nlohmann::json>& activities,
+                                         const std::string& field, const nlohmann::json& value) {
+  std::vector<nlohmann::json> out;
+  for (const auto& activity : activities) {
+    if (activity.value(field, nlohmann::json()) == value) out.push_back(activity);
+  }
+  return out;
+}
+
+}  // namespace gpuattr::collector::import_test
+
+#endif  // GPUATTR_TESTS_UNIT_IMPORT_IMPORT_TEST_UTIL_H_
