@@ -1,7 +1,8 @@
-# gpuattr_add_test(NAME name SRCS ... [DEPS ...] LABELS ... [ENVIRONMENT VAR=value ...])
+# gpuattr_add_test(NAME name SRCS ... [DEPS ...] LABELS ... [ENVIRONMENT VAR=value ...] [RUN_SERIAL])
 # One Catch2 v2 executable whose TEST_CASEs are registered with ctest one by one (catch_discover_tests),
 # each carrying every one of LABELS (unit, component, e2e, golden, fuzz-smoke, gpu) and ENVIRONMENT
-# (generator expressions allowed).
+# (generator expressions allowed). RUN_SERIAL keeps ctest -j from running them beside other tests:
+# for tests that run whole traced processes and compare their timing with a simulator's.
 find_package(Catch2 2 REQUIRED)
 include(Catch)
 set(GPUATTR_HELPERS_DIR ${CMAKE_CURRENT_LIST_DIR})
@@ -10,7 +11,7 @@ add_library(gpuattr_catch_main STATIC ${CMAKE_CURRENT_LIST_DIR}/catch_main.cpp)
 target_link_libraries(gpuattr_catch_main PUBLIC Catch2::Catch2)
 
 function(gpuattr_add_test)
-  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS;LABELS;ENVIRONMENT" ${ARGN})
+  cmake_parse_arguments(ARG "RUN_SERIAL" "NAME" "SRCS;DEPS;LABELS;ENVIRONMENT" ${ARGN})
   if(NOT ARG_LABELS)
     message(FATAL_ERROR "gpuattr_add_test(${ARG_NAME}): LABELS is required")
   endif()
@@ -28,6 +29,9 @@ function(gpuattr_add_test)
   set(properties "LABELS [==[${ARG_LABELS}]==]")
   if(ARG_ENVIRONMENT)
     string(APPEND properties " ENVIRONMENT [==[${ARG_ENVIRONMENT}]==]")
+  endif()
+  if(ARG_RUN_SERIAL)
+    string(APPEND properties " RUN_SERIAL TRUE")
   endif()
   file(GENERATE OUTPUT "${properties_file}" CONTENT
        "if(${ARG_NAME}_TESTS)\n  set_tests_properties(\${${ARG_NAME}_TESTS} PROPERTIES ${properties})\nendif()\n")

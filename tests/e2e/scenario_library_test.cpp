@@ -26,9 +26,11 @@ using test_support::ReadJson;
 using test_support::RunProcess;
 using test_support::TempDir;
 
-// Host instants (range pushes and pops) are read by the shim and by the simulator separately;
-// under load they may differ by this much. Device times are compared exactly.
-constexpr int64_t kHostSkewNs = 5'000'000;
+// Host instants (range pushes and pops, launch entries) are read by the shim and by the simulator
+// separately, so a thread descheduled between the two readings shifts one against the other: on a
+// loaded 2-core machine 11.5 ms was seen. Host numbers are therefore checked to be in the right
+// neighbourhood only; device times are compared exactly.
+constexpr int64_t kHostSkewNs = 50'000'000;
 
 struct Run {
   json report;
