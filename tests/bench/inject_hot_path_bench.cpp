@@ -1,0 +1,110 @@
+// The shim's cost on the traced process's own threads (issue 8): what an NVTX push+pop pair and a
+// kernel launch cost with libgpuattr_inject.so attached, against the same calls without it.
+//
+// One binary, run twice by scripts/bench.sh: bare, and under `gpuattr run` (which sets
+// NVTX_INJECTION64_PATH, CUDA_INJECTION64_PATH and the collector socket). The difference of the
+// two medians is the shim's cost.
+//   - BM_NvtxPushPop: nvtxRangePushA + nvtxRangePop through the real NVTX3 headers. Bare, NVTX
+//     calls a no-op slot; traced, it calls the shim's handlers (one ring write each).
+//   - BM_KernelLaunch: the simulated driver's launch path, as simgpu-run drives it: the fake CUPTI's
+//     simgpu_api_enter (launch CBID 505, with the nested driver callback) and simgpu_api_exit.
+//     Bare, no one subscribed, so CUPTI only counts the correlation id; traced, the shim's
+//     InitializeInjection subscribed (this program calls it, as the CUDA driver would at cuInit)
+//     and its ENTER/EXIT callbacks write ApiEnter/ApiExit into the thread's ring.
+// Calls are timed in batches that fit the shim's 1 MiB per-thread ring; between batches the timer
+// pauses long enough for the flush thread (GPUATTR_FLUSH_MS=1 in the script) to drain it, so the
+// measured path is the real write, never the cheaper "ring full, count a drop" path. The script
+// checks the report for zero drops.
+#include <cupti_callbacks.h>
+#include <cupti_runtime_cbid.h>
+#include <dlfcn.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <benchmark/benchmark.h>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace {
+
+constexpr int kBatch = 4096;  // 4096 launches write ~230 KB into the ring, pairs of ranges ~200 KB
+// A fixed count: the pauses are untimed, so letting Google Benchmark grow the count until the
+// timed part reaches its minimum would make the cheap bare runs pause for minutes.
+constexpr int64_t kIterations = int64_t{1} << 18;
+constexpr auto kDrainPause = std::chrono::milliseconds(20);  // the collector ingests a batch in ~10 ms
+
+using ApiEnterFn = uint32_t (*)(int, uint32_t, const char*, uint32_t, uint32_t);
+using ApiExitFn = void (*)(int);
+
+struct FakeDriver {
+  ApiEnterFn api_enter = nullptr;
+  ApiExitFn api_exit = nullptr;
+};
+
+// Binds the fake CUPTI named by GPUATTR_CUPTI_LIBRARY and, when CUDA_INJECTION64_PATH names an
+// injection, initialises it as the CUDA driver does at cuInit.
+FakeDriver& Driver() {
+  static FakeDriver driver = [] {
+    FakeDriver d;
+    const char* cupti = std::getenv("GPUATTR_CUPTI_LIBRARY");
+    void* handle = cupti != nullptr ? dlopen(cupti, RTLD_NOW | RTLD_GLOBAL) : nullptr;
+    if (handle == nullptr) return d;
+    d.api_enter = reinterpret_cast<ApiEnterFn>(dlsym(handle, "simgpu_api_enter"));
+    d.api_exit = reinterpret_cast<ApiExitFn>(dlsym(handle, "simgpu_api_exit"));
+    if (const char* injection = std::getenv("CUDA_INJECTION64_PATH")) {
+      if (void* shim = dlopen(injection, RTLD_NOW)) {
+        using InitFn = int (*)();
+        if (auto init = reinterpret_cast<InitFn>(dlsym(shim, "InitializeInjection"))) init();
+      }
+    }
+    return d;
+  }();
+  return driver;
+}
+
+void PauseForDrain(benchmark::State& state) {
+  state.PauseTiming();
+  std::this_thread::sleep_for(kDrainPause);
+  state.ResumeTiming();
+}
+
+void BM_NvtxPushPop(benchmark::State& state) {
+  int in_batch = 0;
+  for (auto _ : state) {
+    nvtxRangePushA("bench_range");
+    nvtxRangePop();
+    if (++in_batch == kBatch) {
+      in_batch = 0;
+      PauseForDrain(state);
+    }
+  }
+}
+BENCHMARK(BM_NvtxPushPop)->Iterations(kIterations)->Repetitions(5)->ReportAggregatesOnly(true);
+
+void BM_KernelLaunch(benchmark::State& state) {
+  FakeDriver& driver = Driver();
+  if (driver.api_enter == nullptr || driver.api_exit == nullptr) {
+    state.SkipWithError("GPUATTR_CUPTI_LIBRARY does not name the fake libcupti.so.13");
+    return;
+  }
+  nvtxRangePushA("launching");  // launches carry a path, as in a profiled program
+  int in_batch = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(driver.api_enter(CUPTI_CB_DOMAIN_RUNTIME_API,
+                                             CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+                                             "_Z6kernelv", 0, 0));
+    driver.api_exit(0);
+    if (++in_batch == kBatch) {
+      in_batch = 0;
+      PauseForDrain(state);
+    }
+  }
+  nvtxRangePop();
+}
+BENCHMARK(BM_KernelLaunch)->Iterations(kIterations)->Repetitions(5)->ReportAggregatesOnly(true);
+
+}  // namespace
+
+BENCHMARK_MAIN();
