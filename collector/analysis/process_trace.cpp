@@ -7,6 +7,8 @@
 #include <string_view>
 
 #include "analysis/attribution.h"
+#include "analysis/kernel_family.h"
+#include "analysis/phase.h"
 #include "analysis/trace_data.h"
 #include "wire/codec.h"
 
@@ -516,6 +518,19 @@ ProcessAnalysis ProcessTrace::TakeAnalysis(const AnalysisOptions& options,
 
 size_t ProcessTrace::in_flight() const {
   return state_->window.size() + state_->data.launches.size();
+}
+
+Status LoadRuleFiles(const std::string& phase_rules_path, const std::string& family_rules_path,
+                     AnalysisOptions* options) {
+  if (!phase_rules_path.empty()) {
+    GPUATTR_ASSIGN_OR_RETURN(PhaseRules phase_rules, PhaseRules::Load(phase_rules_path));
+    options->phase_rules = std::make_shared<const PhaseRules>(std::move(phase_rules));
+  }
+  if (!family_rules_path.empty()) {
+    GPUATTR_ASSIGN_OR_RETURN(FamilyRules family_rules, FamilyRules::Load(family_rules_path));
+    options->family_rules = std::make_shared<const FamilyRules>(std::move(family_rules));
+  }
+  return Status::Ok();
 }
 
 }  // namespace gpuattr::collector

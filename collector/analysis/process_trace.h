@@ -50,6 +50,11 @@ struct AnalysisOptions {
   std::function<void(const std::string&)> activity_sink;
 };
 
+// Replaces `options`' rule tables with the files named by --phase-rules and --family-rules (an
+// empty path keeps the built-in table). kInvalidArgument/kNotFound name the file and the problem.
+Status LoadRuleFiles(const std::string& phase_rules_path, const std::string& family_rules_path,
+                     AnalysisOptions* options);
+
 struct ProcessAnalysis;
 
 class ProcessTrace {

@@ -10,8 +10,6 @@
 #include <memory>
 #include <utility>
 
-#include "analysis/kernel_family.h"
-#include "analysis/phase.h"
 #include "analysis/trace_data.h"
 #include "import/kineto_importer.h"
 #include "import/nsys_importer.h"
@@ -52,15 +50,8 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
     return InvalidArgumentError("--ranges must be annotations or ops");
   }
   AnalysisOptions analysis = options.analysis;
-  if (!options.phase_rules_path.empty()) {
-    GPUATTR_ASSIGN_OR_RETURN(PhaseRules phase_rules, PhaseRules::Load(options.phase_rules_path));
-    analysis.phase_rules = std::make_shared<const PhaseRules>(std::move(phase_rules));
-  }
-  if (!options.family_rules_path.empty()) {
-    GPUATTR_ASSIGN_OR_RETURN(FamilyRules family_rules,
-                             FamilyRules::Load(options.family_rules_path));
-    analysis.family_rules = std::make_shared<const FamilyRules>(std::move(family_rules));
-  }
+  GPUATTR_RETURN_IF_ERROR(
+      LoadRuleFiles(options.phase_rules_path, options.family_rules_path, &analysis));
 
   ImportResult result;
   std::vector<std::unique_ptr<ProcessTrace>> traces;

@@ -18,8 +18,6 @@
 #include <optional>
 #include <system_error>
 
-#include "analysis/kernel_family.h"
-#include "analysis/phase.h"
 #include "cli/child_process.h"
 #include "cli/private_dir.h"
 #include "cli/shim_locator.h"
@@ -150,15 +148,8 @@ StatusOr<int> RunCapture(const RunOptions& options) {
     GPUATTR_RETURN_IF_ERROR(CheckOutputPath(options.activities_path, "the activities path (--activities)"));
   }
   AnalysisOptions analysis = options.analysis;
-  if (!options.phase_rules_path.empty()) {
-    GPUATTR_ASSIGN_OR_RETURN(PhaseRules phase_rules, PhaseRules::Load(options.phase_rules_path));
-    analysis.phase_rules = std::make_shared<const PhaseRules>(std::move(phase_rules));
-  }
-  if (!options.family_rules_path.empty()) {
-    GPUATTR_ASSIGN_OR_RETURN(FamilyRules family_rules,
-                             FamilyRules::Load(options.family_rules_path));
-    analysis.family_rules = std::make_shared<const FamilyRules>(std::move(family_rules));
-  }
+  GPUATTR_RETURN_IF_ERROR(
+      LoadRuleFiles(options.phase_rules_path, options.family_rules_path, &analysis));
   // The --activities lines are streamed, as each connection's reorder window releases them,
   // into a temporary file renamed onto the path once the report is written.
   std::optional<AtomicTextFile> activities;
