@@ -54,6 +54,7 @@ TEST_CASE("an app that dies of SIGKILL leaves a truncated process with what arri
   CHECK(process["totals"]["kernels"] == 4);
   CHECK(process["coverage"]["attributed_fraction"] == 1.0);
   CHECK(FlattenPasses(process).at({"step"})["instances"] == 2);
+  CheckReconciliation(process);
 }
 
 TEST_CASE("a collector killed mid-run costs the app nothing and leaves no partial report",
@@ -105,6 +106,7 @@ TEST_CASE("a stalled collector means counted drops, not a stalled app", "[e2e]")
   const uint64_t kernels = process["totals"]["kernels"].get<uint64_t>();
   CHECK(kernels <= kLongRunKernels);
   CHECK((kernels < kLongRunKernels || process["coverage"]["attributed_fraction"] < 1.0));
+  CheckReconciliation(process);
 }
 
 }  // namespace

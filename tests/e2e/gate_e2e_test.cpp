@@ -86,8 +86,11 @@ TEST_CASE("gate: 100 seeded trials of identical and of 10 % slower forward workl
     slow_paths.push_back(RunSeeded(dir, "gate_slow_forward", 1001 + i));
     base.push_back(test_support::ReadJson(base_paths.back()));
     slow.push_back(test_support::ReadJson(slow_paths.back()));
+    CHECK(SchemaValid(base_paths.back()));
+    CHECK(SchemaValid(slow_paths.back()));
+    CheckReconciliation(base.back()["processes"][0]);
+    CheckReconciliation(slow.back()["processes"][0]);
   }
-  CHECK(SchemaValid(base_paths[0]));
   REQUIRE(base[0]["processes"][0]["steps"]["rows"].size() == 24);
 
   int identical_passed = 0;

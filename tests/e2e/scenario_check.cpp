@@ -95,17 +95,26 @@ void CheckAgainstTruth(const json& report, const json& truth) {
       }
     }
 
-    // Reconciliation: root totals + unattributed == all device activity time.
-    uint64_t roots = 0;
-    for (const auto& root : (*process)["passes"]) roots += root["device"]["total_ns"].get<uint64_t>();
-    uint64_t unattributed = 0;
-    for (const auto& entry : (*process)["coverage"]["unattributed"]) {
-      unattributed += entry["ns"].get<uint64_t>();
-    }
-    CHECK(unattributed == expected.unattributed_ns);
-    CHECK(roots + unattributed ==
-          expected.kernel_ns + expected.memcpy_ns + expected.memset_ns);
+    CHECK(UnattributedNs(*process) == expected.unattributed_ns);
+    CheckReconciliation(*process);
   }
+}
+
+uint64_t UnattributedNs(const json& process) {
+  uint64_t unattributed = 0;
+  for (const auto& entry : process["coverage"]["unattributed"]) {
+    unattributed += entry["ns"].get<uint64_t>();
+  }
+  return unattributed;
+}
+
+void CheckReconciliation(const json& process) {
+  uint64_t roots = 0;
+  for (const auto& root : process["passes"]) roots += root["device"]["total_ns"].get<uint64_t>();
+  const json& totals = process["totals"];
+  CHECK(roots + UnattributedNs(process) == totals["kernel_ns"].get<uint64_t>() +
+                                               totals["memcpy_ns"].get<uint64_t>() +
+                                               totals["memset_ns"].get<uint64_t>());
 }
 
 }  // namespace gpuattr::e2e

@@ -35,6 +35,13 @@ std::pair<nlohmann::json, nlohmann::json> RunScenario(
 // Every process of the truth against the report, exactly.
 void CheckAgainstTruth(const nlohmann::json& report, const nlohmann::json& truth);
 
+// The report process's unattributed device time, over all reasons.
+uint64_t UnattributedNs(const nlohmann::json& process);
+
+// DESIGN §2's reconciliation within one report process: the root passes' totals plus the
+// unattributed time equal all its device activity time, exactly.
+void CheckReconciliation(const nlohmann::json& process);
+
 }  // namespace gpuattr::e2e
 
 #endif  // GPUATTR_TESTS_E2E_SCENARIO_CHECK_H_

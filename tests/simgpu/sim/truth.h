@@ -49,6 +49,9 @@ class ProcessTruth {
   // DESIGN §2 rules 1, 2 and 4 for work launched now by `thread`.
   Attribution Attribute(const std::string& thread);
 
+  // Records one activity. With SIMGPU_TRUTH_ACTIVITIES=counts in the environment only its kind is
+  // counted ("activity_counts"), so that benchmark runs of millions of kernels stay small; tests
+  // that compare activities never set it.
   void AddActivity(nlohmann::json activity);
 
   // {"pid", "rank", "name", "activities", "ranges", "marks"}; `offset_ns` moves pre-init times
@@ -81,6 +84,7 @@ class ProcessTruth {
   std::vector<Range> ranges_;
   std::map<std::string, size_t> open_start_end_;  // range_start id -> index in ranges_
   std::vector<nlohmann::json> activities_;
+  std::map<std::string, uint64_t> activity_counts_;  // kind -> activities, in counts mode
   struct MarkRecord {
     std::string thread;
     std::string name;
