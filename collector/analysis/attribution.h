@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -48,6 +49,14 @@ class Samples {
  public:
   static constexpr size_t kExactSamples = 65536;
 
+  // Timestamps come from the wire: a hostile or broken stream can make sums overflow, which must
+  // clamp rather than be undefined.
+  static T SaturatingAdd(T a, T b) {
+    T sum;
+    if (!__builtin_add_overflow(a, b, &sum)) return sum;
+    return b > 0 ? std::numeric_limits<T>::max() : std::numeric_limits<T>::min();
+  }
+
   void Add(T value) {
     if (count_ == 0) {
       min_ = max_ = value;
@@ -56,7 +65,7 @@ class Samples {
       max_ = std::max(max_, value);
     }
     ++count_;
-    total_ += value;
+    total_ = SaturatingAdd(total_, value);
     if (kept_.size() < kExactSamples) {
       kept_.push_back(value);
       return;
@@ -72,7 +81,7 @@ class Samples {
     const T min = count_ == 0 ? other.min_ : std::min(min_, other.min_);
     const T max = count_ == 0 ? other.max_ : std::max(max_, other.max_);
     const uint64_t count = count_ + other.count_;
-    const T total = total_ + other.total_;
+    const T total = SaturatingAdd(total_, other.total_);
     for (T value : other.kept_) Add(value);
     count_ = count;
     total_ = total;
