@@ -594,6 +594,12 @@ std::string Header(const Json& report) {
   for (const Json* arg : Elements(Field(capture, "command"))) {
     command += (command.empty() ? "" : " ") + Str(*arg);
   }
+  // An import has no command; its source names the format and the files read.
+  const Json& source = Field(capture, "source");
+  if (command.empty() && source.is_object()) {
+    command = Str(Field(source, "format")) + ":";
+    for (const Json* file : Elements(Field(source, "files"))) command += " " + Str(*file);
+  }
   out += FitLine("capture " + Str(Field(capture, "mode")) + ": ",
                  command.empty() ? std::string(kNa) : command);
   out += ElideMiddle("  host " + Str(Field(capture, "host")) + ", started " +

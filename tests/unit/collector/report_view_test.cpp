@@ -286,6 +286,16 @@ TEST_CASE("long names are elided in the middle and every line fits 100 columns",
   CHECK_THAT(LineWith(text, "process 100"), Catch::EndsWith("/exe"));
 }
 
+TEST_CASE("an imported report names its format and files where a run names its command",
+          "[report_view]") {
+  Json report = Report({TreeProcess()});
+  report["capture"]["mode"] = "import";
+  report["capture"]["command"] = Json::array();
+  report["capture"]["source"] = {{"format", "kineto"}, {"files", {"rank0.json.gz", "rank1.json.gz"}}};
+  CHECK_THAT(RenderReportView(report, {}),
+             Catch::Contains("capture import: kineto: rank0.json.gz rank1.json.gz"));
+}
+
 TEST_CASE("a pid option renders only that process", "[report_view]") {
   Json other = NullProcess();
   other["pid"] = 200;
