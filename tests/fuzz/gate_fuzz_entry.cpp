@@ -1,0 +1,51 @@
+#include "gate_fuzz_entry.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <string_view>
+
+#include "gate/gate.h"
+#include "gate/rules.h"
+
+namespace gpuattr::fuzz {
+
+namespace {
+
+using Json = nlohmann::json;
+
+Json LoadFixedReport(const char* name) {
+  const std::string path = std::string(GPUATTR_FUZZ_GATE_REPORTS_DIR) + "/" + name;
+  std::ifstream file(path, std::ios::binary);
+  const std::string text{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+  Json report = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!report.is_object()) {
+    std::fprintf(stderr, "cannot load the fixed report %s\n", path.c_str());
+    std::abort();
+  }
+  return report;
+}
+
+}  // namespace
+
+bool EvaluateGateRulesBytes(const uint8_t* data, size_t size) {
+  static const Json baseline = LoadFixedReport("baseline.json");
+  static const Json current = LoadFixedReport("current.json");
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  const Json document = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (document.is_discarded()) return false;
+  StatusOr<gate::GateRules> rules = gate::ParseGateRules(document, "'fuzz.json'");
+  if (!rules.ok()) return false;
+  StatusOr<gate::GateOutcome> outcome = gate::EvaluateGate(baseline, current, *rules);
+  if (!outcome.ok()) return false;
+  if (gate::RenderGateTable(*outcome).empty() || gate::RenderGateMarkdown(*outcome).empty() ||
+      gate::RenderGateJunit(*outcome).empty()) {
+    std::abort();
+  }
+  if (!gate::GateOutcomeJson(*outcome).is_object()) std::abort();
+  return true;
+}
+
+}  // namespace gpuattr::fuzz

@@ -1,0 +1,99 @@
+// Writes the wire fuzz target's seed corpus (corpus/wire/): real-looking connections encoded
+// with wire::MessageWriter through the unit tests' helpers, framed as wire_fuzz_entry.h reads
+// them. Run by hand when the protocol changes: `gpuattr_wire_fuzz_seeds tests/fuzz/corpus/wire`.
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "wire_fuzz_entry.h"
+#include "wire_test_util.h"
+
+namespace {
+
+using gpuattr::collector::testing::MakeClone;
+using gpuattr::collector::testing::MakeGraphNode;
+using gpuattr::collector::testing::MakeHello;
+using gpuattr::collector::testing::MakeKernel;
+using gpuattr::collector::testing::MakeLaunch;
+using gpuattr::collector::testing::MakeMemcpy;
+using gpuattr::collector::testing::MakeNode;
+using gpuattr::collector::testing::Message;
+namespace wire = gpuattr::wire;
+
+using Datagrams = std::vector<std::vector<uint8_t>>;
+
+// A step with a forward and a backward range, one kernel each, and a clean Goodbye.
+Datagrams NestedRanges() {
+  Datagrams datagrams;
+  datagrams.push_back(Message()
+                          .Add(MakeHello(4242, 0))
+                          .Str(1, "step")
+                          .Str(2, "forward")
+                          .Str(3, "backward")
+                          .Str(4, "_Z10gemm_kernelPfS_")
+                          .Add(MakeNode(1, 0, 1))
+                          .Add(MakeNode(2, 1, 2))
+                          .Add(MakeNode(3, 1, 3))
+                          .Bytes(0));
+  datagrams.push_back(Message()
+                          .Push(100, 7, 1)
+                          .Push(110, 7, 2)
+                          .Add(MakeLaunch(1, 120, 7, 2))
+                          .Pop(200, 7, 2)
+                          .Push(210, 7, 3)
+                          .Add(MakeLaunch(2, 220, 7, 3))
+                          .Pop(400, 7, 3)
+                          .Pop(410, 7, 1)
+                          .Bytes(1));
+  const wire::Goodbye goodbye{500, static_cast<uint32_t>(wire::GoodbyeReason::kExit), 0};
+  datagrams.push_back(Message()
+                          .Add(MakeKernel(1, 130, 190, 7, 4))
+                          .Add(MakeKernel(2, 230, 390, 7, 4))
+                          .Add(goodbye)
+                          .Bytes(2));
+  return datagrams;
+}
+
+// A copy and a graph launch whose node was cloned; the stream ends without Goodbye (truncated).
+Datagrams GraphAndCopyTruncated() {
+  Datagrams datagrams;
+  datagrams.push_back(Message()
+                          .Add(MakeHello(77))
+                          .Str(1, "train")
+                          .Str(2, "graph_kernel")
+                          .Add(MakeNode(1, 0, 1))
+                          .Push(10, 1, 1)
+                          .Add(MakeGraphNode(900, 5, 1))
+                          .Add(MakeClone(901, 900))
+                          .Add(MakeLaunch(6, 20, 1, 1, wire::ApiKind::kMemcpy))
+                          .Add(MakeLaunch(7, 30, 1, 1, wire::ApiKind::kGraph))
+                          .Bytes(0));
+  datagrams.push_back(Message()
+                          .Add(MakeMemcpy(6, 25, 45, 3))
+                          .Add(MakeKernel(7, 50, 90, 3, 2, 901))
+                          .Pop(100, 1, 1)
+                          .Bytes(1));
+  return datagrams;
+}
+
+bool Write(const std::string& path, const Datagrams& datagrams) {
+  const std::vector<uint8_t> bytes = gpuattr::fuzz::FrameDatagrams(datagrams);
+  std::ofstream file(path, std::ios::binary);
+  file.write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
+  return static_cast<bool>(file);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+    return 2;
+  }
+  const std::string dir = argv[1];
+  const bool ok = Write(dir + "/nested_ranges.bin", NestedRanges()) &&
+                  Write(dir + "/graph_copy_truncated.bin", GraphAndCopyTruncated());
+  return ok ? 0 : 1;
+}
