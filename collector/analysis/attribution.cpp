@@ -438,13 +438,18 @@ class ActivityFolder::Impl {
     uint64_t unattributed_ns = 0;
     uint64_t busy_ns = 0;
   };
-  // Instances of one step key, by start; closed ones are at most max_closed_ns long, so a
-  // lookup at t walks back from t only that far. `open` lists the instances still open.
-  struct StepKey {
-    bool tracked = false;
+  // Instances of one step key on one thread, by start; closed ones are at most max_closed_ns
+  // long, so a lookup at t walks back from t only that far. `open` lists those still open.
+  // Per thread because instances on different threads overlap freely: one list for all threads
+  // made every lookup walk back over every thread's recent instances.
+  struct ThreadStepInstances {
     std::vector<size_t> by_start;
     std::vector<size_t> open;
     uint64_t max_closed_ns = 0;
+  };
+  struct StepKey {
+    bool tracked = false;
+    std::unordered_map<uint32_t, ThreadStepInstances> threads;  // by tid
   };
 
   uint64_t EndOf(const StepInstance& instance) const {
@@ -465,16 +470,17 @@ class ActivityFolder::Impl {
       if (step_key_ ? key == *step_key_ : names.size() == 1) step_key.tracked = true;
       const size_t id = instances_.size();
       instances_.push_back({tid, index, entry.node, entry.start_ns, {}, 0, 0});
+      ThreadStepInstances& on_thread = step_key.threads[tid];
       auto position = std::upper_bound(
-          step_key.by_start.begin(), step_key.by_start.end(), entry.start_ns,
+          on_thread.by_start.begin(), on_thread.by_start.end(), entry.start_ns,
           [&](uint64_t t, size_t other) { return t < instances_[other].start_ns; });
-      step_key.by_start.insert(position, id);
-      step_key.open.push_back(id);
+      on_thread.by_start.insert(position, id);
+      on_thread.open.push_back(id);
     }
   }
 
-  // Moves instances that closed since into the closed set of `key`.
-  void SettleOpen(StepKey& key) {
+  // Moves instances that closed since into the closed set of their thread.
+  void SettleOpen(ThreadStepInstances& key) {
     for (size_t i = 0; i < key.open.size();) {
       const StepInstance& instance = instances_[key.open[i]];
       const uint64_t end = EndOf(instance);
@@ -485,6 +491,26 @@ class ActivityFolder::Impl {
       key.max_closed_ns = std::max(key.max_closed_ns, end - instance.start_ns);
       key.open[i] = key.open.back();
       key.open.pop_back();
+    }
+  }
+
+  // Calls visit(id) for every instance of `key` that may overlap [lo, hi]: every open one, and
+  // the closed ones starting at or before hi that could still reach lo. visit does the exact test.
+  template <typename Visit>
+  void ForEachCandidate(StepKey& key, uint64_t lo, uint64_t hi, Visit visit) {
+    for (auto& [tid, on_thread] : key.threads) {
+      SettleOpen(on_thread);
+      auto after = std::upper_bound(on_thread.by_start.begin(), on_thread.by_start.end(), hi,
+                                    [&](uint64_t value, size_t id) {
+                                      return value < instances_[id].start_ns;
+                                    });
+      for (auto it = after; it != on_thread.by_start.begin();) {
+        --it;
+        const StepInstance& instance = instances_[*it];
+        if (instance.start_ns + on_thread.max_closed_ns < lo) break;
+        if (EndOf(instance) != HistoryEntry::kOpenEnd) visit(*it);
+      }
+      for (size_t id : on_thread.open) visit(id);
     }
   }
 
@@ -501,26 +527,14 @@ class ActivityFolder::Impl {
   // The earliest instance of `key` whose [start, end] holds t and that `accepts`.
   template <typename Accepts>
   std::optional<size_t> InstanceAt(StepKey& key, uint64_t t, Accepts accepts) {
-    SettleOpen(key);
     std::optional<size_t> best;
-    auto consider = [&](size_t id) {
+    ForEachCandidate(key, t, t, [&](size_t id) {
       const StepInstance& instance = instances_[id];
       if (instance.start_ns <= t && EndOf(instance) >= t && accepts(instance) &&
           (!best || Earlier(id, *best))) {
         best = id;
       }
-    };
-    auto after = std::upper_bound(key.by_start.begin(), key.by_start.end(), t,
-                                  [&](uint64_t value, size_t id) {
-                                    return value < instances_[id].start_ns;
-                                  });
-    for (auto it = after; it != key.by_start.begin();) {
-      --it;
-      const StepInstance& instance = instances_[*it];
-      if (instance.start_ns + key.max_closed_ns < t) break;
-      if (EndOf(instance) != HistoryEntry::kOpenEnd) consider(*it);
-    }
-    for (size_t id : key.open) consider(id);
+    });
     return best;
   }
 
@@ -571,26 +585,14 @@ class ActivityFolder::Impl {
   void AddStepBusy(const Interval& merged) {
     for (auto& [name, key] : step_keys_) {
       if (!key.tracked) continue;
-      SettleOpen(key);
-      auto add = [&](size_t id) {
+      ForEachCandidate(key, merged.first, merged.second, [&](size_t id) {
         StepInstance& instance = instances_[id];
         const uint64_t end = EndOf(instance);
         if (end > merged.first && instance.start_ns < merged.second) {
           instance.busy_ns +=
               std::min(end, merged.second) - std::max(instance.start_ns, merged.first);
         }
-      };
-      auto after = std::lower_bound(key.by_start.begin(), key.by_start.end(), merged.second,
-                                    [&](size_t id, uint64_t value) {
-                                      return instances_[id].start_ns < value;
-                                    });
-      for (auto it = after; it != key.by_start.begin();) {
-        --it;
-        const StepInstance& instance = instances_[*it];
-        if (instance.start_ns + key.max_closed_ns < merged.first) break;
-        if (EndOf(instance) != HistoryEntry::kOpenEnd) add(*it);
-      }
-      for (size_t id : key.open) add(id);
+      });
     }
   }
 
@@ -909,8 +911,10 @@ class ActivityFolder::Impl {
     auto key = step_keys_.find(*range);
     std::vector<size_t> ids;
     if (key != step_keys_.end() && key->second.tracked) {
-      for (size_t id : key->second.by_start) {
-        if (EndOf(instances_[id]) != HistoryEntry::kOpenEnd) ids.push_back(id);
+      for (const auto& [tid, on_thread] : key->second.threads) {
+        for (size_t id : on_thread.by_start) {
+          if (EndOf(instances_[id]) != HistoryEntry::kOpenEnd) ids.push_back(id);
+        }
       }
     }
     if (ids.empty()) {
