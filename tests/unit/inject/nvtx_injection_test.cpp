@@ -8,6 +8,7 @@
 
 #include "nvtx/nvtx_injection.h"
 #include "runtime/shim_state.h"
+#include "ring_records.h"
 #include "runtime/thread_state.h"
 #include "wire/protocol.h"
 
@@ -68,32 +69,8 @@ Fn Core2(NvtxCallbackIdCore2 id) {
   return reinterpret_cast<Fn>(g_module->core2_slots[id]);
 }
 
-struct Record {
-  wire::RecordType type;
-  std::vector<uint8_t> body;
-
-  template <typename Body>
-  Body As() const {
-    Body out;
-    REQUIRE(body.size() >= sizeof(Body));
-    std::memcpy(&out, body.data(), sizeof(Body));
-    return out;
-  }
-};
-
-// Everything the calling thread's ring holds, drained.
-std::vector<Record> DrainMyRing() {
-  std::vector<Record> records;
-  ThreadState* state = CurrentThreadIfAny();
-  if (state == nullptr) return records;
-  state->ring.Drain(state->ring.PublishedPosition(), [&](const uint8_t* data, uint32_t size) {
-    wire::RecordHeader header;
-    std::memcpy(&header, data, sizeof(header));
-    records.push_back(Record{static_cast<wire::RecordType>(header.type),
-                             std::vector<uint8_t>(data + sizeof(header), data + size)});
-  });
-  return records;
-}
+using testing::DrainMyRing;
+using Record = testing::RingRecord;
 
 std::string NameOf(uint32_t string_id) { return std::string(Shim().strings.Get(string_id)); }
 

@@ -11,6 +11,7 @@
 
 #include "cupti/subscriber.h"
 #include "runtime/shim_state.h"
+#include "ring_records.h"
 #include "runtime/thread_state.h"
 #include "wire/protocol.h"
 
@@ -114,31 +115,8 @@ CuptiApi FakeApi() {
   return api;
 }
 
-struct Record {
-  wire::RecordType type;
-  uint16_t flags;
-  std::vector<uint8_t> body;
-  template <typename Body>
-  Body As() const {
-    Body out;
-    REQUIRE(body.size() >= sizeof(Body));
-    std::memcpy(&out, body.data(), sizeof(Body));
-    return out;
-  }
-};
-
-std::vector<Record> DrainMyRing() {
-  std::vector<Record> records;
-  ThreadState* state = CurrentThreadIfAny();
-  if (state == nullptr) return records;
-  state->ring.Drain(state->ring.PublishedPosition(), [&](const uint8_t* data, uint32_t size) {
-    wire::RecordHeader header;
-    std::memcpy(&header, data, sizeof(header));
-    records.push_back(Record{static_cast<wire::RecordType>(header.type), header.flags,
-                             std::vector<uint8_t>(data + sizeof(header), data + size)});
-  });
-  return records;
-}
+using testing::DrainMyRing;
+using Record = testing::RingRecord;
 
 // One API callback as CUPTI delivers it, with a per-invocation correlationData slot.
 struct Call {
