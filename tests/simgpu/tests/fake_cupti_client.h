@@ -7,6 +7,8 @@
 #include <cupti.h>
 #include <dlfcn.h>
 
+#include <catch2/catch.hpp>
+
 #include "simgpu_control.h"
 
 namespace gpuattr::simgpu::testing {
@@ -41,6 +43,16 @@ struct FakeCupti {
   }
 };
 #undef GPUATTR_SIMGPU_FNS
+
+// The fake, loaded once per test process (dlopen returns the same library every time anyway).
+inline FakeCupti& Fake() {
+  static FakeCupti fake = [] {
+    FakeCupti f;
+    REQUIRE(f.Load());
+    return f;
+  }();
+  return fake;
+}
 
 }  // namespace gpuattr::simgpu::testing
 

@@ -13,14 +13,7 @@ namespace {
 
 using gpuattr::simgpu::testing::FakeCupti;
 
-FakeCupti& Fake() {
-  static FakeCupti fake = [] {
-    FakeCupti f;
-    REQUIRE(f.Load());
-    return f;
-  }();
-  return fake;
-}
+using gpuattr::simgpu::testing::Fake;
 
 // A command's stdout.
 std::string Run(const std::vector<std::string>& argv) {

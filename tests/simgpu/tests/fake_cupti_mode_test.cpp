@@ -11,14 +11,7 @@ namespace {
 
 using gpuattr::simgpu::testing::FakeCupti;
 
-FakeCupti& Fake() {
-  static FakeCupti fake = [] {
-    FakeCupti f;
-    REQUIRE(f.Load());
-    return f;
-  }();
-  return fake;
-}
+using gpuattr::simgpu::testing::Fake;
 
 void Callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 #ifdef SIMGPU_TEST_NODRIVER

@@ -61,14 +61,7 @@ Seen& State() {
   return seen;
 }
 
-FakeCupti& Fake() {
-  static FakeCupti fake = [] {
-    FakeCupti f;
-    REQUIRE(f.Load());
-    return f;
-  }();
-  return fake;
-}
+using gpuattr::simgpu::testing::Fake;
 
 // Runs on: the app thread making the API call.
 void OnCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
