@@ -28,7 +28,10 @@ __attribute__((constructor)) void GpuattrOnLoad() noexcept {
 // Returns 1 in every case, as NVIDIA's samples do: a failure to trace must not fail CUDA.
 GPUATTR_EXPORT int InitializeInjection(void) noexcept {
   try {
-    if (gpuattr::inject::EnsureSession()) gpuattr::inject::InitializeCupti();
+    // Armed: CUPTI is subscribed per capture window, by the flush thread (docs/attach.md).
+    if (gpuattr::inject::EnsureSession() && !gpuattr::inject::SessionArmed()) {
+      gpuattr::inject::InitializeCupti();
+    }
   } catch (...) {
     gpuattr::inject::DisableShim();
   }

@@ -34,7 +34,8 @@
   X(cuptiActivityGetNextRecord)               \
   X(cuptiActivityGetNumDroppedRecords)        \
   X(cuptiGetGraphNodeId)                      \
-  X(cuptiGetGraphId)
+  X(cuptiGetGraphId)                          \
+  X(cuptiFinalize)
 
 namespace gpuattr::inject {
 

@@ -18,6 +18,7 @@ namespace {
 constexpr uint64_t kMarkEntered = 1u << 0;
 constexpr uint64_t kMarkNested = 1u << 1;
 constexpr uint64_t kMarkGraphSetup = 1u << 2;
+constexpr uint64_t kMarkSilent = 1u << 3;  // entered while not recording: no ApiEnter was written
 
 constexpr uint32_t kCuptiVersionDeclineOk = 130000;  // NULL buffers are safe from CUDA 13 on
 
@@ -26,6 +27,7 @@ constexpr CUpti_ActivityKind kRequiredKinds[] = {
     CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET};
 
 std::atomic<bool> g_setup_claimed{false};
+const char* g_library = nullptr;  // where CUPTI was bound from; written once, before cupti_bound
 
 // Records produced outside the hot path (setup, fatal errors) go through the calling thread's
 // ring like everything else, so they are ordered with that thread's other records.
@@ -60,9 +62,11 @@ wire::ApiKind KindOf(CbidRole role) noexcept {
   return wire::ApiKind::kKernel;
 }
 
-// Runs on: app thread inside a CUPTI runtime or driver API callback.
+// Runs on: app thread inside a CUPTI runtime or driver API callback. `record`: a capture is
+// recording (always, outside armed mode); otherwise only the nesting bookkeeping is kept, so a
+// call that spans a window's edge still balances.
 void OnApi(wire::ApiDomain domain, CbidRole role, CUpti_CallbackId cbid,
-           const CUpti_CallbackData& data) noexcept {
+           const CUpti_CallbackData& data, bool record) noexcept {
   if (role == CbidRole::kNone) return;
   ThreadState* t = CurrentThread();
   if (t == nullptr) return;
@@ -70,6 +74,11 @@ void OnApi(wire::ApiDomain domain, CbidRole role, CUpti_CallbackId cbid,
   if (data.callbackSite == CUPTI_API_ENTER) {
     const bool nested = !runtime && t->runtime_depth > 0;
     uint64_t mark = kMarkEntered;
+    if (record) {
+      Shim().window.SyncThread(t);
+    } else {
+      mark |= kMarkSilent;
+    }
     if (runtime) ++t->runtime_depth;
     if (nested) {
       mark |= kMarkNested;
@@ -79,7 +88,7 @@ void OnApi(wire::ApiDomain domain, CbidRole role, CUpti_CallbackId cbid,
     if (role == CbidRole::kGraphSetup) {
       mark |= kMarkGraphSetup;
       ++t->graph_setup_depth;
-    } else if (!nested) {
+    } else if (!nested && record) {
       const wire::ApiEnter enter{MonotonicNs(),
                                  data.correlationId,
                                  t->tid,
@@ -103,13 +112,14 @@ void OnApi(wire::ApiDomain domain, CbidRole role, CUpti_CallbackId cbid,
     if (t->graph_setup_depth > 0) --t->graph_setup_depth;
     return;
   }
-  if (!nested) {
+  if (!nested && (mark & kMarkSilent) == 0 && record) {
     t->ring.Push(wire::RecordType::kApiExit,
                  wire::ApiExit{MonotonicNs(), data.correlationId, t->tid});
   }
 }
 
-// Runs on: app thread inside a CUPTI resource callback (between its API's ENTER and EXIT).
+// Runs on: app thread inside a CUPTI resource callback (between its API's ENTER and EXIT), only
+// while recording.
 void OnResource(CUpti_CallbackId cbid, const CUpti_ResourceData& data) noexcept {
   ShimState& shim = Shim();
   switch (cbid) {
@@ -162,6 +172,22 @@ void OnFatalError(const CUpti_StateData& data) noexcept {
               static_cast<int32_t>(data.notification.result), cause);
 }
 
+// Runs on: an app thread at a CUDA API exit, when the flush thread asked for a detach
+// (cupti-notes §5: unsubscribe, then finalize, at an API exit; the flush thread already forced a
+// flush). Exactly one thread wins the claim.
+void DetachHere() noexcept {
+  ShimState& shim = Shim();
+  if (!shim.window.ClaimDetach()) return;
+  shim.cupti_active.store(false, std::memory_order_release);
+  if (CUpti_SubscriberHandle subscriber = shim.subscriber.exchange(nullptr)) {
+    shim.cupti.cuptiUnsubscribe(subscriber);
+  }
+  shim.cupti.cuptiFinalize();
+  shim.window.DetachDone(MonotonicNs());
+}
+
+int32_t SubscribeBoundCupti(const char* library) noexcept;
+
 }  // namespace
 
 uint64_t CUPTIAPI CuptiTimestamp() noexcept { return MonotonicNs(); }
@@ -169,7 +195,9 @@ uint64_t CUPTIAPI CuptiTimestamp() noexcept { return MonotonicNs(); }
 void CUPTIAPI CuptiCallback(void* /*userdata*/, CUpti_CallbackDomain domain,
                             CUpti_CallbackId cbid, const void* data) noexcept {
   try {
-    if (data == nullptr || !AcceptsEvents()) return;
+    if (data == nullptr) return;
+    const EventMode mode = CurrentEventMode();
+    if (mode == EventMode::kIgnore) return;
     if (domain == CUPTI_CB_DOMAIN_STATE) {
       if (cbid == CUPTI_CBID_STATE_FATAL_ERROR) {
         OnFatalError(*static_cast<const CUpti_StateData*>(data));
@@ -177,17 +205,20 @@ void CUPTIAPI CuptiCallback(void* /*userdata*/, CUpti_CallbackDomain domain,
       return;
     }
     if (!Shim().cupti_active.load(std::memory_order_relaxed)) return;
+    const bool record = mode == EventMode::kRecord;
     switch (domain) {
       case CUPTI_CB_DOMAIN_RUNTIME_API:
-        OnApi(wire::ApiDomain::kRuntime, RuntimeRole(cbid), cbid,
-              *static_cast<const CUpti_CallbackData*>(data));
+      case CUPTI_CB_DOMAIN_DRIVER_API: {
+        const auto& api = *static_cast<const CUpti_CallbackData*>(data);
+        const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+        OnApi(runtime ? wire::ApiDomain::kRuntime : wire::ApiDomain::kDriver,
+              runtime ? RuntimeRole(cbid) : DriverRole(cbid), cbid, api, record);
+        // cupti-notes §5: an API exit is the safe place to finalize CUPTI.
+        if (api.callbackSite == CUPTI_API_EXIT && Shim().window.DetachRequested()) DetachHere();
         return;
-      case CUPTI_CB_DOMAIN_DRIVER_API:
-        OnApi(wire::ApiDomain::kDriver, DriverRole(cbid), cbid,
-              *static_cast<const CUpti_CallbackData*>(data));
-        return;
+      }
       case CUPTI_CB_DOMAIN_RESOURCE:
-        OnResource(cbid, *static_cast<const CUpti_ResourceData*>(data));
+        if (record) OnResource(cbid, *static_cast<const CUpti_ResourceData*>(data));
         return;
       default:
         return;
@@ -219,12 +250,21 @@ int32_t SetupCuptiWith(const CuptiApi& api, const char* library) noexcept {
   ShimState& shim = Shim();
   shim.cupti = api;
   shim.cupti_bound.store(true, std::memory_order_release);
+  return SubscribeBoundCupti(library);
+}
 
+namespace {
+
+// The setup sequence of subscriber.h against the bound table, from cuptiGetVersion on. Runs at
+// cuInit, or on the flush thread for each capture window of an armed process.
+int32_t SubscribeBoundCupti(const char* library) noexcept {
+  ShimState& shim = Shim();
+  const CuptiApi& api = shim.cupti;
   uint32_t version = 0;
   if (api.cuptiGetVersion(&version) != CUPTI_SUCCESS) version = 0;
   shim.cupti_version.store(version, std::memory_order_relaxed);
   const bool may_decline = version >= kCuptiVersionDeclineOk;
-  if (!shim.buffers.Init(BufferPool::kBufferBytes, may_decline)) {
+  if (!shim.buffers.ready() && !shim.buffers.Init(BufferPool::kBufferBytes, may_decline)) {
     EmitRefusal(wire::RefusalCode::kCuptiUnavailable, 0,
                 "cannot map memory for CUPTI activity buffers");
     EmitCuptiState(CUPTI_ERROR_OUT_OF_MEMORY, version, library);
@@ -312,15 +352,19 @@ int32_t SetupCuptiWith(const CuptiApi& api, const char* library) noexcept {
     EmitCuptiState(result, version, library);
     return result;
   }
+  shim.subscriber.store(subscriber, std::memory_order_release);
   shim.cupti_active.store(true, std::memory_order_release);
   EmitCuptiState(0, version, library);
   ShimLog("CUPTI %u subscribed from %s", version, library != nullptr ? library : "?");
   return 0;
 }
 
-void InitializeCupti() noexcept {
-  bool expected = false;
-  if (!g_setup_claimed.compare_exchange_strong(expected, true)) return;
+}  // namespace
+
+namespace {
+
+// Binds CUPTI (dlopen) and subscribes. Runs once per process image.
+int32_t BindAndSubscribe() noexcept {
   CuptiApi api;
   const CuptiBinding binding = BindCupti(&api);
   if (!binding.ok) {
@@ -328,9 +372,24 @@ void InitializeCupti() noexcept {
     // it cannot initialise. library_string stays 0 when nothing could be loaded.
     EmitRefusal(wire::RefusalCode::kCuptiUnavailable, 0, binding.error);
     EmitCuptiState(CUPTI_ERROR_NOT_INITIALIZED, 0, nullptr);
-    return;
+    return CUPTI_ERROR_NOT_INITIALIZED;
   }
-  SetupCuptiWith(api, binding.library);
+  g_library = binding.library;
+  return SetupCuptiWith(api, binding.library);
+}
+
+}  // namespace
+
+void InitializeCupti() noexcept {
+  bool expected = false;
+  if (!g_setup_claimed.compare_exchange_strong(expected, true)) return;
+  BindAndSubscribe();
+}
+
+int32_t AttachCupti() noexcept {
+  if (Shim().cupti_active.load(std::memory_order_acquire)) return 0;
+  if (!Shim().cupti_bound.load(std::memory_order_acquire)) return BindAndSubscribe();
+  return SubscribeBoundCupti(g_library);
 }
 
 }  // namespace gpuattr::inject

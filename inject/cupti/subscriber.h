@@ -37,6 +37,12 @@ namespace gpuattr::inject {
 // Runs on: the thread in InitializeInjection (inside cuInit).
 void InitializeCupti() noexcept;
 
+// Armed mode: subscribes CUPTI for a capture window, binding it first if no window has yet.
+// Returns 0 when CUPTI is active (already, or now); otherwise the setup's result, after the
+// Refusal and CuptiState records went into the calling thread's ring.
+// Runs on: the gpuattr-flush thread.
+int32_t AttachCupti() noexcept;
+
 // The setup sequence against an already bound table (tests pass a test double). `library` is
 // the name CUPTI was loaded from, for CuptiState. Returns the CuptiState result (0: active).
 int32_t SetupCuptiWith(const CuptiApi& api, const char* library) noexcept;

@@ -101,7 +101,8 @@ uint32_t MessageOf(const nvtxEventAttributes_t* attributes) noexcept {
 
 // Runs on: app thread inside an NVTX push.
 int Push(uint32_t domain, uint32_t name) noexcept {
-  if (!AcceptsEvents()) return kNotTracking;
+  const EventMode mode = CurrentEventMode();
+  if (mode == EventMode::kIgnore) return kNotTracking;
   ThreadState* t = CurrentThread();
   if (t == nullptr) return kNotTracking;
   const uint64_t now = MonotonicNs();
@@ -111,6 +112,12 @@ int Push(uint32_t domain, uint32_t name) noexcept {
     ++t->overflow;  // too deep to track: counted, neither recorded nor attributed
     return level;
   }
+  CaptureWindow& window = Shim().window;
+  // A push on an empty stack may begin a steps window; that push is then its first record.
+  const bool step = t->depth == 0 && window.watching_steps() &&
+                    window.OnTopLevelPush(name != 0 ? Shim().strings.Get(name) : std::string_view(), now);
+  const bool record = mode == EventMode::kRecord || (step && CurrentEventMode() == EventMode::kRecord);
+  if (record) window.SyncThread(t);
   const uint32_t parent = t->current_node;
   const uint32_t node = Shim().paths.Intern(PathKey{parent, name, domain});
   RangeFrame& frame = t->frames[t->depth++];
@@ -120,7 +127,8 @@ int Push(uint32_t domain, uint32_t name) noexcept {
   frame.name = name;
   frame.domain = domain;
   frame.level = level;
-  frame.sent = node != 0 &&
+  frame.step = step ? 1 : 0;
+  frame.sent = record && node != 0 &&
                t->ring.Push(wire::RecordType::kRangePush, wire::RangeEvent{now, t->tid, node});
   t->current_node = frame.node;
   return level;
@@ -128,7 +136,8 @@ int Push(uint32_t domain, uint32_t name) noexcept {
 
 // Runs on: app thread inside an NVTX pop.
 int Pop(uint32_t domain) noexcept {
-  if (!AcceptsEvents()) return kNotTracking;
+  const EventMode mode = CurrentEventMode();
+  if (mode == EventMode::kIgnore) return kNotTracking;
   ThreadState* t = CurrentThread();
   if (t == nullptr) return kNotTracking;
   if (t->overflow > 0) {
@@ -139,10 +148,11 @@ int Pop(uint32_t domain) noexcept {
   while (index > 0 && t->frames[index - 1].domain != domain) --index;
   if (index == 0) return kNothingToPop;
   --index;
+  if (mode == EventMode::kRecord) Shim().window.SyncThread(t);
   const RangeFrame closed = t->frames[index];
-  if (closed.sent != 0) {
-    t->ring.Push(wire::RecordType::kRangePop,
-                 wire::RangeEvent{MonotonicNs(), t->tid, closed.pushed_node});
+  const uint64_t now = MonotonicNs();
+  if (mode == EventMode::kRecord && closed.sent != 0) {
+    t->ring.Push(wire::RecordType::kRangePop, wire::RangeEvent{now, t->tid, closed.pushed_node});
   }
   // Remove the frame; frames above it (other domains) get the paths they now have.
   for (uint32_t i = index; i + 1 < t->depth; ++i) {
@@ -154,12 +164,21 @@ int Pop(uint32_t domain) noexcept {
   }
   --t->depth;
   t->current_node = t->depth == 0 ? 0 : t->frames[t->depth - 1].node;
+  if (closed.step != 0) Shim().window.OnStepPop(now);
   return closed.level;
 }
 
-nvtxRangeId_t Start(uint32_t domain, uint32_t name) noexcept {
-  if (!AcceptsEvents()) return 0;
+// Start/end ranges, marks and thread names are recorded only while recording: they are not part
+// of any stack a later window would need.
+ThreadState* RecordingThread() noexcept {
+  if (CurrentEventMode() != EventMode::kRecord) return nullptr;
   ThreadState* t = CurrentThread();
+  if (t != nullptr) Shim().window.SyncThread(t);
+  return t;
+}
+
+nvtxRangeId_t Start(uint32_t domain, uint32_t name) noexcept {
+  ThreadState* t = RecordingThread();
   if (t == nullptr) return 0;
   const uint64_t id = Shim().next_range_id.fetch_add(1, std::memory_order_relaxed);
   t->ring.Push(wire::RecordType::kRangeStart,
@@ -168,22 +187,21 @@ nvtxRangeId_t Start(uint32_t domain, uint32_t name) noexcept {
 }
 
 void End(nvtxRangeId_t id) noexcept {
-  if (id == 0 || !AcceptsEvents()) return;
-  ThreadState* t = CurrentThread();
+  if (id == 0) return;
+  ThreadState* t = RecordingThread();
   if (t == nullptr) return;
   t->ring.Push(wire::RecordType::kRangeEnd, wire::RangeEnd{MonotonicNs(), id, t->tid, 0});
 }
 
 void Mark(uint32_t domain, uint32_t name) noexcept {
-  if (!AcceptsEvents()) return;
-  ThreadState* t = CurrentThread();
+  ThreadState* t = RecordingThread();
   if (t == nullptr) return;
   t->ring.Push(wire::RecordType::kMark, wire::Mark{MonotonicNs(), t->tid, name, domain, 0});
 }
 
 void NameThread(uint32_t tid, uint32_t name) noexcept {
-  if (name == 0 || !AcceptsEvents()) return;
-  ThreadState* t = CurrentThread();
+  if (name == 0) return;
+  ThreadState* t = RecordingThread();
   if (t == nullptr) return;
   t->ring.Push(wire::RecordType::kThreadName, wire::ThreadName{tid, name});
 }

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
+#include "cupti/subscriber.h"
 #include "runtime/clock.h"
 #include "runtime/shim_log.h"
 #include "wire/codec.h"
@@ -77,24 +79,34 @@ void FlushThread::Run() noexcept {
   if (!transport_.Connect(info_.socket_path, kConnectWaitMs)) {
     ShimLog("collector unreachable at %s; records will be dropped", info_.socket_path);
   }
-  SendHello(info_);
+  const bool armed = info_.mode == wire::HelloMode::kArmed;
+  SendHello(info_, info_.mode);
+  if (armed) outbox_.Flush();  // register with the daemon now, not at the first window
   const auto period = std::chrono::milliseconds(info_.flush_ms);
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(wake_mutex_);
       if (wake_.wait_for(lock, period, [this] { return stop_; })) break;
     }
-    Cycle();
+    if (armed) {
+      ArmedCycle();
+    } else {
+      Cycle();
+    }
   }
   outbox_.set_wait_ms(kFinalSendBudgetMs);
   outbox_.set_deadline_ns(MonotonicNs() + static_cast<uint64_t>(kFinalSendBudgetMs) * 1000000ull);
-  Cycle();
-  SendDiagnostics();
+  if (armed) {
+    if (window_open_) CloseWindow(wire::WindowEndReason::kProcessExit);
+  } else {
+    Cycle();
+    SendDiagnostics();
+  }
   SendGoodbye();
   outbox_.Flush();
 }
 
-void FlushThread::SendHello(const SessionInfo& info) noexcept {
+void FlushThread::SendHello(const SessionInfo& info, wire::HelloMode mode) noexcept {
   char path[4096];
   wire::Hello hello{};
   std::memcpy(hello.magic, wire::kHelloMagic, sizeof(hello.magic));
@@ -108,6 +120,7 @@ void FlushThread::SendHello(const SessionInfo& info) noexcept {
   hello.realtime_ns = RealtimeNs();
   const std::string_view exe = ExePath(path, sizeof(path));
   hello.exe_string = exe.empty() ? 0 : shim_->strings.Intern(exe);
+  hello.mode = static_cast<uint32_t>(mode);
   outbox_.Append(hello);
   SendDefinitions();  // defines exe_string in the same message
 }
@@ -217,6 +230,160 @@ void FlushThread::SendDiagnostics() noexcept {
 
 void FlushThread::SendGoodbye() noexcept {
   outbox_.Append(wire::Goodbye{MonotonicNs(), static_cast<uint32_t>(wire::GoodbyeReason::kExit), 0});
+}
+
+}  // namespace gpuattr::inject
+
+namespace gpuattr::inject {
+
+bool FlushThread::StopRequested() noexcept {
+  std::lock_guard<std::mutex> lock(wake_mutex_);
+  return stop_;
+}
+
+void FlushThread::DiscardCuptiBuffers() noexcept {
+  if (!shim_->cupti_bound.load(std::memory_order_acquire)) return;
+  shim_->buffers.TakeCompleted([](uint8_t*, size_t) {});
+}
+
+void FlushThread::ServiceControl() noexcept {
+  for (;;) {
+    const int size = transport_.Receive(control_buffer_, sizeof(control_buffer_));
+    if (size <= 0) return;  // nothing waiting, or the daemon is gone: stay armed, record nothing
+    wire::MessageReader reader;
+    if (reader.Open(control_buffer_, static_cast<uint32_t>(size)) != wire::DecodeError::kNone) {
+      ShimLog("ignoring a malformed control message of %d bytes", size);
+      continue;
+    }
+    // A control message names its step range with a String defined in the same message.
+    wire::RecordView record;
+    wire::Control control{};
+    bool have_control = false;
+    std::string_view step_name;
+    std::vector<std::pair<uint32_t, std::string_view>> strings;
+    while (reader.Next(&record)) {
+      if (record.type == wire::RecordType::kString) {
+        strings.emplace_back(record.As<wire::String>().id, record.StringText());
+      } else if (record.type == wire::RecordType::kControl && !have_control) {
+        control = record.As<wire::Control>();
+        have_control = true;
+      }
+    }
+    if (!have_control) continue;
+    for (const auto& [id, text] : strings) {
+      if (id != 0 && id == control.step_name_string) step_name = text;
+    }
+    switch (static_cast<wire::ControlCommand>(control.command)) {
+      case wire::ControlCommand::kOpenWindow:
+        OpenWindow(control, step_name);
+        break;
+      case wire::ControlCommand::kCloseWindow:
+        if (window_open_ && control.window_id == window_id_) {
+          CloseWindow(wire::WindowEndReason::kClosed);
+        }
+        break;
+      default:
+        ShimLog("ignoring unknown control command %u", control.command);
+        break;
+    }
+  }
+}
+
+void FlushThread::RestartStream() noexcept {
+  outbox_.Flush();
+  outbox_.RestartSequence();
+  strings_sent_ = 0;
+  paths_sent_ = 0;
+  shim_->threads.ForEach([](ThreadState& state) {
+    state.named_tid = 0;
+    state.ring.DiscardAll();  // left from before: recorded after the last window had closed
+  });
+}
+
+void FlushThread::OpenWindow(const wire::Control& control, std::string_view step_name) noexcept {
+  if (window_open_) return;  // the daemon opens one window at a time per process
+  DiscardCuptiBuffers();
+  // A detach still waiting for an API exit is taken back: the subscription is reused.
+  if (!shim_->window.CancelDetachRequest()) {
+    for (int waited = 0; shim_->window.detach_state() == CaptureWindow::kDetaching &&
+                         waited < kDetachWaitMs;
+         ++waited) {
+      usleep(1000);
+    }
+  }
+  shim_->window.ForgetDetach();
+  RestartStream();
+  SendHello(info_, wire::HelloMode::kWindow);
+  const uint64_t attach_start = MonotonicNs();
+  cupti_attached_ = AttachCupti() == 0 ? 1 : 0;
+  attach_ns_ = MonotonicNs() - attach_start;
+  window_id_ = control.window_id;
+  window_open_ = true;
+  window_begin_sent_ = false;
+  if (static_cast<wire::WindowTrigger>(control.trigger) == wire::WindowTrigger::kSteps &&
+      control.steps > 0) {
+    shim_->window.WatchSteps(control.steps, step_name);
+  } else {
+    shim_->window.BeginNow();
+  }
+  ArmedCycle();
+}
+
+void FlushThread::ArmedCycle() noexcept {
+  ServiceControl();
+  if (!window_open_) {
+    DiscardCuptiBuffers();  // a pending detach's subscription still delivers
+    return;
+  }
+  const uint32_t phase = shim_->window.phase();
+  if (phase == CaptureWindow::kWaitingForStep) {
+    DiscardCuptiBuffers();  // launched before the window: nothing of it is kept
+    return;
+  }
+  if (!window_begin_sent_) {
+    outbox_.Append(wire::WindowBegin{shim_->window.begin_ns(), window_id_, cupti_attached_, attach_ns_});
+    window_begin_sent_ = true;
+  }
+  Cycle();
+  if (phase == CaptureWindow::kStepsDone) CloseWindow(wire::WindowEndReason::kStepsDone);
+}
+
+void FlushThread::CloseWindow(wire::WindowEndReason reason) noexcept {
+  CaptureWindow& window = shim_->window;
+  const uint64_t end = window.StopRecording();
+  if (!window_begin_sent_) {  // no step range came: an empty window
+    outbox_.Append(wire::WindowBegin{end, window_id_, cupti_attached_, attach_ns_});
+    window_begin_sent_ = true;
+  }
+  wire::DetachOutcome detach = wire::DetachOutcome::kNotAttached;
+  const bool active = shim_->cupti_active.load(std::memory_order_acquire);
+  // Outside every lock of ours: the flush calls bufferCompleted, which only enqueues.
+  if (active) shim_->cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (reason == wire::WindowEndReason::kProcessExit) {
+    detach = wire::DetachOutcome::kProcessExit;  // exiting: CUPTI goes with the process
+  } else if (active) {
+    window.RequestDetach(MonotonicNs());
+    for (int waited = 0; window.detach_state() != CaptureWindow::kDetached &&
+                         waited < kDetachWaitMs && !StopRequested();
+         waited += 2) {
+      usleep(2000);
+    }
+    detach = window.detach_state() == CaptureWindow::kDetached ? wire::DetachOutcome::kFinalized
+                                                                 : wire::DetachOutcome::kPending;
+  }
+  Cycle();  // the last ring records and the buffers the forced flush delivered
+  SendDiagnostics();
+  wire::WindowEnd window_end{};
+  window_end.timestamp_ns = end;
+  window_end.window_id = window_id_;
+  window_end.reason = static_cast<uint32_t>(reason);
+  window_end.detach = static_cast<uint32_t>(detach);
+  window_end.steps_seen = window.steps_seen();
+  window_end.detach_ns = detach == wire::DetachOutcome::kFinalized ? window.detach_ns() : 0;
+  outbox_.Append(window_end);
+  outbox_.Flush();
+  window.Reset();
+  window_open_ = false;
 }
 
 }  // namespace gpuattr::inject

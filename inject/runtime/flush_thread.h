@@ -16,6 +16,12 @@
 // The first message of a connection starts with Hello. Stop() runs a final cycle, Diagnostics and
 // Goodbye, waiting at most kFinalSendBudgetMs in total for the socket to take them.
 //
+// Armed mode (docs/attach.md): after Hello{armed} the thread only reads control messages each
+// period. kOpenWindow restarts the stream (Hello{window}, definitions again, sequence 0),
+// subscribes CUPTI (AttachCupti) and opens the CaptureWindow; while it records, the cycle above
+// runs; closing stops recording, forces a CUPTI flush, has the next API exit detach CUPTI
+// (waiting at most kDetachWaitMs), sends the last records, Diagnostics and WindowEnd.
+//
 // Threads: Start/Stop run on the session owner's thread (an app thread, the atexit caller); the
 // cycle methods run on the flush thread, or on the test thread when a test drives them directly
 // without Start. Lock order: wake_mutex_ is a leaf, held only to wait and to set stop_; no CUPTI
@@ -43,6 +49,7 @@ constexpr uint32_t kDiagnosticsEveryCycles = 20;   // 1 s at the default period
 constexpr int kConnectWaitMs = 1000;
 constexpr int kCycleSendWaitMs = 50;               // per message, while running
 constexpr int kFinalSendBudgetMs = 1000;           // all final messages together
+constexpr int kDetachWaitMs = 1000;                // for an API exit to run cuptiFinalize
 
 struct SessionInfo {
   char socket_path[108] = {};
@@ -51,6 +58,7 @@ struct SessionInfo {
   uint32_t ppid = 0;
   int32_t rank = -1;
   int32_t local_rank = -1;
+  wire::HelloMode mode = wire::HelloMode::kTraced;  // kTraced or kArmed
 };
 
 class FlushThread final : private NameInterner {
@@ -70,8 +78,13 @@ class FlushThread final : private NameInterner {
 
   // The pieces of the thread's work, public so tests can drive them on a socketpair.
   void Adopt(int fd) noexcept { transport_.Adopt(fd); }
-  void SendHello(const SessionInfo& info) noexcept;
+  void SendHello(const SessionInfo& info, wire::HelloMode mode = wire::HelloMode::kTraced) noexcept;
   void Cycle() noexcept;
+  // Armed mode's period: control messages, then the cycle while a window records.
+  void ArmedCycle() noexcept;
+  // Ends an open window (process exit, or the daemon's kCloseWindow).
+  void CloseWindow(wire::WindowEndReason reason) noexcept;
+  bool window_open() const noexcept { return window_open_; }
   void SendDiagnostics() noexcept;
   void SendGoodbye() noexcept;
   void FlushOutbox() noexcept { outbox_.Flush(); }
@@ -88,6 +101,11 @@ class FlushThread final : private NameInterner {
   uint32_t Intern(std::string_view name) override { return shim_->strings.Intern(name); }
   void SendDefinitions() noexcept;
   void NameNewThread(ThreadState& state) noexcept;
+  void ServiceControl() noexcept;
+  void OpenWindow(const wire::Control& control, std::string_view step_name) noexcept;
+  void RestartStream() noexcept;
+  void DiscardCuptiBuffers() noexcept;
+  bool StopRequested() noexcept;
 
   ShimState* shim_;
   Transport transport_;
@@ -110,6 +128,14 @@ class FlushThread final : private NameInterner {
   uint64_t cupti_dropped_ = 0;
   uint64_t untranslated_ = 0;
   uint64_t incomplete_ = 0;
+
+  // Armed mode, flush-thread-only.
+  bool window_open_ = false;
+  bool window_begin_sent_ = false;
+  uint32_t window_id_ = 0;
+  uint32_t cupti_attached_ = 0;
+  uint64_t attach_ns_ = 0;
+  uint8_t control_buffer_[2 * wire::kMaxStringBytes];
 };
 
 }  // namespace gpuattr::inject

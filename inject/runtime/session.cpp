@@ -2,9 +2,11 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -45,16 +47,38 @@ uint32_t FlushMsFromEnv() noexcept {
   return (*end == '\0' && ms >= 1 && ms <= 60000) ? static_cast<uint32_t>(ms) : kDefaultFlushMs;
 }
 
-// Reads the environment once per process image. False when there is nowhere to send records.
+// The daemon's default socket (docs/attach.md): $XDG_RUNTIME_DIR/gpuattr/daemon.sock, else
+// /tmp/gpuattr-$UID/daemon.sock. Written into `out`; false when it does not fit.
+bool DefaultDaemonSocket(char* out, size_t size) noexcept {
+  const char* runtime_dir = getenv("XDG_RUNTIME_DIR");
+  const int n = runtime_dir != nullptr && runtime_dir[0] == '/'
+                    ? snprintf(out, size, "%s/gpuattr/daemon.sock", runtime_dir)
+                    : snprintf(out, size, "/tmp/gpuattr-%u/daemon.sock",
+                               static_cast<unsigned>(getuid()));
+  return n > 0 && static_cast<size_t>(n) < size;
+}
+
+// Reads the environment once per process image. False when there is nowhere to send records:
+// neither GPUATTR_SOCKET nor a daemon socket at the default path.
 bool LoadSessionInfo() noexcept {
   if (g_info_ready) return true;
   const char* socket = getenv("GPUATTR_SOCKET");
-  if (socket == nullptr || socket[0] == '\0') return false;
-  if (strlen(socket) >= sizeof(g_info.socket_path)) {
-    ShimLog("GPUATTR_SOCKET is longer than a Unix socket path may be; not tracing");
-    return false;
+  if (socket != nullptr && socket[0] != '\0') {
+    if (strlen(socket) >= sizeof(g_info.socket_path)) {
+      ShimLog("GPUATTR_SOCKET is longer than a Unix socket path may be; not tracing");
+      return false;
+    }
+    strcpy(g_info.socket_path, socket);
+  } else {
+    struct stat status;
+    if (!DefaultDaemonSocket(g_info.socket_path, sizeof(g_info.socket_path)) ||
+        stat(g_info.socket_path, &status) != 0 || !S_ISSOCK(status.st_mode)) {
+      return false;
+    }
   }
-  strcpy(g_info.socket_path, socket);
+  const char* mode = getenv("GPUATTR_MODE");
+  g_info.mode = mode != nullptr && strcmp(mode, "armed") == 0 ? wire::HelloMode::kArmed
+                                                              : wire::HelloMode::kTraced;
   g_info.flush_ms = FlushMsFromEnv();
   g_info.rank = RankFromEnv("RANK");
   g_info.local_rank = RankFromEnv("LOCAL_RANK");
@@ -108,6 +132,10 @@ void ForkChild() noexcept {
   shim.strings.ResetFullCount();
   shim.paths.ResetFullCount();
   shim.buffers.ResetDeclined();
+  shim.subscriber.store(nullptr, std::memory_order_relaxed);
+  shim.window.Reset();
+  shim.window.ForgetDetach();
+  if (SessionArmed()) shim.hot_flags.fetch_or(kHotArmed, std::memory_order_relaxed);
   const int status = g_status.load(std::memory_order_relaxed);
   if (status == kRunning || status == kStarting) {
     if (g_flush != nullptr) g_flush->AbandonAfterFork();
@@ -143,6 +171,10 @@ bool EnsureSession() noexcept {
   g_session_pid = getpid();
   g_info.pid = static_cast<uint32_t>(g_session_pid);
   g_info.ppid = static_cast<uint32_t>(getppid());
+  // Armed: record nothing until a capture window opens (before any event can be recorded).
+  if (g_info.mode == wire::HelloMode::kArmed) {
+    Shim().hot_flags.fetch_or(kHotArmed, std::memory_order_release);
+  }
   PinLibrary();
   g_flush = new (g_flush_storage) FlushThread(&Shim());
   if (!g_flush->Start(g_info)) {
@@ -154,6 +186,10 @@ bool EnsureSession() noexcept {
   }
   g_status.store(kRunning, std::memory_order_release);
   return true;
+}
+
+bool SessionArmed() noexcept {
+  return g_info_ready && g_info.mode == wire::HelloMode::kArmed;
 }
 
 bool AcceptsEventsSlow(uint32_t flags) noexcept {

@@ -5,10 +5,12 @@
 //                     installs pthread_atfork handlers. Nothing else: no thread, no socket, no
 //                     CUPTI, so /bin/true under the shim pays only this.
 //   EnsureSession() - called by InitializeInjection and InitializeInjectionNvtx2 (and, in a fork
-//                     child, by the first event): when GPUATTR_SOCKET is set, pins the library,
-//                     registers the atexit handler (once per process image) and starts the
-//                     gpuattr-flush thread, which connects and sends Hello. Without
-//                     GPUATTR_SOCKET the shim stays inert for the life of the process.
+//                     child, by the first event): when GPUATTR_SOCKET is set, or a daemon socket
+//                     exists at the default path (docs/attach.md), pins the library, registers
+//                     the atexit handler (once per process image) and starts the gpuattr-flush
+//                     thread, which connects and sends Hello. With GPUATTR_MODE=armed the session
+//                     starts armed (kHotArmed): it records nothing until a capture window opens.
+//                     With no socket the shim stays inert for the life of the process.
 //   AtExit          - if this process started the session (getpid() == session pid): forced CUPTI
 //                     flush (outside our locks), then the flush thread's final cycle, Diagnostics
 //                     and Goodbye (bounded), then the torn-down flag. A no-op everywhere else.
@@ -30,6 +32,10 @@ void OnLoad() noexcept;
 // True when a session is running or starting (events are worth recording), false when the shim
 // is inert (no GPUATTR_SOCKET, or the session could not start). Runs on: any thread.
 bool EnsureSession() noexcept;
+
+// True when the running session is armed (GPUATTR_MODE=armed): CUPTI waits for a capture window
+// instead of being subscribed at cuInit. Runs on: any thread, after EnsureSession returned true.
+bool SessionArmed() noexcept;
 
 }  // namespace gpuattr::inject
 

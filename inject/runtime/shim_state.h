@@ -12,6 +12,8 @@
 //                             child and at teardown, after which nobody calls into CUPTI again.
 //   hot_flags                - the single word app-thread hot paths load (relaxed) to learn
 //                             whether they may record: 0 in the common case.
+//   window, subscriber       - armed mode's capture windows (runtime/capture_window.h): the
+//                             flush thread writes, app threads read on slow paths.
 #ifndef GPUATTR_INJECT_RUNTIME_SHIM_STATE_H_
 #define GPUATTR_INJECT_RUNTIME_SHIM_STATE_H_
 
@@ -20,6 +22,7 @@
 
 #include "cupti/buffer_pool.h"
 #include "cupti/cupti_api.h"
+#include "runtime/capture_window.h"
 #include "runtime/intern_table.h"
 #include "runtime/thread_state.h"
 
@@ -27,6 +30,7 @@ namespace gpuattr::inject {
 
 constexpr uint32_t kHotTornDown = 1u << 0;     // teardown finished (or the shim disabled itself)
 constexpr uint32_t kHotForkRestart = 1u << 1;  // fork child: start a fresh session on next event
+constexpr uint32_t kHotArmed = 1u << 2;        // armed, no window recording: keep NVTX stacks only
 
 struct ShimState {
   ThreadRegistry threads;
@@ -39,6 +43,8 @@ struct ShimState {
   std::atomic<uint32_t> cupti_version{0};
   std::atomic<uint64_t> next_range_id{1};  // nvtxRangeId_t values handed out
   std::atomic<uint32_t> hot_flags{0};
+  CaptureWindow window;
+  std::atomic<CUpti_SubscriberHandle> subscriber{nullptr};  // while subscribed
 };
 
 extern constinit ShimState g_shim;
@@ -52,6 +58,20 @@ bool AcceptsEventsSlow(uint32_t flags) noexcept;
 inline bool AcceptsEvents() noexcept {
   const uint32_t flags = g_shim.hot_flags.load(std::memory_order_relaxed);
   return flags == 0 || AcceptsEventsSlow(flags);
+}
+
+// What an app-thread hot path may do with the event it is handling. One relaxed load when
+// nothing special is going on. Runs on: any app thread.
+enum class EventMode {
+  kIgnore,      // inert, torn down, or the session could not start
+  kTrackStack,  // armed between windows: NVTX keeps the thread's stack, nothing is written
+  kRecord,
+};
+inline EventMode CurrentEventMode() noexcept {
+  const uint32_t flags = g_shim.hot_flags.load(std::memory_order_relaxed);
+  if (flags == 0) return EventMode::kRecord;
+  if (!AcceptsEventsSlow(flags)) return EventMode::kIgnore;
+  return (flags & kHotArmed) == 0 ? EventMode::kRecord : EventMode::kTrackStack;
 }
 
 // Turns every later callback into a no-op: the last-resort reaction to an unexpected exception.

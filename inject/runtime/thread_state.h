@@ -35,6 +35,7 @@ struct RangeFrame {
   uint32_t domain;
   int32_t level;         // 0-based nesting level within its domain, returned by push and pop
   uint32_t sent;         // 1 when its RangePush was sent, so its RangePop is sent too
+  uint32_t step;         // 1 when it is a step range of the watched capture window
 };
 
 struct ThreadState {
@@ -51,6 +52,7 @@ struct ThreadState {
   uint32_t depth = 0;         // frames in use
   uint32_t overflow = 0;      // pushes beyond kMaxRangeDepth: counted, not tracked
   RangeFrame frames[kMaxRangeDepth];
+  uint32_t window_epoch = 0;  // the capture window whose open frames this thread has reported
 
   // CUPTI API nesting (see cupti/subscriber.h).
   uint32_t runtime_depth = 0;        // open traced runtime API calls

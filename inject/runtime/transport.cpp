@@ -100,6 +100,18 @@ bool Transport::Send(const uint8_t* data, uint32_t size, uint32_t records, int w
   }
 }
 
+int Transport::Receive(uint8_t* buffer, uint32_t capacity) noexcept {
+  if (broken_) return -1;
+  for (;;) {
+    const ssize_t n = recv(fd_, buffer, capacity, MSG_DONTWAIT | MSG_TRUNC);
+    if (n > 0) return n <= static_cast<ssize_t>(capacity) ? static_cast<int>(n) : 0;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    broken_ = true;  // 0: the collector closed the connection; anything else: it is unusable
+    return -1;
+  }
+}
+
 void Outbox::Flush() noexcept {
   if (writer_.empty()) return;
   const uint32_t records = writer_.record_count();

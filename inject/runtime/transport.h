@@ -37,6 +37,11 @@ class Transport {
   // Sends one datagram of `records` records. Returns true if the socket took it.
   bool Send(const uint8_t* data, uint32_t size, uint32_t records, int wait_ms) noexcept;
 
+  // Reads one waiting datagram (armed mode's control messages) without blocking. Returns its
+  // size; 0 when none is waiting or it did not fit `capacity` (it is then discarded); -1 when the
+  // connection is gone. Runs on: the flush thread.
+  int Receive(uint8_t* buffer, uint32_t capacity) noexcept;
+
   bool connected() const noexcept { return fd_ >= 0 && !broken_; }
   uint64_t dropped_messages() const noexcept { return dropped_messages_; }
   uint64_t dropped_records() const noexcept { return dropped_records_; }
@@ -93,6 +98,8 @@ class Outbox {
   void Flush() noexcept;
 
   uint64_t next_sequence() const noexcept { return sequence_; }
+  // A capture window's stream restarts the numbering (docs/attach.md). Only when empty.
+  void RestartSequence() noexcept { sequence_ = 0; }
 
  private:
   Transport* transport_;

@@ -80,6 +80,12 @@ enum class RecordType : uint16_t {
   kDiagnostics = 19,       // cumulative loss counters
   kDevice = 20,            // device id -> name
   kGoodbye = 21,           // orderly end of the process's stream
+  // Attach (docs/attach.md). Control flows collector -> shim on the same connection.
+  kControl = 22,           // collector -> shim: open or close a capture window (armed mode)
+  kWindowBegin = 23,       // shim -> collector: a capture window's stream begins
+  kWindowEnd = 24,         // shim -> collector: it ends, with the detach outcome
+  kAttachRequest = 25,     // `gpuattr attach` -> daemon
+  kAttachReply = 26,       // daemon -> `gpuattr attach`
 };
 
 struct RecordHeader {
@@ -90,6 +96,15 @@ struct RecordHeader {
 static_assert(sizeof(RecordHeader) == 8);
 
 // ---- Bodies. Each follows a RecordHeader. --------------------------------------------------
+
+// What a connection's stream is (docs/attach.md).
+enum class HelloMode : uint32_t {
+  kTraced = 0,  // traced from the start; the whole life of the process follows (gpuattr run)
+  kArmed = 1,   // registered with a daemon, recording nothing until a window opens
+  kWindow = 2,  // a capture window's stream begins: a fresh logical stream (ids and sequence
+                // numbers restart), WindowBegin follows, WindowEnd closes it; the connection
+                // goes back to armed afterwards and may carry further windows
+};
 
 struct Hello {
   char magic[8];              // kHelloMagic
@@ -102,7 +117,7 @@ struct Hello {
   uint64_t monotonic_ns;      // a clock pair taken together, to place the stream in wall time
   uint64_t realtime_ns;
   uint32_t exe_string;        // String id of the executable path (defined in the same message)
-  uint32_t reserved;
+  uint32_t mode;              // HelloMode (0 in every shim before attach existed)
 };
 static_assert(sizeof(Hello) == 56);
 
@@ -325,6 +340,96 @@ struct Goodbye {
 };
 static_assert(sizeof(Goodbye) == 16);
 
+// ---- Attach (docs/attach.md) -------------------------------------------------------------
+
+// RangePush flag: a range that was already open when the window began, reported at the
+// thread's first event in the window with the window's begin time (its real start is before
+// the window). It is part of the thread's stack but not an instance in the window.
+constexpr uint16_t kRangeFlagOpenBeforeWindow = 1u << 0;
+
+enum class ControlCommand : uint32_t {
+  kOpenWindow = 1,   // start recording (subscribing CUPTI if needed)
+  kCloseWindow = 2,  // stop recording, flush, detach CUPTI (cupti-notes §5)
+};
+
+// How a window opened by kOpenWindow begins and ends on the shim's side.
+enum class WindowTrigger : uint32_t {
+  kNow = 1,    // begins at once; ends at kCloseWindow
+  kSteps = 2,  // begins at the next push of a top-level step range (matched by the shim, see
+               // docs/attach.md); ends after `steps` of them have popped, or at kCloseWindow
+};
+
+struct Control {
+  uint32_t command;       // ControlCommand
+  uint32_t window_id;     // chosen by the collector, echoed in WindowBegin/WindowEnd
+  uint32_t trigger;       // WindowTrigger (kOpenWindow only)
+  uint32_t steps;         // kSteps: how many step ranges the window covers
+  uint32_t step_name_string;  // kSteps: exact top-level range name; 0: the built-in step names
+  uint32_t reserved;
+};
+static_assert(sizeof(Control) == 24);
+
+struct WindowBegin {
+  uint64_t timestamp_ns;  // recording began (the step range's push for kSteps)
+  uint32_t window_id;
+  uint32_t cupti_attached;  // 1: CUPTI subscribed for the window; 0: refused (a Refusal follows)
+  uint64_t attach_ns;       // time the shim spent subscribing CUPTI for this window
+};
+static_assert(sizeof(WindowBegin) == 24);
+
+enum class DetachOutcome : uint32_t {
+  kFinalized = 1,    // cuptiFinalize ran at a CUDA API exit (cupti-notes §5)
+  kPending = 2,      // no CUDA API call came in time: recording stopped, CUPTI finalizes at the
+                     // process's next API exit; the window's data is complete either way
+  kNotAttached = 3,  // CUPTI was never subscribed for this window
+  kProcessExit = 4,  // the process exited inside the window
+};
+
+enum class WindowEndReason : uint32_t {
+  kClosed = 1,       // kCloseWindow arrived
+  kStepsDone = 2,    // the requested number of step ranges popped
+  kProcessExit = 3,  // the process is exiting
+};
+
+struct WindowEnd {
+  uint64_t timestamp_ns;  // recording stopped
+  uint32_t window_id;
+  uint32_t reason;        // WindowEndReason
+  uint32_t detach;        // DetachOutcome
+  uint32_t steps_seen;    // step ranges closed inside the window (kSteps)
+  uint64_t detach_ns;     // from the stop to cuptiFinalize's return, 0 unless kFinalized
+};
+static_assert(sizeof(WindowEnd) == 32);
+
+enum class AttachSelector : uint32_t { kPid = 1, kAll = 2, kRank = 3 };
+
+// The first and only record of an attach client's first message. The daemon answers with one
+// AttachReply message when every selected window has ended (or at once, for a refusal).
+struct AttachRequest {
+  uint32_t selector;          // AttachSelector
+  int32_t value;              // pid or rank; unused for kAll
+  uint64_t duration_ns;       // > 0: close the windows after this long
+  uint32_t steps;             // > 0: WindowTrigger::kSteps with this many steps
+  uint32_t step_name_string;  // kSteps: the step range's name (String in the same message), 0: auto
+};
+static_assert(sizeof(AttachRequest) == 24);
+
+enum class AttachStatus : uint32_t {
+  kDone = 1,          // the report is written; report_path_string names it
+  kRequiresShim = 2,  // no selected process is registered (armed) with this daemon
+  kBusy = 3,          // a selected process already has a window open
+  kFailed = 4,        // message_string says why
+};
+
+// Followed in the same message by the String records it names.
+struct AttachReply {
+  uint32_t status;              // AttachStatus
+  uint32_t processes;           // windows in the report
+  uint32_t report_path_string;  // the report the daemon wrote into its reports directory
+  uint32_t message_string;      // in words, for the user
+};
+static_assert(sizeof(AttachReply) == 16);
+
 // ---- Compile-time table: body type <-> record type. -----------------------------------------
 
 template <typename Body>
@@ -357,6 +462,11 @@ GPUATTR_WIRE_BODY(Refusal, kRefusal);
 GPUATTR_WIRE_BODY(Diagnostics, kDiagnostics);
 GPUATTR_WIRE_BODY(Device, kDevice);
 GPUATTR_WIRE_BODY(Goodbye, kGoodbye);
+GPUATTR_WIRE_BODY(Control, kControl);
+GPUATTR_WIRE_BODY(WindowBegin, kWindowBegin);
+GPUATTR_WIRE_BODY(WindowEnd, kWindowEnd);
+GPUATTR_WIRE_BODY(AttachRequest, kAttachRequest);
+GPUATTR_WIRE_BODY(AttachReply, kAttachReply);
 #undef GPUATTR_WIRE_BODY
 // RangeEvent serves two types (kRangePush, kRangePop), so it is named at each use.
 static_assert(std::is_trivially_copyable_v<RangeEvent>);
@@ -385,6 +495,11 @@ constexpr uint32_t MinBodyBytes(RecordType type) {
     case RecordType::kDiagnostics: return sizeof(Diagnostics);
     case RecordType::kDevice: return sizeof(Device);
     case RecordType::kGoodbye: return sizeof(Goodbye);
+    case RecordType::kControl: return sizeof(Control);
+    case RecordType::kWindowBegin: return sizeof(WindowBegin);
+    case RecordType::kWindowEnd: return sizeof(WindowEnd);
+    case RecordType::kAttachRequest: return sizeof(AttachRequest);
+    case RecordType::kAttachReply: return sizeof(AttachReply);
   }
   return 0;
 }

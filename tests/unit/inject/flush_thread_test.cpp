@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <map>
 #include <memory>
+#include <atomic>
 #include <set>
 #include <string>
 #include <thread>
@@ -264,6 +266,133 @@ TEST_CASE("completed CUPTI buffers become Kernel records after their name defini
     }
   }
   CHECK(peer.records.back().As<wire::Diagnostics>().incomplete_records == 1);
+}
+
+
+// Sends one control message to the shim, as the daemon does.
+void SendControl(int fd, const wire::Control& control) {
+  uint8_t buffer[256];
+  wire::MessageWriter writer(buffer, sizeof(buffer));
+  REQUIRE(writer.Append(control));
+  const uint32_t size = writer.Finish(0);
+  REQUIRE(send(fd, buffer, size, 0) == static_cast<ssize_t>(size));
+}
+
+TEST_CASE("an armed process records nothing until a steps window opens, then exactly its steps",
+          "[flush][armed]") {
+  Harness harness;
+  ShimState& shim = Shim();
+  // No CUPTI can be bound here: the window carries NVTX only and says so.
+  setenv("GPUATTR_CUPTI_LIBRARY", "/nonexistent/libcupti.so.13", 1);
+  shim.cupti_bound.store(false);
+  shim.cupti_active.store(false);
+  shim.hot_flags.fetch_or(kHotArmed);
+  SessionInfo info;
+  info.mode = wire::HelloMode::kArmed;
+  harness.flush->SendHello(info, wire::HelloMode::kArmed);
+  harness.flush->FlushOutbox();
+
+  // A loader thread opens a range while armed and keeps it open across the window's start.
+  std::atomic<int> loader_stage{0};
+  std::thread loader([&] {
+    Push("loader");
+    loader_stage = 1;
+    while (loader_stage.load() != 2) std::this_thread::yield();
+    Push("io");
+    Pop();
+    Pop();
+    loader_stage = 3;
+  });
+  while (loader_stage.load() != 1) std::this_thread::yield();
+  Push("step");  // armed: kept on the stack, not recorded
+  Pop();
+  harness.flush->ArmedCycle();
+
+  SendControl(harness.peer_fd, wire::Control{static_cast<uint32_t>(wire::ControlCommand::kOpenWindow),
+                                             7, static_cast<uint32_t>(wire::WindowTrigger::kSteps),
+                                             2, 0, 0});
+  harness.flush->ArmedCycle();
+  CHECK(shim.window.phase() == CaptureWindow::kWaitingForStep);
+  Push("warmup");  // not a step name: the window has not begun
+  Pop();
+  Push("step");    // begins the window
+  Push("forward");
+  Pop();
+  loader_stage = 2;
+  while (loader_stage.load() != 3) std::this_thread::yield();
+  loader.join();
+  Pop();
+  Push("step");
+  Pop();  // the second step: recording stops here
+  CHECK(shim.window.phase() == CaptureWindow::kStepsDone);
+  Push("step");  // after the window: not recorded
+  Pop();
+  harness.flush->ArmedCycle();
+  CHECK_FALSE(harness.flush->window_open());
+
+  Peer peer{harness.peer_fd};
+  peer.ReceiveAll();
+  REQUIRE(peer.records.front().type == wire::RecordType::kHello);
+  CHECK(peer.records.front().As<wire::Hello>().mode == static_cast<uint32_t>(wire::HelloMode::kArmed));
+  // The window's stream restarts: a Hello{window} at sequence 0, then WindowBegin, ..., WindowEnd.
+  size_t window_hello = 0;
+  for (size_t i = 1; i < peer.records.size(); ++i) {
+    if (peer.records[i].type == wire::RecordType::kHello) window_hello = i;
+  }
+  REQUIRE(window_hello > 0);
+  CHECK(peer.records[window_hello].As<wire::Hello>().mode ==
+        static_cast<uint32_t>(wire::HelloMode::kWindow));
+  CHECK(peer.sequences.back() > 0);
+  CHECK(peer.sequences[1] == 0);
+  // Per thread, in push order: the app thread's step, forward, step; the loader's open range
+  // (flagged, stamped with the window's begin) then io.
+  std::map<uint32_t, std::vector<std::pair<std::string, uint16_t>>> pushes_by_thread;
+  uint64_t first_step_push = 0;
+  uint64_t loader_open_stamp = 0;
+  for (const wire::RecordView& view : peer.records) {
+    if (view.type != wire::RecordType::kRangePush) continue;
+    const auto event = view.As<wire::RangeEvent>();
+    std::string name;
+    for (const wire::RecordView& def : peer.records) {
+      if (def.type == wire::RecordType::kPathNode && def.As<wire::PathNode>().id == event.node) {
+        name = peer.Text(def.As<wire::PathNode>().name_string);
+      }
+    }
+    pushes_by_thread[event.tid].emplace_back(name, view.flags);
+    if (name == "step" && first_step_push == 0) first_step_push = event.timestamp_ns;
+    if (name == "loader") loader_open_stamp = event.timestamp_ns;
+  }
+  using Pushes = std::vector<std::pair<std::string, uint16_t>>;
+  CHECK(pushes_by_thread[static_cast<uint32_t>(gettid())] ==
+        Pushes{{"step", 0}, {"forward", 0}, {"step", 0}});
+  REQUIRE(pushes_by_thread.size() == 2);
+  for (const auto& [tid, pushes] : pushes_by_thread) {
+    if (tid == static_cast<uint32_t>(gettid())) continue;
+    CHECK(pushes == Pushes{{"loader", wire::kRangeFlagOpenBeforeWindow}, {"io", 0}});
+  }
+  CHECK(loader_open_stamp == first_step_push);
+  CHECK(peer.Count(wire::RecordType::kRangePop) == 5);  // forward, io, loader, step, step
+  CHECK(peer.Count(wire::RecordType::kRefusal) == 1);   // no CUPTI for this window
+  REQUIRE(peer.Count(wire::RecordType::kWindowBegin) == 1);
+  REQUIRE(peer.Count(wire::RecordType::kWindowEnd) == 1);
+  for (const wire::RecordView& view : peer.records) {
+    if (view.type == wire::RecordType::kWindowBegin) {
+      const auto begin = view.As<wire::WindowBegin>();
+      CHECK(begin.window_id == 7);
+      CHECK(begin.cupti_attached == 0);
+      CHECK(begin.timestamp_ns == first_step_push);
+    }
+  }
+  const auto end = peer.records.back().As<wire::WindowEnd>();
+  REQUIRE(peer.records.back().type == wire::RecordType::kWindowEnd);
+  CHECK(end.window_id == 7);
+  CHECK(end.reason == static_cast<uint32_t>(wire::WindowEndReason::kStepsDone));
+  CHECK(end.detach == static_cast<uint32_t>(wire::DetachOutcome::kNotAttached));
+  CHECK(end.steps_seen == 2);
+  CHECK(end.timestamp_ns > first_step_push);
+
+  shim.hot_flags.fetch_and(~kHotArmed);
+  unsetenv("GPUATTR_CUPTI_LIBRARY");
 }
 
 }  // namespace
