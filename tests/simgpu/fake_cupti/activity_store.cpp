@@ -1,12 +1,18 @@
 #include "activity_store.h"
 
 #include <pthread.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 
 namespace gpuattr::simgpu {
+namespace {
+
+thread_local bool tls_on_worker = false;  // the calling thread is a worker of the store
+
+}  // namespace
 
 uint64_t ThreadKey() {
   static std::atomic<uint64_t> next{1};
@@ -14,8 +20,14 @@ uint64_t ThreadKey() {
   return key;
 }
 
-ActivityStore::ActivityStore(uint64_t (*now)(), uint32_t seed, bool shuffle)
-    : now_(now), shuffle_(shuffle), rng_(seed) {}
+uint64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+ActivityStore::ActivityStore(uint64_t (*cupti_now)(), uint32_t seed, bool shuffle)
+    : cupti_now_(cupti_now), shuffle_(shuffle), rng_(seed) {}
 
 void ActivityStore::RegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
                                       CUpti_BuffersCallbackCompleteFunc completed) {
@@ -34,30 +46,49 @@ bool ActivityStore::IsEnabled(uint32_t kind) const {
 }
 
 void ActivityStore::AppendHostRecord(const void* record, size_t size) {
+  uint32_t kind = 0;
+  std::memcpy(&kind, record, sizeof(kind));
   std::lock_guard<std::mutex> lock(mu_);
+  // Checked again under mu_: a cuptiFinalize on another thread disables kinds under it.
+  if (!IsEnabled(kind)) return;
   Buffer* buffer = BufferFor(ThreadKey(), size);
   if (buffer != nullptr) Append(buffer, static_cast<const uint8_t*>(record), size);
 }
 
 void ActivityStore::SubmitDeviceRecord(const DeviceRecord& record) {
+  uint32_t kind = 0;
+  std::memcpy(&kind, record.bytes.data(), sizeof(kind));
   std::lock_guard<std::mutex> lock(mu_);
+  if (!IsEnabled(kind)) return;
   EnsureWorker();
   pending_.push_back(record);
   work_cv_.notify_all();
 }
 
-void ActivityStore::FlushAll(bool forced) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!pending_.empty() && worker_alive_ && std::this_thread::get_id() != worker_->get_id()) {
+void ActivityStore::DrainPending(std::unique_lock<std::mutex>& lock) {
+  Worker* worker = worker_;
+  if (!pending_.empty() && worker != nullptr &&
+      std::this_thread::get_id() != worker->thread.get_id()) {
     // Device records are written by the worker into buffers it requested: let it catch up.
     work_cv_.notify_all();
-    placed_cv_.wait(lock, [this] { return pending_.empty() || !worker_alive_; });
+    placed_cv_.wait(lock, [this, worker] { return pending_.empty() || worker_ != worker; });
   }
-  if (!pending_.empty()) PlacePending();  // no worker (finalized, forked child): place here
+  if (!pending_.empty()) PlacePending(kNoWorkerKey);  // no worker (forked child), or we are it
+}
+
+void ActivityStore::FlushAll(bool forced) {
+  std::unique_lock<std::mutex> lock(mu_);
+  DrainPending(lock);
   std::vector<Buffer*> ready = TakeDeliverable(forced ? Take::kEverything : Take::kComplete);
   CUpti_BuffersCallbackCompleteFunc completed = completed_;
+  const uint64_t worker_batches = worker_batches_taken_;
   lock.unlock();
   Deliver(ready, completed);
+  if (tls_on_worker) return;  // called from bufferCompleted on the worker: it cannot wait for itself
+  // Buffers the worker took before this flush are handed back before it returns.
+  lock.lock();
+  delivered_cv_.wait(lock,
+                     [this, worker_batches] { return worker_batches_delivered_ >= worker_batches; });
 }
 
 void ActivityStore::SetFlushPeriodMs(uint32_t ms) {
@@ -74,36 +105,37 @@ size_t ActivityStore::TakeDropped() {
 }
 
 void ActivityStore::Reset() {
-  FlushAll(/*forced=*/true);
-  std::thread* worker = nullptr;
+  std::vector<Buffer*> ready;
+  CUpti_BuffersCallbackCompleteFunc completed = nullptr;
+  Worker* worker = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-    worker_alive_ = false;
+    std::unique_lock<std::mutex> lock(mu_);
+    // Nothing is recorded from here on: app threads re-check their kind under mu_.
+    for (auto& kind : enabled_) kind.store(false);
+    DrainPending(lock);
+    ready = TakeDeliverable(Take::kEverything);
+    completed = completed_;
     worker = worker_;
     worker_ = nullptr;
+    if (worker != nullptr) worker->stop = true;
     work_cv_.notify_all();
+    placed_cv_.notify_all();
+    requested_ = nullptr;
+    completed_ = nullptr;
+    dropped_ = 0;
+    flush_period_ms_ = 0;
   }
-  if (worker != nullptr) {
-    if (std::this_thread::get_id() == worker->get_id()) {
-      worker->detach();
-    } else {
-      worker->join();
-    }
-    delete worker;
+  Deliver(ready, completed);
+  if (worker == nullptr) return;
+  if (std::this_thread::get_id() == worker->thread.get_id()) {
+    // Finalized from bufferCompleted on the worker itself: it ends when that callback returns
+    // and still reads its Worker then, so the Worker is leaked.
+    worker->thread.detach();
+    return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [owner, buffer] : current_) delete buffer;
-  current_.clear();
-  for (Buffer* buffer : closed_) delete buffer;
-  closed_.clear();
-  pending_.clear();
-  requested_ = nullptr;
-  completed_ = nullptr;
-  for (auto& kind : enabled_) kind.store(false);
-  dropped_ = 0;
-  flush_period_ms_ = 0;
-  stop_ = false;
+  // The worker may be inside bufferCompleted (mu_ released); it sees `stop` afterwards.
+  worker->thread.join();
+  delete worker;
 }
 
 void ActivityStore::PrepareFork() { mu_.lock(); }
@@ -114,7 +146,7 @@ void ActivityStore::ChildAfterFork() {
   // The child has only the forking thread: the worker is gone, and the parent's buffers are the
   // parent's records (delivering them here would report them twice, under the child's pid).
   worker_ = nullptr;
-  worker_alive_ = false;
+  worker_batches_delivered_ = worker_batches_taken_;  // what its worker delivers is the parent's
   current_.clear();
   closed_.clear();
   pending_.clear();
@@ -173,11 +205,11 @@ void ActivityStore::Append(Buffer* buffer, const uint8_t* bytes, size_t size) {
   }
 }
 
-void ActivityStore::PlacePending() {
+void ActivityStore::PlacePending(uint64_t owner) {
   while (!pending_.empty()) {
     DeviceRecord record = pending_.front();
     pending_.pop_front();
-    Buffer* buffer = BufferFor(worker_key_, record.size);
+    Buffer* buffer = BufferFor(owner, record.size);
     if (buffer == nullptr) continue;
     const size_t offset = buffer->used;
     Append(buffer, record.bytes.data(), record.size);
@@ -189,8 +221,14 @@ void ActivityStore::PlacePending() {
   }
 }
 
+int64_t ActivityStore::CuptiOffset() const {
+  const uint64_t monotonic = MonotonicNs();
+  const int64_t offset = static_cast<int64_t>(cupti_now_() - monotonic);
+  return offset > -1000000 && offset < 1000000 ? 0 : offset;
+}
+
 std::vector<ActivityStore::Buffer*> ActivityStore::TakeDeliverable(Take take) {
-  const uint64_t now = now_();
+  const uint64_t now = MonotonicNs();
   std::vector<Buffer*> ready;
   auto complete = [now](const Buffer* b) { return b->rejected || b->complete_at <= now; };
   for (auto it = closed_.begin(); it != closed_.end();) {
@@ -212,19 +250,25 @@ std::vector<ActivityStore::Buffer*> ActivityStore::TakeDeliverable(Take take) {
       }
     }
   }
-  for (Buffer* buffer : ready) Finish(buffer, now);
+  if (!ready.empty()) {
+    const int64_t offset = CuptiOffset();
+    for (Buffer* buffer : ready) Finish(buffer, now, offset);
+  }
   std::shuffle(ready.begin(), ready.end(), rng_);
   return ready;
 }
 
-void ActivityStore::Finish(Buffer* buffer, uint64_t now) {
+void ActivityStore::Finish(Buffer* buffer, uint64_t monotonic_now, int64_t cupti_offset) {
   // The device writes a record's timestamps when the work finishes; unfinished ones stay 0.
+  // Finished ones are converted to the CUPTI clock now.
   for (const DeviceRecord& stamp : buffer->stamps) {
-    if (stamp.end_ns > now) continue;
-    std::memcpy(buffer->data + stamp.start_offset, &stamp.start_ns, sizeof(uint64_t));
-    std::memcpy(buffer->data + stamp.end_offset, &stamp.end_ns, sizeof(uint64_t));
+    if (stamp.end_ns > monotonic_now) continue;
+    const uint64_t start = stamp.start_ns + static_cast<uint64_t>(cupti_offset);
+    const uint64_t end = stamp.end_ns + static_cast<uint64_t>(cupti_offset);
+    std::memcpy(buffer->data + stamp.start_offset, &start, sizeof(uint64_t));
+    std::memcpy(buffer->data + stamp.end_offset, &end, sizeof(uint64_t));
     if (stamp.completed_offset != 0) {
-      std::memcpy(buffer->data + stamp.completed_offset, &stamp.end_ns, sizeof(uint64_t));
+      std::memcpy(buffer->data + stamp.completed_offset, &end, sizeof(uint64_t));
     }
   }
   if (!shuffle_ || buffer->layout.size() < 2) return;
@@ -239,9 +283,11 @@ void ActivityStore::Finish(Buffer* buffer, uint64_t now) {
 }
 
 void ActivityStore::EnsureWorker() {
-  if (worker_alive_) return;
-  worker_alive_ = true;
-  worker_ = new std::thread([this] { WorkerMain(); });
+  if (worker_ != nullptr) return;
+  auto* worker = new Worker;
+  // The new thread blocks on mu_ (held here) until `thread` is assigned.
+  worker->thread = std::thread([this, worker] { WorkerMain(worker); });
+  worker_ = worker;
 }
 
 void ActivityStore::Deliver(const std::vector<Buffer*>& buffers,
@@ -255,26 +301,29 @@ void ActivityStore::Deliver(const std::vector<Buffer*>& buffers,
   }
 }
 
-void ActivityStore::WorkerMain() {
+void ActivityStore::WorkerMain(Worker* self) {
   pthread_setname_np(pthread_self(), "Cupti_Worker");
+  tls_on_worker = true;
   std::unique_lock<std::mutex> lock(mu_);
-  worker_key_ = ThreadKey();
-  while (!stop_) {
-    PlacePending();
+  self->key = ThreadKey();
+  while (!self->stop) {
+    PlacePending(self->key);
     placed_cv_.notify_all();
     // Periodic delivery, with or without cuptiActivityFlushPeriod: full and complete buffers only.
     std::vector<Buffer*> ready = TakeDeliverable(Take::kFullAndComplete);
     if (!ready.empty()) {
       CUpti_BuffersCallbackCompleteFunc completed = completed_;
+      ++worker_batches_taken_;
       lock.unlock();
       Deliver(ready, completed);
       lock.lock();
+      ++worker_batches_delivered_;
+      delivered_cv_.notify_all();
       continue;
     }
     const auto period = std::chrono::milliseconds(flush_period_ms_ > 0 ? flush_period_ms_ : 5);
-    work_cv_.wait_for(lock, period, [this] { return stop_ || !pending_.empty(); });
+    work_cv_.wait_for(lock, period, [this, self] { return self->stop || !pending_.empty(); });
   }
-  placed_cv_.notify_all();
 }
 
 }  // namespace gpuattr::simgpu

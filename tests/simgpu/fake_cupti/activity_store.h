@@ -6,19 +6,33 @@
 //   app thread T ──API record──▶ T's current buffer   (bufferRequested runs on T, under mu_)
 //   app thread  ──device work──▶ pending_ ──worker──▶ worker's current buffer (requested on the
 //                                                     worker, under mu_; timestamps appear only
-//                                                     once the work has finished on the CUPTI clock)
+//                                                     once the work has finished)
 //   full buffer ──▶ closed_ ──worker, when complete──▶ bufferCompleted (worker thread, mu_ released)
 //   FlushAll(0)      delivers every buffer whose records are all complete, on the caller's thread
 //   FlushAll(FORCED) delivers everything; unfinished device records carry start = end = 0
+//   Both return only once the buffers the worker had taken for delivery before the flush have
+//   been handed back too: bufferCompleted completes before the flush returns (cupti-notes §4.5).
 //
 // Record order inside a delivered buffer is shuffled (seeded), buffers arrive in no order. A NULL
 // or misaligned buffer drops the record and counts it (a misaligned one is handed back empty).
+//
+// Clocks: device work is timed on CLOCK_MONOTONIC (the simulated device's timeline); a device
+// record is complete once its end has passed on CLOCK_MONOTONIC. Its timestamps are written into
+// the buffer when it is delivered, converted to the CUPTI clock by the offset between the CUPTI
+// clock and CLOCK_MONOTONIC measured then (as the real library converts GPU timestamps to its CPU
+// timebase when it processes them, cupti-notes §4.7). The offset is 0 when the two clocks agree
+// within 1 ms, i.e. when the client registered CLOCK_MONOTONIC.
 //
 // Locking: mu_ models CUPTI's internal lock. bufferRequested is invoked WITH mu_ held, and
 // TakeDropped() takes mu_, so a client that calls cuptiActivityGetNumDroppedRecords while holding
 // a lock that its bufferRequested also takes deadlocks here exactly as with the real library
 // (Kineto's ABBA bug). bufferCompleted is always invoked with mu_ released. mu_ is the innermost
 // lock of the fake: nothing else is locked while it is held.
+//
+// Reset (cuptiFinalize) may run on any thread, also inside a client callback and concurrently
+// with app threads producing records: it disables every kind and forgets the callbacks under mu_
+// (so nothing is recorded after it), delivers everything (forced) on the calling thread and stops
+// the worker. A later RegisterCallbacks or device record starts a fresh worker.
 #ifndef GPUATTR_TESTS_SIMGPU_FAKE_CUPTI_ACTIVITY_STORE_H_
 #define GPUATTR_TESTS_SIMGPU_FAKE_CUPTI_ACTIVITY_STORE_H_
 
@@ -51,8 +65,8 @@ struct DeviceRecord {
 
 class ActivityStore {
  public:
-  // `now` is the CUPTI clock; `seed` drives the shuffle.
-  ActivityStore(uint64_t (*now)(), uint32_t seed, bool shuffle);
+  // `cupti_now` is the CUPTI clock; `seed` drives the shuffle.
+  ActivityStore(uint64_t (*cupti_now)(), uint32_t seed, bool shuffle);
   ActivityStore(const ActivityStore&) = delete;
   ActivityStore& operator=(const ActivityStore&) = delete;
 
@@ -62,10 +76,12 @@ class ActivityStore {
   bool IsEnabled(uint32_t kind) const;
 
   // Appends an API-side record (API, external correlation, device) to the calling thread's
-  // buffer. Runs on: the app thread making the call.
+  // buffer, unless its kind (the record's first field) is disabled by then. Runs on: the app
+  // thread making the call.
   void AppendHostRecord(const void* record, size_t size);
 
-  // Queues device work; the worker writes it. Runs on: any app thread.
+  // Queues device work (times on CLOCK_MONOTONIC); the worker writes it. Dropped silently when
+  // its kind is disabled by then. Runs on: any app thread.
   void SubmitDeviceRecord(const DeviceRecord& record);
 
   // cuptiActivityFlushAll: delivers synchronously on the calling thread before returning.
@@ -75,7 +91,8 @@ class ActivityStore {
   // Returns and resets the dropped-record counter (takes mu_, like the real library).
   size_t TakeDropped();
 
-  // cuptiFinalize: stops the worker and forgets buffers, callbacks and enabled kinds.
+  // cuptiFinalize: see the header comment. Returns once every buffer has been handed back and
+  // the worker has stopped (when called on the worker itself: once it has been told to stop).
   void Reset();
 
   // pthread_atfork handlers: the child has no worker thread (like the real library's child).
@@ -96,25 +113,41 @@ class ActivityStore {
     std::vector<std::pair<size_t, size_t>> layout;  // (offset, size) of every record
   };
   enum class Take { kFullAndComplete, kComplete, kEverything };
+  // One worker thread. A stopped worker is forgotten by the store at once (a fresh one may start
+  // while it winds down), so each has its own stop flag; read and written under mu_.
+  struct Worker {
+    std::thread thread;
+    bool stop = false;
+    uint64_t key = 0;  // ThreadKey() of the worker: the owner of its current buffer
+  };
+  // Owner of the buffer that device records go to when no worker places them (finalized before
+  // the worker caught up, forked child); ThreadKey() never returns it.
+  static constexpr uint64_t kNoWorkerKey = 0;
 
   // All of these run with mu_ held.
   Buffer* BufferFor(uint64_t owner, size_t record_size);
   void Append(Buffer* buffer, const uint8_t* bytes, size_t size);
-  void PlacePending();
+  void PlacePending(uint64_t owner);
+  // Brings pending_ into buffers: lets the worker place it (waiting on `lock`), or places it here.
+  void DrainPending(std::unique_lock<std::mutex>& lock);
   std::vector<Buffer*> TakeDeliverable(Take take);
-  void Finish(Buffer* buffer, uint64_t now);
+  void Finish(Buffer* buffer, uint64_t monotonic_now, int64_t cupti_offset);
+  int64_t CuptiOffset() const;
   void EnsureWorker();
 
   // Runs with mu_ released.
   static void Deliver(const std::vector<Buffer*>& buffers, CUpti_BuffersCallbackCompleteFunc completed);
-  void WorkerMain();  // Runs on: the fake's worker thread ("Cupti_Worker").
+  void WorkerMain(Worker* self);  // Runs on: the fake's worker thread ("Cupti_Worker").
 
-  uint64_t (*now_)();
+  uint64_t (*cupti_now_)();
   const bool shuffle_;
 
   mutable std::mutex mu_;
   std::condition_variable work_cv_;    // wakes the worker (pending work, stop)
   std::condition_variable placed_cv_;  // the worker drained pending_
+  std::condition_variable delivered_cv_;  // a worker finished delivering a batch
+  uint64_t worker_batches_taken_ = 0;     // batches of buffers workers took to deliver
+  uint64_t worker_batches_delivered_ = 0;
   CUpti_BuffersCallbackRequestFunc requested_ = nullptr;
   CUpti_BuffersCallbackCompleteFunc completed_ = nullptr;
   std::array<std::atomic<bool>, CUPTI_ACTIVITY_KIND_COUNT> enabled_{};
@@ -124,11 +157,13 @@ class ActivityStore {
   size_t dropped_ = 0;
   uint32_t flush_period_ms_ = 0;
   std::mt19937 rng_;
-  std::thread* worker_ = nullptr;  // leaked, not destroyed, in a forked child (it has no thread)
-  bool worker_alive_ = false;
-  bool stop_ = false;
-  uint64_t worker_key_ = 0;
+  // The running worker; null before the first one, after Reset and in a forked child (whose
+  // copy of the parent's Worker is leaked: it has no thread to join).
+  Worker* worker_ = nullptr;
 };
+
+// CLOCK_MONOTONIC in ns: the simulated device's clock.
+uint64_t MonotonicNs();
 
 // A process-unique key for the calling thread (buffers are per thread).
 uint64_t ThreadKey();

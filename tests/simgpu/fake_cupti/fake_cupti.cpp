@@ -8,7 +8,20 @@
 // Locks (outer to inner): cb_mu_ (subscriber, enable state) and objects_mu_ (contexts, graphs,
 // interned names) are independent leaves, never held while a client callback runs; the store's
 // lock is separate and documented in activity_store.h. A client may call any CUPTI function from
-// inside any callback.
+// inside any callback, cuptiFinalize included.
+//
+// cuptiFinalize (cupti-notes §5): it first stops dispatch (the subscriber and its enables are
+// gone, so no callback starts afterwards) and waits until the API/resource callbacks already
+// running on other threads have returned, not counting those of threads that are themselves
+// inside cuptiFinalize (its own caller's callback, when called from one, and a racing finalizer).
+// A client whose callback on thread B waits for thread A while A finalizes therefore deadlocks
+// here; what the real library does then is unknown (the docs say only that it "blocks all
+// application threads until teardown ends"). API calls that entered before and exit after it get
+// no EXIT callback and no API record. Then the store is reset (forced flush on the calling thread,
+// worker stopped, kinds disabled, buffer callbacks forgotten), and the timestamp callback, the
+// thread-id type and the attributes go back to their defaults. Driver state (contexts, graphs,
+// the correlation counter) survives. Calls that race with it on other threads (an enable, a
+// subscribe) see either state; the real library can crash there (Kineto commit c7c76c36).
 //
 // The first declarations of the exported functions come from the CUDA headers included here under
 // default visibility; everything else in the library is hidden, and the version script puts the
@@ -26,6 +39,7 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -168,6 +182,9 @@ uint64_t RealtimeNs() {
 
 std::atomic<CUpti_TimestampCallbackFunc> g_timestamp_callback{nullptr};
 
+// API and resource callbacks the calling thread is inside of (nested calls count each).
+thread_local int tls_callback_depth = 0;
+
 // The CUPTI clock: the registered timestamp callback, CLOCK_REALTIME otherwise.
 uint64_t Now() {
   CUpti_TimestampCallbackFunc callback = g_timestamp_callback.load();
@@ -238,7 +255,11 @@ class Fake {
     if (nested != nullptr && std::strcmp(nested, "new-id") == 0) nested_ = NestedDriver::kNewId;
     if (nested != nullptr && std::strcmp(nested, "off") == 0) nested_ = NestedDriver::kOff;
     pthread_atfork([] { Get().store_.PrepareFork(); }, [] { Get().store_.ParentAfterFork(); },
-                   [] { Get().store_.ChildAfterFork(); });
+                   [] {
+                     Get().store_.ChildAfterFork();
+                     // Only the forking thread exists: its callbacks are the only ones running.
+                     Get().callbacks_running_ = tls_callback_depth;
+                   });
   }
 
   // Never destroyed: clients call in from atexit handlers and from threads that outlive statics.
@@ -326,19 +347,27 @@ class Fake {
     return CUPTI_SUCCESS;
   }
 
-  // Invokes the subscriber's callback when (domain, cbid) is enabled. Runs on: the app thread.
+  // Invokes the subscriber's callback when (domain, cbid) is enabled, counted in
+  // callbacks_running_ so that Finalize can wait for it. Runs on: the app thread.
   void Fire(int domain, uint32_t cbid, const void* data) {
     CUpti_CallbackFunc callback = nullptr;
     void* userdata = nullptr;
     {
       std::lock_guard<std::mutex> lock(cb_mu_);
-      if (subscriber_ == nullptr || !EnabledLocked(domain, cbid)) return;
+      if (subscriber_ == nullptr || subscriber_->callback == nullptr ||
+          !EnabledLocked(domain, cbid)) {
+        return;
+      }
       callback = subscriber_->callback;
       userdata = subscriber_->userdata;
+      ++callbacks_running_;
     }
-    if (callback != nullptr) {
-      callback(userdata, static_cast<CUpti_CallbackDomain>(domain), cbid, data);
-    }
+    ++tls_callback_depth;
+    callback(userdata, static_cast<CUpti_CallbackDomain>(domain), cbid, data);
+    --tls_callback_depth;
+    std::lock_guard<std::mutex> lock(cb_mu_);
+    --callbacks_running_;
+    callbacks_idle_.notify_all();
   }
 
   // --- clock, thread ids, attributes -------------------------------------------------------------
@@ -374,16 +403,21 @@ class Fake {
     return CUPTI_SUCCESS;
   }
 
-  // cuptiFinalize: CUPTI's state goes back to a fresh process's; driver objects (contexts,
-  // graphs) and the correlation counter are the driver's and survive.
+  // cuptiFinalize (see the header comment): CUPTI's state goes back to a fresh process's;
+  // driver objects (contexts, graphs) and the correlation counter are the driver's and survive.
+  // Runs on: any thread, also inside a callback.
   void Finalize() {
-    store_.Reset();
     {
-      std::lock_guard<std::mutex> lock(cb_mu_);
+      std::unique_lock<std::mutex> lock(cb_mu_);
       subscriber_ = nullptr;
       domain_all_.fill(false);
       overrides_.clear();
+      callbacks_in_finalize_ += tls_callback_depth;
+      callbacks_idle_.wait(lock, [this] { return callbacks_running_ == callbacks_in_finalize_; });
+      callbacks_in_finalize_ -= tls_callback_depth;
     }
+    // The forced flush converts device times with the client's clock, so it is reset after.
+    store_.Reset();
     g_timestamp_callback.store(nullptr);
     thread_id_type_.store(CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT);
     std::lock_guard<std::mutex> lock(objects_mu_);
@@ -475,6 +509,9 @@ class Fake {
   std::atomic<uint32_t> thread_id_type_{CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT};
 
   std::mutex cb_mu_;  // leaf lock; never held while a client callback runs
+  std::condition_variable callbacks_idle_;  // callbacks_running_ fell
+  int callbacks_running_ = 0;      // API/resource callbacks being invoked, all threads
+  int callbacks_in_finalize_ = 0;  // of those, the ones whose thread is inside Finalize
   CUpti_Subscriber_st* subscriber_ = nullptr;
   std::array<bool, CUPTI_CB_DOMAIN_SIZE> domain_all_{};
   std::map<std::pair<int, uint32_t>, bool> overrides_;

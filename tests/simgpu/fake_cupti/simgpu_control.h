@@ -11,8 +11,14 @@
  * of the innermost open call of the same thread and pops it. Resource events (graph node created,
  * instantiate) fire their callbacks inside the innermost open call of the calling thread.
  *
- * Time: every timestamp is on the CUPTI clock, simgpu_now(): the registered timestamp callback when
- * there is one, CLOCK_REALTIME otherwise (like the real CUPTI on Linux x86-64).
+ * Time: the simulated device runs on CLOCK_MONOTONIC: the times of SimgpuActivity are
+ * CLOCK_MONOTONIC ns. Records are stamped on the CUPTI clock, simgpu_now() (the registered
+ * timestamp callback when there is one, CLOCK_REALTIME otherwise, like the real CUPTI on Linux
+ * x86-64), at the moment they are stamped: API records at ENTER and EXIT, device records when the
+ * fake delivers them (their CLOCK_MONOTONIC times moved by the offset between the CUPTI clock and
+ * CLOCK_MONOTONIC then; 0 when the two agree within 1 ms). So a client that registers
+ * CLOCK_MONOTONIC sees the device times exactly, and one that registers it late, or loses it to
+ * cuptiFinalize, never shifts the device timeline.
  *
  * All symbols sit in the libcupti.so.13 version node, like the CUPTI ones.
  */
@@ -26,8 +32,9 @@
 extern "C" {
 #endif
 
-/* Bumped when a signature below changes; the simulated driver refuses a mismatch. */
-#define SIMGPU_CONTROL_VERSION 1
+/* Bumped when a signature or the meaning of an argument below changes; the simulated driver
+ * refuses a mismatch. */
+#define SIMGPU_CONTROL_VERSION 2
 
 /* What a device activity is. */
 typedef enum {
@@ -38,15 +45,17 @@ typedef enum {
 
 /* One unit of device work, described by the simulated device once it has been scheduled. The fake
  * writes it as a CUpti_ActivityKernel10 / Memcpy6 / MemcpyPtoP4 / Memset4 record from its worker
- * thread; the timestamps become visible in the record only once simgpu_now() >= end_ns (until then
- * the record is incomplete, and a forced flush delivers it with start = end = 0). */
+ * thread, if its kind is enabled when it is submitted; the timestamps (CLOCK_MONOTONIC here,
+ * converted at delivery, see Time above) become visible in the record only once CLOCK_MONOTONIC
+ * >= end_ns (until then the record is incomplete, and a forced flush delivers it with
+ * start = end = 0). */
 typedef struct {
   SimgpuActivityType type;
   uint32_t correlation_id;   /* of the API call that launched it (the graph launch for nodes) */
   uint32_t device;
   uint32_t stream;
-  uint64_t start_ns;
-  uint64_t end_ns;
+  uint64_t start_ns;          /* CLOCK_MONOTONIC */
+  uint64_t end_ns;            /* CLOCK_MONOTONIC */
   const char* name;          /* kernels: mangled name; copied (interned) by the fake */
   int32_t grid[3];
   int32_t block[3];
@@ -63,7 +72,7 @@ typedef struct {
   uint64_t graph_node_id;    /* 0 unless launched by a graph: the exec's clone node id */
 } SimgpuActivity;
 
-/* SIMGPU_CONTROL_VERSION of the library. */
+/* SIMGPU_CONTROL_VERSION of the library (2: SimgpuActivity times are CLOCK_MONOTONIC). */
 int simgpu_control_version(void);
 
 /* The CUPTI clock, in ns. */

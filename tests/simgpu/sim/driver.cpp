@@ -115,16 +115,13 @@ void Driver::EnsureInit() {
         Bind(handle, "simgpu_graph_create", &graph_create_);
         Bind(handle, "simgpu_graph_node_create", &node_create_);
         Bind(handle, "simgpu_graph_instantiate", &instantiate_);
-        Bind(handle, "simgpu_now", &now_);
       }
       const bool complete = api_enter_ != nullptr && api_exit_ != nullptr &&
                             submit_ != nullptr && graph_create_ != nullptr &&
-                            node_create_ != nullptr && instantiate_ != nullptr &&
-                            now_ != nullptr;
+                            node_create_ != nullptr && instantiate_ != nullptr;
       if (!complete) {
         // Not the fake (e.g. the real libcupti): simulate without CUPTI.
         api_enter_ = nullptr;
-        now_ = nullptr;
       }
     }
     // What the CUDA driver does at cuInit (cupti-notes §1.1).
@@ -141,17 +138,11 @@ void Driver::EnsureInit() {
                      library == nullptr ? dlerror() : "no InitializeInjection");
       }
     }
-    if (now_ != nullptr) {
-      // Times taken before init are CLOCK_MONOTONIC; the CUPTI clock is either the same clock
-      // (the shim registers CLOCK_MONOTONIC) or another one (CLOCK_REALTIME) far away.
-      const int64_t offset = static_cast<int64_t>(now_() - MonotonicNs());
-      pre_init_offset_ns_ = offset > -1000000 && offset < 1000000 ? 0 : offset;
-    }
     initialized_ = true;
   });
 }
 
-uint64_t Driver::Now() const { return initialized_ && now_ != nullptr ? now_() : MonotonicNs(); }
+uint64_t Driver::Now() { return MonotonicNs(); }
 
 uint32_t Driver::Enter(int domain, uint32_t cbid, const char* symbol, uint32_t device,
                        uint32_t stream) {

@@ -7,7 +7,7 @@
 //     InitializeInjection(), as the CUDA driver does;
 //   - every CUDA call brackets itself with simgpu_api_enter/exit, so the fake fires the callbacks
 //     a real GPU's CUPTI would, with the correlation id the fake assigns;
-//   - the device: work is queued per (device, stream) on a timeline in host-clock ns. Launches are
+//   - the device: work is queued per (device, stream) on a timeline in CLOCK_MONOTONIC ns. Launches are
 //     asynchronous: start = max(host entry + launch latency, end of the previous work on that
 //     stream), FIFO per stream, streams overlap; Sync() really sleeps the calling thread until the
 //     simulated completion time. Nothing ever synchronises implicitly.
@@ -15,8 +15,10 @@
 //     callbacks and ids, no device work); instantiate clones them; a graph launch runs the clones
 //     back to back on the launch stream under the launch's single correlation id.
 //
-// The clock is the CUPTI clock (simgpu_now(): the shim's registered timestamp callback, else
-// CLOCK_REALTIME) once CUPTI is bound, CLOCK_MONOTONIC before init or without CUPTI.
+// The clock is CLOCK_MONOTONIC, always: the device timeline and every host time it hands out. The
+// fake stamps records on the CUPTI clock itself, converting device times when it delivers them
+// (simgpu_control.h), so a client's timestamp callback coming and going (attach, cuptiFinalize)
+// never moves the timeline.
 //
 // Threads: all methods are called from scenario threads concurrently. mu_ guards the timeline,
 // captures and graphs; it is a leaf lock and is never held across a call into the fake CUPTI (whose
@@ -94,11 +96,8 @@ class Driver {
 
   // cuInit (see header comment). Idempotent, thread-safe.
   void EnsureInit();
-  // The simulation clock (see header comment).
-  uint64_t Now() const;
-  // What to add to a CLOCK_MONOTONIC time taken before init to put it on Now()'s clock.
-  int64_t pre_init_offset_ns() const { return pre_init_offset_ns_; }
-  bool initialized() const { return initialized_.load(); }
+  // The simulation clock, CLOCK_MONOTONIC (see header comment).
+  static uint64_t Now();
   bool has_cupti() const { return api_enter_ != nullptr; }
 
   // A kernel, memcpy or memset (cudaLaunchKernel / cudaMemcpyAsync / cudaMemsetAsync).
@@ -143,10 +142,8 @@ class Driver {
   std::once_flag init_once_;
   std::atomic<bool> initialized_{false};  // set last by EnsureInit: the bindings are ready
   std::atomic<bool> forked_child_{false};
-  int64_t pre_init_offset_ns_ = 0;
 
   // The fake's control API; null without it.
-  decltype(&simgpu_now) now_ = nullptr;
   decltype(&simgpu_api_enter) api_enter_ = nullptr;
   decltype(&simgpu_api_exit) api_exit_ = nullptr;
   decltype(&simgpu_activity_submit) submit_ = nullptr;

@@ -62,7 +62,7 @@ struct Process {
   std::vector<pid_t> children;
   bool truth_written = false;
 
-  HostTime Stamp() { return {driver.Now(), !driver.initialized()}; }
+  static HostTime Stamp() { return {Driver::Now()}; }
 
   nvtxDomainHandle_t Domain(const std::string& name) {
     std::lock_guard<std::mutex> lock(mu);
@@ -91,8 +91,7 @@ struct Process {
     for (pid_t child : to_wait) waitpid(child, nullptr, 0);
     std::optional<int> rank;
     if (const char* r = std::getenv("RANK"); r != nullptr && *r != '\0') rank = std::atoi(r);
-    json part = {{"processes", json::array({truth.ToJson(getpid(), rank, spec.name,
-                                                         driver.pre_init_offset_ns())})}};
+    json part = {{"processes", json::array({truth.ToJson(getpid(), rank, spec.name)})}};
     const std::string tmp = truth_part + ".tmp";
     {
       std::ofstream out(tmp);
@@ -369,6 +368,11 @@ class ThreadRunner {
         break;
       case OpType::kRepeat:
         for (uint64_t i = 0; i < op.count; ++i) RunOps(op.ops);
+        break;
+      case OpType::kRepeatUntilFile:
+        for (uint64_t i = 0; i < op.count && access(op.file.c_str(), F_OK) != 0; ++i) {
+          RunOps(op.ops);
+        }
         break;
       case OpType::kFork:
         Fork(op);

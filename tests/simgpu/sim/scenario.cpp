@@ -154,7 +154,7 @@ class Parser {
     static const std::vector<std::string> kTypeKeys = {
         "push", "pop", "range_start", "range_end", "mark", "launch", "memcpy", "memset",
         "cpu_us", "start_thread", "join_thread", "capture_begin", "capture_end",
-        "graph_launch", "sync", "fork", "exit", "crash"};
+        "graph_launch", "sync", "repeat_until_file", "fork", "exit", "crash"};
     std::string type;
     for (const std::string& key : kTypeKeys) {
       if (!op.contains(key)) continue;
@@ -303,6 +303,22 @@ class Parser {
         return out;
       }
       out.ops = Ops(op["ops"], path + ".ops", depth + 1);
+    } else if (type == "repeat_until_file") {
+      if (!keys({"max", "ops"})) return out;
+      out.type = OpType::kRepeatUntilFile;
+      out.file = String(v, at);
+      if (!failed() && out.file[0] != '/') Fail(at, "expected an absolute path");
+      if (failed()) return out;
+      if (!op.contains("max")) {
+        Fail(path, "repeat_until_file needs \"max\" (an iteration bound)");
+        return out;
+      }
+      out.count = static_cast<uint64_t>(Integer(op["max"], path + ".max", 0, 100000000));
+      if (!op.contains("ops")) {
+        Fail(path, "repeat_until_file needs \"ops\"");
+        return out;
+      }
+      if (!failed()) out.ops = Ops(op["ops"], path + ".ops", depth + 1);
     } else if (type == "fork") {
       if (!keys({})) return out;
       out.type = OpType::kFork;
@@ -345,7 +361,9 @@ void CheckReferences(Parser& parser, const ProcessSpec& process, const std::stri
     for (size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
       const std::string here = at + "[" + std::to_string(i) + "]";
-      if (op.type == OpType::kRepeat) self(self, op.ops, here + ".ops", graphs_only);
+      if (op.type == OpType::kRepeat || op.type == OpType::kRepeatUntilFile) {
+        self(self, op.ops, here + ".ops", graphs_only);
+      }
       if (graphs_only) {
         if (op.type == OpType::kCaptureBegin) graphs.insert(op.name);
         continue;

@@ -34,6 +34,7 @@ enum class OpType {
   kSyncDevice,
   kSyncStream,
   kRepeat,
+  kRepeatUntilFile,
   kFork,
   kExit,
   kCrash,
@@ -44,6 +45,7 @@ struct Op {
   std::string name;    // range/mark name, kernel name, memcpy kind, thread, graph, fork target
   std::string domain;  // push/pop: NVTX domain ("" = the default domain)
   std::string id;      // range_start/range_end: the key pairing them
+  std::string file;    // repeat_until_file: the absolute path whose existence ends the loop
   uint32_t device = 0;
   uint32_t peer_device = 0;  // memcpy PtoP
   uint32_t stream = 0;
@@ -56,10 +58,10 @@ struct Op {
   uint16_t registers = 32;
   uint64_t bytes = 0;
   uint32_t value = 0;   // memset byte value
-  uint64_t count = 1;   // repeat, graph_launch repeat
+  uint64_t count = 1;   // repeat, graph_launch repeat, repeat_until_file max
   int exit_code = 0;
   int signal = 0;
-  std::vector<Op> ops;  // repeat body
+  std::vector<Op> ops;  // repeat / repeat_until_file body
 };
 
 struct ThreadSpec {

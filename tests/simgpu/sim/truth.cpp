@@ -4,13 +4,6 @@
 #include <utility>
 
 namespace gpuattr::simgpu {
-namespace {
-
-nlohmann::json Time(HostTime t, int64_t offset_ns) {
-  return t.pre_init ? static_cast<uint64_t>(static_cast<int64_t>(t.ns) + offset_ns) : t.ns;
-}
-
-}  // namespace
 
 void ProcessTruth::Push(const std::string& thread, const std::string& name,
                         const std::string& domain, HostTime t) {
@@ -96,8 +89,7 @@ void ProcessTruth::AddActivity(nlohmann::json activity) {
   activities_.push_back(std::move(activity));
 }
 
-nlohmann::json ProcessTruth::ToJson(int pid, std::optional<int> rank, const std::string& name,
-                                    int64_t offset_ns) {
+nlohmann::json ProcessTruth::ToJson(int pid, std::optional<int> rank, const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   nlohmann::json out;
   out["pid"] = pid;
@@ -112,13 +104,13 @@ nlohmann::json ProcessTruth::ToJson(int pid, std::optional<int> rank, const std:
                                                       : nlohmann::json(range.domain)},
                       {"path", range.path},
                       {"kind", range.kind},
-                      {"start_ns", Time(range.start, offset_ns)},
-                      {"end_ns", range.end ? Time(*range.end, offset_ns) : nullptr}});
+                      {"start_ns", range.start.ns},
+                      {"end_ns", range.end ? nlohmann::json(range.end->ns) : nullptr}});
   }
   out["ranges"] = ranges;
   nlohmann::json marks = nlohmann::json::array();
   for (const MarkRecord& mark : marks_) {
-    marks.push_back({{"thread", mark.thread}, {"name", mark.name}, {"ns", Time(mark.t, offset_ns)}});
+    marks.push_back({{"thread", mark.thread}, {"name", mark.name}, {"ns", mark.t.ns}});
   }
   out["marks"] = marks;
   return out;

@@ -22,10 +22,9 @@
 
 namespace gpuattr::simgpu {
 
-// A host time: CLOCK_MONOTONIC when taken before the simulated cuInit, else the CUPTI clock.
+// A host time, CLOCK_MONOTONIC ns (the simulated driver's clock, before and after cuInit).
 struct HostTime {
   uint64_t ns = 0;
-  bool pre_init = false;
 };
 
 struct Attribution {
@@ -54,10 +53,9 @@ class ProcessTruth {
   // that compare activities never set it.
   void AddActivity(nlohmann::json activity);
 
-  // {"pid", "rank", "name", "activities", "ranges", "marks"}; `offset_ns` moves pre-init times
-  // onto the CUPTI clock. Ranges still open have "end_ns": null.
-  nlohmann::json ToJson(int pid, std::optional<int> rank, const std::string& name,
-                        int64_t offset_ns);
+  // {"pid", "rank", "name", "activities", "ranges", "marks"}. Ranges still open have
+  // "end_ns": null.
+  nlohmann::json ToJson(int pid, std::optional<int> rank, const std::string& name);
 
   // After fork(), in the child: only the forking thread survives, now running `child_thread`'s
   // ops with the ranges it had open still open (NVTX tools see the same); nothing else is kept.

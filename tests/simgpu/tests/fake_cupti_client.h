@@ -19,7 +19,7 @@ struct FakeCupti {
 #define GPUATTR_SIMGPU_FNS(X)                                                                  \
   X(cuptiGetVersion) X(cuptiGetResultString) X(cuptiGetLastError) X(cuptiGetCallbackName)       \
   X(cuptiSubscribe) X(cuptiSubscribe_v2) X(cuptiUnsubscribe) X(cuptiEnableCallback)             \
-  X(cuptiEnableDomain) X(cuptiSetThreadIdType) X(cuptiGetTimestamp)                             \
+  X(cuptiEnableDomain) X(cuptiSetThreadIdType) X(cuptiGetThreadIdType) X(cuptiGetTimestamp)      \
   X(cuptiActivityRegisterTimestampCallback) X(cuptiActivitySetAttribute)                        \
   X(cuptiActivityGetAttribute) X(cuptiActivityRegisterCallbacks) X(cuptiActivityEnable)         \
   X(cuptiActivityDisable) X(cuptiActivityFlushAll) X(cuptiActivityFlushPeriod)                  \

@@ -1,12 +1,15 @@
-// simgpu-run as a program: scenario errors exit 2 with the JSON path, and a run without any
-// injection writes truth in which one stream is FIFO and two streams overlap.
+// simgpu-run as a program: scenario errors exit 2 with the JSON path, a run without any
+// injection writes truth in which one stream is FIFO and two streams overlap, and
+// repeat_until_file stops at its file or its bound, under an injection that subscribes nothing.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +21,7 @@ namespace {
 
 using gpuattr::test_support::ProcessResult;
 using gpuattr::test_support::RunProcess;
+using gpuattr::test_support::Subprocess;
 using gpuattr::test_support::TempDir;
 
 struct Outcome {
@@ -40,6 +44,22 @@ Outcome RunSimgpu(const std::vector<std::string>& args) {
   return {result.exited ? result.exit_code : -1, result.out + result.err};
 }
 
+// simgpu-run's argv with CUDA_INJECTION64_PATH naming an injection that subscribes nothing (the
+// shim in armed mode, as far as the simulated driver can tell).
+std::vector<std::string> ArmedArgv(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"env", "-u", "NVTX_INJECTION64_PATH", "-u", "LD_PRELOAD",
+                                   std::string("CUDA_INJECTION64_PATH=") +
+                                       SIMGPU_NULL_INJECTION_PATH,
+                                   SIMGPU_RUN_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+nlohmann::json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
 }  // namespace
 
 TEST_CASE("scenario errors name the JSON path and exit 2", "[simgpu][scenario]") {
@@ -60,6 +80,24 @@ TEST_CASE("scenario errors name the JSON path and exit 2", "[simgpu][scenario]")
        "$.processes[0].threads[0].ops[0]: no thread named \"nobody\""},
       {R"({"processes": [], "seed": 1})", "$.processes: expected a non-empty array"},
       {R"({"process": []})", "$.process: unknown key"},
+      {R"({"processes": [{"threads": [{"name": "main", "ops": [{"repeat_until_file": "stop", "max": 1, "ops": []}]}]}]})",
+       "$.processes[0].threads[0].ops[0].repeat_until_file: expected an absolute path"},
+      {R"({"processes": [{"threads": [{"name": "main", "ops": [{"repeat_until_file": 7, "max": 1, "ops": []}]}]}]})",
+       "$.processes[0].threads[0].ops[0].repeat_until_file: expected a string"},
+      {R"({"processes": [{"threads": [{"name": "main", "ops": [{"repeat_until_file": "/stop", "ops": []}]}]}]})",
+       "$.processes[0].threads[0].ops[0]: repeat_until_file needs \"max\""},
+      {R"({"processes": [{"threads": [{"name": "main", "ops": [{"repeat_until_file": "/stop", "max": -1, "ops": []}]}]}]})",
+       "$.processes[0].threads[0].ops[0].max: expected an integer in [0, 100000000]"},
+      {R"({"processes": [{"threads": [{"name": "main", "ops": [{"repeat_until_file": "/stop", "max": 1}]}]}]})",
+       "$.processes[0].threads[0].ops[0]: repeat_until_file needs \"ops\""},
+      {R"({"processes": [{"threads": [{"name": "main", "ops": [{"repeat_until_file": "/stop", "max": 1, "ops": {}}]}]}]})",
+       "$.processes[0].threads[0].ops[0].ops: expected an array of ops"},
+      {R"({"processes": [{"threads": [{"name": "main", "ops": [{"repeat_until_file": "/stop", "max": 1, "ops": [{"launch": "k", "us": "x"}]}]}]}]})",
+       "$.processes[0].threads[0].ops[0].ops[0].us: expected a number"},
+      {R"({"processes": [{"threads": [{"name": "main", "ops": [{"repeat_until_file": "/stop", "max": 1, "repeat": 2, "ops": []}]}]}]})",
+       "$.processes[0].threads[0].ops[0].repeat: unknown key"},
+      {R"({"processes": [{"threads": [{"name": "main", "ops": [{"repeat_until_file": "/stop", "max": 1, "ops": [{"join_thread": "x"}]}]}]}]})",
+       "$.processes[0].threads[0].ops[0].ops[0]: no thread named \"x\""},
   };
   for (const Case& c : cases) {
     INFO(c.text);
@@ -115,4 +153,55 @@ TEST_CASE("without injection the truth keeps each stream FIFO and lets two strea
   CHECK(by_name["d"]["attribution"] == "none");
   REQUIRE(process["ranges"].size() == 1);
   CHECK(process["ranges"][0]["path"] == nlohmann::json::array({"step"}));
+}
+
+TEST_CASE("repeat_until_file runs its ops until the file exists or max iterations ran",
+          "[simgpu][scenario]") {
+  TempDir dir;
+  const std::string stop_file = dir.File("stop");
+  auto scenario = [&](uint64_t max) {
+    return WriteFile(dir, "s.json", R"({"processes": [{"threads": [{"name": "main", "ops": [
+      {"repeat_until_file": ")" + stop_file + R"(", "max": )" + std::to_string(max) + R"(, "ops": [
+        {"push": "step"}, {"launch": "k", "us": 1}, {"pop": true}, {"cpu_us": 1000}]}]}]}]})");
+  };
+  auto activities = [&](const std::string& truth_path) -> size_t {
+    const nlohmann::json truth = ReadJson(truth_path);
+    REQUIRE(truth.is_object());
+    const nlohmann::json& process = truth["processes"][0];
+    for (const nlohmann::json& a : process["activities"]) {
+      CHECK(a["correlation_id"].is_number());  // the fake works with nobody subscribed
+    }
+    return process["activities"].size();
+  };
+
+  SECTION("no file: max iterations") {
+    const std::string truth = dir.File("truth.json");
+    const ProcessResult r = RunProcess(ArmedArgv({scenario(3), "--truth", truth}));
+    INFO(r.err);
+    REQUIRE(r.exited);
+    REQUIRE(r.exit_code == 0);
+    CHECK(activities(truth) == 3);
+  }
+  SECTION("the file exists before the first iteration: none") {
+    std::ofstream(stop_file) << "";
+    const std::string truth = dir.File("truth.json");
+    const ProcessResult r = RunProcess(ArmedArgv({scenario(3), "--truth", truth}));
+    REQUIRE(r.exited);
+    REQUIRE(r.exit_code == 0);
+    CHECK(activities(truth) == 0);
+  }
+  SECTION("the file appears while it runs: it stops at the next iteration") {
+    const std::string truth = dir.File("truth.json");
+    Subprocess run(ArmedArgv({scenario(100000000), "--truth", truth}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::ofstream(stop_file) << "";
+    const ProcessResult r = run.Wait(30);
+    INFO(r.err);
+    REQUIRE_FALSE(r.timed_out);
+    REQUIRE(r.exited);
+    REQUIRE(r.exit_code == 0);
+    const size_t n = activities(truth);
+    CHECK(n >= 1);
+    CHECK(n < 100000);
+  }
 }

@@ -4,6 +4,7 @@
 // and buffer completion on the fake's worker thread.
 #include <catch2/catch.hpp>
 
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -111,7 +112,14 @@ void OnCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   for (const Record& r : records) State().records.push_back(r);
 }
 
-// One subscriber session over the simulated driver: subscribe, enable, and a fresh driver.
+uint64_t MonotonicClock() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// One subscriber session over the simulated driver: subscribe, enable, and a fresh driver. It
+// registers CLOCK_MONOTONIC as the shim does, so records carry the device's times exactly.
 struct Session {
   Session() {
     FakeCupti& f = Fake();
@@ -128,6 +136,7 @@ struct Session {
     REQUIRE(f.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
                                   CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) == CUPTI_SUCCESS);
     REQUIRE(f.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE) == CUPTI_SUCCESS);
+    REQUIRE(f.cuptiActivityRegisterTimestampCallback(MonotonicClock) == CUPTI_SUCCESS);
     REQUIRE(f.cuptiActivityRegisterCallbacks(OnRequested, OnCompleted) == CUPTI_SUCCESS);
     REQUIRE(f.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS);
   }
