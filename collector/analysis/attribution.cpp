@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "analysis/kernel_family.h"
+#include "analysis/trace_observer.h"
 
 namespace gpuattr::collector {
 
@@ -172,6 +173,7 @@ class PassTreeBuilder {
     uint64_t busy_closed = 0;
     Samples<uint64_t> host_durations;
     std::map<std::optional<std::vector<std::string>>, LaunchContext> contexts;
+    std::unordered_map<std::string, uint64_t> family_ns;  // self_ns by leaf family
   };
 
   PassTreeBuilder() : nodes_(1) {}
@@ -215,6 +217,11 @@ class PassTreeBuilder {
     }
     std::stable_sort(out.launch_contexts.begin(), out.launch_contexts.end(),
                      [](const LaunchContext& a, const LaunchContext& b) { return a.ns > b.ns; });
+    out.self_by_family.assign(node.family_ns.begin(), node.family_ns.end());
+    std::sort(out.self_by_family.begin(), out.self_by_family.end(),
+              [](const auto& a, const auto& b) {
+                return a.second != b.second ? a.second > b.second : a.first < b.first;
+              });
     const std::vector<size_t> child_indices = ChildIndices(index);
     for (size_t child : child_indices) {
       out.children.push_back(Finalize(child));
@@ -282,6 +289,7 @@ class ActivityFolder::Impl {
       kernel_names_.clear();
     }
     RegisterStepInstances();
+    ObserveHostRanges();
     if (launch == nullptr) ++result_.loss.orphan_activities;
     if (!activity.complete()) {
       ++result_.loss.incomplete_records;
@@ -289,6 +297,7 @@ class ActivityFolder::Impl {
     }
     ++released_;
     if (late) ++result_.loss.late_activities;
+    last_end_ns_ = std::max(last_end_ns_, activity.end_ns);
     const uint64_t ns = activity.duration_ns();
     const bool kernel = activity.kind == ActivityKind::kKernel;
     CountTotals(result_.totals, activity.kind, ns);
@@ -298,6 +307,11 @@ class ActivityFolder::Impl {
     outcome.node = attribution.node;
     outcome.kind = attribution.how;
     outcome.reason = attribution.reason;
+    if (outcome.fallback) {
+      Fallback& entry = fallbacks_[outcome.fallback];
+      entry.ns += ns;
+      entry.activities += 1;
+    }
     if (attribution.node == 0) {
       Unattributed& entry = unattributed_[attribution.reason];
       entry.ns += ns;
@@ -325,6 +339,7 @@ class ActivityFolder::Impl {
       }
       if (kernel) result_.attributed_kernel_ns += ns;
       auto& node = tree_.At(paths_.Names(attribution.node));
+      node.family_ns[LeafFamily(activity)] += ns;
       node.out.self_ns += ns;
       node.out.activities += 1;
       if (kernel) node.out.kernels += 1;
@@ -364,9 +379,15 @@ class ActivityFolder::Impl {
     if (kernel) FoldFamily(activity, launch);
     if (launch) FoldStep(launch->enter_ns, outcome, ns);
     if (activity_lines_) AppendLine(activity, launch, outcome);
+    if (options_.observer) Observe(activity, launch, outcome);
   }
 
-  void ForgetLaunch(uint32_t correlation_id) { graph_families_.erase(correlation_id); }
+  void ForgetLaunch(uint32_t correlation_id, const LaunchRecord& launch) {
+    graph_families_.erase(correlation_id);
+    if (options_.observer) options_.observer->LaunchDone(pid(), correlation_id, launch);
+  }
+
+  void ExcludeOutsideWindow() { ++result_.excluded_activities; }
 
   ProcessAnalysis Finish() {
     paths_.Refresh();
@@ -374,7 +395,11 @@ class ActivityFolder::Impl {
     RegisterStepInstances();
     ProcessAnalysis& result = result_;
     result.main_tid = data_.main_tid;
-    result.capture_end_ns = data_.last_timestamp_ns;
+    // A window's stream may carry activities outside the window (excluded): its capture ends
+    // at its last host timestamp or the last activity counted, whichever is later.
+    result.capture_end_ns = data_.window_stream()
+                                ? std::max(data_.last_host_timestamp_ns, last_end_ns_)
+                                : data_.last_timestamp_ns;
     result.device_measured =
         data_.cupti_state ? data_.cupti_state->result == 0 : data_.activities_seen > 0;
     if (busy_.open) AddStepBusy(busy_.current);
@@ -385,6 +410,10 @@ class ActivityFolder::Impl {
     }
     std::stable_sort(result.unattributed.begin(), result.unattributed.end(),
                      [](const Unattributed& a, const Unattributed& b) { return a.ns > b.ns; });
+    for (auto& [reason, entry] : fallbacks_) {
+      entry.reason = reason;
+      result.fallbacks.push_back(entry);
+    }
     result.totals.launches = data_.launches_seen;
     result.loss.unmatched_launches = data_.unmatched_launches;
     result.loss.expired_launches = data_.expired_launches;
@@ -402,10 +431,18 @@ class ActivityFolder::Impl {
       result.loss.dropped_records =
           d.ring_dropped_records + d.socket_dropped_records + d.cupti_dropped_records;
     }
+    if (options_.observer) {
+      ObserveHostRanges();
+      options_.observer->ProcessFinished(data_, result);
+    }
     return std::move(result_);
   }
 
  private:
+  struct KernelNames {
+    std::string demangled;
+    std::string family;
+  };
   struct Hole {
     uint64_t start = 0;
     uint64_t end = 0;
@@ -701,20 +738,71 @@ class ActivityFolder::Impl {
     }
   }
 
-  void FoldFamily(const ActivityRecord& activity, const LaunchRecord* launch) {
-    auto known = kernel_names_.find(activity.name_string);
+  // The demangled name and family of a kernel's name string, cached until names change.
+  const KernelNames& NamesOf(uint32_t name_string) {
+    auto known = kernel_names_.find(name_string);
     if (known == kernel_names_.end()) {
-      std::string demangled = DemangleKernelName(StringOr(data_, activity.name_string));
+      std::string demangled = DemangleKernelName(StringOr(data_, name_string));
       std::string family = family_rules_.FamilyOf(demangled);
-      known = kernel_names_
-                  .emplace(activity.name_string, KernelNames{std::move(demangled), std::move(family)})
-                  .first;
+      known =
+          kernel_names_.emplace(name_string, KernelNames{std::move(demangled), std::move(family)})
+              .first;
     }
+    return known->second;
+  }
+
+  // The leaf frame of the folded exports: the kernel's family, or the kind of a copy or set.
+  const std::string& LeafFamily(const ActivityRecord& activity) {
+    static const std::string kMemcpyLeaf = "[memcpy]";
+    static const std::string kMemsetLeaf = "[memset]";
+    switch (activity.kind) {
+      case ActivityKind::kKernel:
+        break;
+      case ActivityKind::kMemcpy:
+        return kMemcpyLeaf;
+      case ActivityKind::kMemset:
+        return kMemsetLeaf;
+    }
+    return NamesOf(activity.name_string).family;
+  }
+
+  uint32_t pid() const { return data_.hello ? data_.hello->pid : 0; }
+
+  // Closed push/pop ranges not yet shown to the observer, now that their names are known.
+  void ObserveHostRanges() {
+    if (!options_.observer) return;
+    while (observed_ranges_ < data_.host_ranges.size()) {
+      const HostRange& range = data_.host_ranges[observed_ranges_++];
+      if (range.node == 0) continue;
+      options_.observer->RangeClosed(pid(), range, paths_.Names(range.node));
+    }
+  }
+
+  void Observe(const ActivityRecord& activity, const LaunchRecord* launch,
+               const ActivityOutcome& outcome) {
+    static const std::vector<std::string> kNoPath;
+    ObservedActivity observed;
+    observed.pid = pid();
+    observed.activity = &activity;
+    observed.launch = launch;
+    if (activity.kind == ActivityKind::kKernel) {
+      const KernelNames& names = NamesOf(activity.name_string);
+      observed.kernel_name = &names.demangled;
+      observed.family = &names.family;
+    }
+    observed.path = outcome.node != 0 ? &paths_.Names(outcome.node) : &kNoPath;
+    observed.attribution = outcome.kind;
+    observed.reason = outcome.reason;
+    options_.observer->ActivityReleased(observed);
+  }
+
+  void FoldFamily(const ActivityRecord& activity, const LaunchRecord* launch) {
+    const KernelNames& known = NamesOf(activity.name_string);
     FamilyStats one;
-    one.family = known->second.family;
+    one.family = known.family;
     one.kernels = 1;
     one.total_ns = one.min_ns = one.max_ns = activity.duration_ns();
-    one.names.push_back(known->second.demangled);
+    one.names.push_back(known.demangled);
     one.shapes.push_back({data_.shapes[activity.shape], 1, activity.duration_ns()});
     FamilyStats& family = families_[one.family];
     family.family = one.family;
@@ -842,7 +930,12 @@ class ActivityFolder::Impl {
       outcome.launch_node = at_launch->node;
     }
     const GraphNodeInfo* origin = GraphOrigin(data_, activity.graph_node_id);
-    if (origin == nullptr) return {0, AttributionKind::kNone, kReasonGraphBeforeAttach};
+    if (origin == nullptr) {
+      // Its creation was never seen (captured before the window): rules 2-4 at the graph launch.
+      if (!at_launch) return {0, AttributionKind::kNone, kReasonLaunchNotSeen};
+      outcome.fallback = kFallbackGraphBeforeWindow;
+      return *at_launch;
+    }
     if (origin->path_node != 0) return {origin->path_node, AttributionKind::kCaptured, nullptr};
     // Captured with no range open: rules 2-4 with the graph launch as the launch.
     if (at_launch) return *at_launch;
@@ -961,11 +1054,6 @@ class ActivityFolder::Impl {
     }
   }
 
-  struct KernelNames {
-    std::string demangled;
-    std::string family;
-  };
-
   const TraceData& data_;
   const AnalysisOptions& options_;
   const FamilyRules& family_rules_;
@@ -981,11 +1069,14 @@ class ActivityFolder::Impl {
   ProcessAnalysis result_;
   uint64_t released_ = 0;
   std::map<std::string, Unattributed> unattributed_;
+  std::map<std::string, Fallback> fallbacks_;
+  uint64_t last_end_ns_ = 0;  // latest end of a released activity with timestamps
   std::map<uint32_t, DeviceState> devices_;
   RunningUnion busy_;  // all devices: the step rows' busy time
   std::map<std::string, FamilyStats> families_;
   std::unordered_map<uint32_t, std::vector<std::string>> graph_families_;
   size_t registered_ = 0;
+  size_t observed_ranges_ = 0;  // data_.host_ranges shown to the observer
   std::vector<StepInstance> instances_;
   std::map<std::string, StepKey> step_keys_;
 };
@@ -1000,7 +1091,11 @@ void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord*
   impl_->Release(activity, launch, late);
 }
 
-void ActivityFolder::ForgetLaunch(uint32_t correlation_id) { impl_->ForgetLaunch(correlation_id); }
+void ActivityFolder::ForgetLaunch(uint32_t correlation_id, const LaunchRecord& launch) {
+  impl_->ForgetLaunch(correlation_id, launch);
+}
+
+void ActivityFolder::ExcludeOutsideWindow() { impl_->ExcludeOutsideWindow(); }
 
 ProcessAnalysis ActivityFolder::Finish() { return impl_->Finish(); }
 

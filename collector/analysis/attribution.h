@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/phase.h"
@@ -136,6 +137,9 @@ struct PassNode {
   uint64_t inherited_ns = 0;
   uint64_t captured_ns = 0;
   std::vector<LaunchContext> launch_contexts;
+  // self_ns split by kernel family ("[memcpy]" and "[memset]" for copies and sets), largest
+  // first; sums to self_ns exactly. The folded-stack exports' leaf frames.
+  std::vector<std::pair<std::string, uint64_t>> self_by_family;
   std::optional<Phase> phase;  // of its path (docs/attribution.md §Phases)
   std::vector<PassNode> children;
 };
@@ -144,6 +148,14 @@ struct Unattributed {
   std::string reason;
   uint64_t ns = 0;
   uint64_t kernel_ns = 0;
+  uint64_t activities = 0;
+};
+
+// Device time attributed by a fallback rather than by the rule that would normally apply
+// (coverage.fallbacks), by reason (a kFallback* constant).
+struct Fallback {
+  std::string reason;
+  uint64_t ns = 0;
   uint64_t activities = 0;
 };
 
@@ -246,6 +258,7 @@ struct ActivityOutcome {
   uint32_t node = 0;         // attributed path node; 0: unattributed
   uint32_t launch_node = 0;  // graph nodes: path node by rules 2-3 at the graph launch; 0: none
   const char* reason = nullptr;  // unattributed reason (a kReason* constant)
+  const char* fallback = nullptr;  // a kFallback* constant when a fallback rule was applied
   AttributionKind kind = AttributionKind::kNone;
   std::optional<Phase> phase;
 };
@@ -294,6 +307,10 @@ struct ProcessAnalysis {
   std::vector<PassNode> passes;       // roots
   std::vector<FamilyStats> families;  // total_ns descending
   std::vector<Unattributed> unattributed;
+  std::vector<Fallback> fallbacks;  // by reason
+  // Window streams: activities outside the capture window by correlation id (docs/attach.md),
+  // left out of every other number.
+  uint64_t excluded_activities = 0;
   uint64_t attributed_kernel_ns = 0;
   PhaseTotals phases;
   PhaseCoverage phase_coverage;
@@ -309,7 +326,9 @@ constexpr size_t kFamilyExamples = 5;
 // Unattributed reasons (DESIGN §2).
 inline constexpr const char* kReasonNoOpenRange = "no_open_range";
 inline constexpr const char* kReasonLaunchNotSeen = "launch_not_seen";
-inline constexpr const char* kReasonGraphBeforeAttach = "graph_captured_before_attach";
+// Fallbacks (coverage.fallbacks): a graph node whose creation was never seen (captured before
+// the capture window, or its records were lost) is attributed by rules 2-3 at its graph launch.
+inline constexpr const char* kFallbackGraphBeforeWindow = "graph_captured_before_window";
 
 // The streaming analysis: device activities leave ProcessTrace's reorder window one by one, in
 // start order, joined with their launch, and are folded here into the aggregates of
@@ -328,8 +347,11 @@ class ActivityFolder {
   // One activity leaving the window; `launch` null when its launch was not seen. `late`: it
   // starts before an activity already released, so it counts in every sum but in no union.
   void Release(const ActivityRecord& activity, const LaunchRecord* launch, bool late);
+  // An activity leaving the reorder window that lies outside the capture window (window
+  // streams, docs/attach.md): counted as excluded, and in nothing else.
+  void ExcludeOutsideWindow();
   // The launch left the join (graph launches keep a per-family dedupe until then).
-  void ForgetLaunch(uint32_t correlation_id);
+  void ForgetLaunch(uint32_t correlation_id, const LaunchRecord& launch);
   // Once, after the last Release, with `data` finished.
   ProcessAnalysis Finish();
 

@@ -50,6 +50,9 @@ struct ProcessTrace::State {
     if (it != data.launches.end()) {
       it->second.matched = true;
       launch = &it->second;
+    } else if (OutsideWindow(activity.correlation_id)) {
+      folder->ExcludeOutsideWindow();
+      return;
     }
     bool late = false;
     if (activity.complete()) {
@@ -61,8 +64,20 @@ struct ProcessTrace::State {
     // Kernel, memcpy and memset launches run one activity: they leave on their first match.
     if (launch && activity.graph_node_id == 0 &&
         launch->kind != static_cast<uint8_t>(wire::ApiKind::kGraph)) {
+      folder->ForgetLaunch(it->first, it->second);
       data.launches.erase(it);
     }
+  }
+
+  // docs/attach.md §What a window's report covers: in a window stream, an activity whose launch
+  // was not recorded and whose correlation id lies below the first or above the last launch
+  // recorded so far ran for a launch before or after the window. Decided at release with the
+  // launches known then: an activity released before any launch arrived is outside. Id 0 names
+  // no launch at all and stays an orphan.
+  bool OutsideWindow(uint32_t correlation_id) const {
+    if (!data.window_stream() || correlation_id == 0) return false;
+    return data.first_launch_correlation == 0 || correlation_id < data.first_launch_correlation ||
+           correlation_id > data.last_launch_correlation;
   }
 
   void DropLaunch(std::unordered_map<uint32_t, LaunchRecord>::iterator it) {
@@ -70,7 +85,7 @@ struct ProcessTrace::State {
       ++data.unmatched_launches;
     }
     data.captured_correlations.erase(it->first);
-    folder->ForgetLaunch(it->first);
+    folder->ForgetLaunch(it->first, it->second);
     data.launches.erase(it);
   }
 
@@ -158,18 +173,29 @@ std::string SanitizeUtf8(std::string_view in) {
   return out;
 }
 
-void SeeTimestamp(TraceData& data, uint64_t ns) {
+// Device activity times (start, end) only advance last_timestamp_ns; every other timestamp is
+// the host's and advances both.
+void SeeActivityTimestamp(TraceData& data, uint64_t ns) {
   data.last_timestamp_ns = std::max(data.last_timestamp_ns, ns);
 }
 
-void PushRange(TraceData& data, const wire::RangeEvent& event) {
+void SeeTimestamp(TraceData& data, uint64_t ns) {
+  SeeActivityTimestamp(data, ns);
+  data.last_host_timestamp_ns = std::max(data.last_host_timestamp_ns, ns);
+}
+
+// A push flagged kRangeFlagOpenBeforeWindow joins the stack and the history (launches under it
+// attribute, the main thread's stack is known) but is no instance: not in `pushes` (no step
+// row) and its pop adds no host range.
+void PushRange(TraceData& data, const wire::RangeEvent& event, uint16_t flags) {
+  const bool instance = (flags & wire::kRangeFlagOpenBeforeWindow) == 0;
   auto& stack = data.open_stacks[event.tid];
   auto& history = data.history[event.tid];
   const int32_t parent = stack.empty() ? -1 : static_cast<int32_t>(stack.back().history);
   const auto index = static_cast<uint32_t>(history.size());
   history.push_back({event.timestamp_ns, HistoryEntry::kOpenEnd, event.node, parent});
-  data.pushes.emplace_back(event.tid, index);
-  stack.push_back({event.timestamp_ns, event.node, index});
+  if (instance) data.pushes.emplace_back(event.tid, index);
+  stack.push_back({event.timestamp_ns, event.node, index, instance});
   if (!data.main_tid || event.timestamp_ns < data.main_tid_first_push_ns) {
     data.main_tid = event.tid;
     data.main_tid_first_push_ns = event.timestamp_ns;
@@ -195,7 +221,9 @@ void PopRange(TraceData& data, const wire::RangeEvent& event) {
   data.implicitly_closed += stack.size() - keep - 1;
   for (size_t i = stack.size(); i-- > keep;) {
     const uint64_t end = std::max(event.timestamp_ns, stack[i].start_ns);
-    data.host_ranges.push_back({stack[i].start_ns, end, event.tid, stack[i].node});
+    if (stack[i].instance) {
+      data.host_ranges.push_back({stack[i].start_ns, end, event.tid, stack[i].node});
+    }
     data.history[event.tid][stack[i].history].end_ns = end;
   }
   stack.resize(keep);
@@ -213,6 +241,10 @@ void AddApiEnter(TraceData& data, const wire::ApiEnter& enter, uint16_t flags,
   if (inserted) {
     ++data.launches_seen;
     launch_order->emplace_back(enter.timestamp_ns, enter.correlation_id);
+    if (data.first_launch_correlation == 0 || enter.correlation_id < data.first_launch_correlation) {
+      data.first_launch_correlation = enter.correlation_id;
+    }
+    data.last_launch_correlation = std::max(data.last_launch_correlation, enter.correlation_id);
   }
   // A nested driver call shares its runtime call's correlation id: the outer call is the launch.
   if (!inserted && (nested || !it->second.nested)) return;
@@ -245,7 +277,7 @@ uint32_t InternShape(TraceData& data, const wire::Kernel& kernel) {
 
 void ProcessTrace::AddActivity(const ActivityRecord& record) {
   TraceData& data = state_->data;
-  SeeTimestamp(data, record.end_ns);
+  SeeActivityTimestamp(data, record.end_ns);
   ++data.activities_seen;
   auto& window = state_->window;
   window.push_back({record, record.complete() ? record.start_ns : data.last_timestamp_ns,
@@ -282,7 +314,7 @@ void ProcessTrace::Apply(const wire::RecordView& record) {
     case RecordType::kRangePush: {
       const auto event = record.As<wire::RangeEvent>();
       SeeTimestamp(data, event.timestamp_ns);
-      PushRange(data, event);
+      PushRange(data, event, record.flags);
       break;
     }
     case RecordType::kRangePop: {
@@ -389,6 +421,18 @@ void ProcessTrace::Apply(const wire::RecordView& record) {
       data.goodbye = record.As<wire::Goodbye>();
       SeeTimestamp(data, data.goodbye->timestamp_ns);
       break;
+    case RecordType::kWindowBegin: {
+      const auto begin = record.As<wire::WindowBegin>();
+      SeeTimestamp(data, begin.timestamp_ns);
+      if (!data.window_begin) data.window_begin = begin;
+      break;
+    }
+    case RecordType::kWindowEnd: {
+      const auto end = record.As<wire::WindowEnd>();
+      SeeTimestamp(data, end.timestamp_ns);
+      if (!data.window_end) data.window_end = end;
+      break;
+    }
     default:
       ++data.unknown_records;
       break;
@@ -398,7 +442,8 @@ void ProcessTrace::Apply(const wire::RecordView& record) {
 namespace {
 
 // Protocol checks that need the whole datagram before anything is applied: the first record of
-// a connection is a valid Hello, and no Hello comes later.
+// a connection is a valid Hello of a stream a trace reads (traced from the start, or a capture
+// window: an armed registration is the daemon's to handle), and no Hello comes later.
 Status CheckProtocol(const TraceData& data, const uint8_t* bytes, uint32_t size) {
   wire::MessageReader reader;
   if (reader.Open(bytes, size) != wire::DecodeError::kNone) {
@@ -417,6 +462,13 @@ Status CheckProtocol(const TraceData& data, const uint8_t* bytes, uint32_t size)
         return DataLossError("the peer speaks wire protocol version " +
                              std::to_string(hello.protocol_version) + ", this collector " +
                              std::to_string(wire::kProtocolVersion));
+      }
+      if (hello.mode == static_cast<uint32_t>(wire::HelloMode::kArmed)) {
+        return DataLossError("an armed registration (Hello mode armed) is not a trace stream");
+      }
+      if (hello.mode != static_cast<uint32_t>(wire::HelloMode::kTraced) &&
+          hello.mode != static_cast<uint32_t>(wire::HelloMode::kWindow)) {
+        return DataLossError("the Hello record has an unknown mode " + std::to_string(hello.mode));
       }
     } else if (first && !data.hello) {
       return DataLossError("the connection's first record is not a Hello");
@@ -468,6 +520,13 @@ void ProcessTrace::Finish() {
   TraceData& data = state_->data;
   if (data.finished) return;
   data.finished = true;
+  if (data.window_stream()) {
+    // A window ends while ranges are open (the training loop's, a step's): their ends are after
+    // the window, so they are not instances and not loss. They stay open in the history.
+    data.open_stacks.clear();
+    data.open_spans.clear();
+    return;
+  }
   for (auto& [tid, stack] : data.open_stacks) {
     for (size_t i = stack.size(); i-- > 0;) {
       data.host_ranges.push_back({stack[i].start_ns,

@@ -33,6 +33,7 @@ namespace gpuattr::collector {
 class FamilyRules;
 struct ActivityRecord;
 class PhaseRules;
+class TraceObserver;
 
 struct AnalysisOptions {
   bool inherit = true;               // DESIGN §2 rule 2; --no-inherit turns it off
@@ -48,6 +49,10 @@ struct AnalysisOptions {
   // Streaming only: receives the §Per-activity export lines (docs/attribution.md) as
   // activities are released, in batches; unset: no export. Called on the ingest thread.
   std::function<void(const std::string&)> activity_sink;
+  // Receives released activities, launches, closed ranges and the finished analysis of every
+  // process (analysis/trace_observer.h): the picture exports. Unset: none. Called on the
+  // thread that folds (the ingest thread while streaming).
+  std::shared_ptr<TraceObserver> observer;
 };
 
 // Replaces `options`' rule tables with the files named by --phase-rules and --family-rules (an

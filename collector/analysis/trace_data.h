@@ -45,6 +45,9 @@ struct OpenHostRange {
   uint64_t start_ns = 0;
   uint32_t node = 0;
   uint32_t history = 0;  // index of its entry in TraceData::history[tid]
+  // false: pushed with kRangeFlagOpenBeforeWindow (open when a capture window began): on the
+  // stack and in the history, but its pop makes no host_ranges instance (docs/attach.md).
+  bool instance = true;
 };
 
 // One push/pop range of a thread's history, in push order: end_ns is kOpenEnd while open;
@@ -119,6 +122,10 @@ struct GraphNodeInfo {
 struct TraceData {
   std::optional<wire::Hello> hello;
   std::optional<wire::Goodbye> goodbye;
+  // A capture window's stream (Hello.mode kWindow, docs/attach.md): its first WindowBegin and
+  // WindowEnd. WindowEnd ends the stream as Goodbye ends a traced one.
+  std::optional<wire::WindowBegin> window_begin;
+  std::optional<wire::WindowEnd> window_end;
   std::optional<wire::CuptiState> cupti_state;
   std::optional<wire::Diagnostics> diagnostics;  // the latest (cumulative) one
   std::vector<wire::Refusal> refusals;
@@ -150,6 +157,10 @@ struct TraceData {
   std::unordered_map<uint64_t, GraphNodeInfo> graph_nodes;
   std::unordered_set<uint32_t> captured_correlations;  // launches recorded into a graph
   uint64_t launches_seen = 0;     // distinct launches ever entered in `launches`
+  // Smallest and largest correlation id of the launches recorded so far (0: none yet). In a
+  // window stream an activity without a recorded launch and outside them is outside the window.
+  uint32_t first_launch_correlation = 0;
+  uint32_t last_launch_correlation = 0;
   uint64_t activities_seen = 0;   // device activity records received
   uint64_t unmatched_launches = 0;  // launches that left `launches` without a match
   uint64_t expired_launches = 0;  // unmatched launches the reorder window dropped before Finish
@@ -160,13 +171,19 @@ struct TraceData {
   uint64_t lost_messages = 0;         // sequence gaps
   uint64_t sequence_regressions = 0;  // a sequence number at or below one already seen
   uint64_t last_timestamp_ns = 0;     // the latest timestamp of any kind seen on this connection
+  uint64_t last_host_timestamp_ns = 0;  // the same, device activity times left out
   uint64_t unmatched_pops = 0;        // a pop whose range was not open on that thread
   uint64_t implicitly_closed = 0;     // ranges closed because an outer range was popped first
   uint64_t unclosed_ranges = 0;       // push/pop and start/end ranges still open at Finish
+                                      // (traced streams; a window's are no instances, no loss)
   uint64_t unmatched_range_ends = 0;
   uint64_t unknown_records = 0;   // record types this collector does not know (skipped)
   uint64_t orphan_api_exits = 0;  // ApiExit with no ApiEnter
   uint64_t zero_correlation_launches = 0;
+
+  bool window_stream() const {
+    return hello && hello->mode == static_cast<uint32_t>(wire::HelloMode::kWindow);
+  }
 };
 
 // The analysis and the report builder read a trace through this (ProcessTrace's friend).

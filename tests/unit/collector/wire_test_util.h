@@ -31,6 +31,19 @@ class Message {
     writer_.AppendRange(wire::RecordType::kRangePop, {ts, tid, node});
     return *this;
   }
+  // A push flagged kRangeFlagOpenBeforeWindow: the shim reporting a range open when a capture
+  // window began (docs/attach.md).
+  Message& PushOpenBeforeWindow(uint64_t ts, uint32_t tid, uint32_t node) {
+    const wire::RecordHeader header{static_cast<uint16_t>(wire::RecordType::kRangePush),
+                                    wire::kRangeFlagOpenBeforeWindow,
+                                    wire::PaddedRecordBytes(sizeof(wire::RangeEvent))};
+    const wire::RangeEvent event{ts, tid, node};
+    uint8_t record[sizeof(header) + sizeof(event)];
+    std::memcpy(record, &header, sizeof(header));
+    std::memcpy(record + sizeof(header), &event, sizeof(event));
+    writer_.AppendEncoded(record, sizeof(record));
+    return *this;
+  }
   Message& Str(uint32_t id, const std::string& text) {
     writer_.AppendString(id, text);
     return *this;
@@ -59,6 +72,20 @@ inline wire::Hello MakeHello(uint32_t pid, int32_t rank = -1, uint32_t exe_strin
   hello.realtime_ns = 1700000000000000000ull;
   hello.exe_string = exe_string;
   return hello;
+}
+
+// The Hello that starts a capture window's stream.
+inline wire::Hello MakeWindowHello(uint32_t pid, int32_t rank = -1) {
+  wire::Hello hello = MakeHello(pid, rank);
+  hello.mode = static_cast<uint32_t>(wire::HelloMode::kWindow);
+  return hello;
+}
+
+inline wire::WindowEnd MakeWindowEnd(uint64_t ts, uint32_t window_id,
+                                     wire::WindowEndReason reason, wire::DetachOutcome detach,
+                                     uint32_t steps_seen = 0, uint64_t detach_ns = 0) {
+  return {ts, window_id, static_cast<uint32_t>(reason), static_cast<uint32_t>(detach), steps_seen,
+          detach_ns};
 }
 
 inline wire::PathNode MakeNode(uint32_t id, uint32_t parent, uint32_t name, uint32_t domain = 0) {
