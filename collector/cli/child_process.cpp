@@ -12,19 +12,6 @@ extern char** environ;
 namespace gpuattr::collector {
 namespace {
 
-// Replaces (or adds) NAME=value in `environment`.
-void SetVariable(std::vector<std::string>* environment, std::string_view name,
-                 const std::string& value) {
-  const std::string prefix = std::string(name) + "=";
-  for (std::string& entry : *environment) {
-    if (entry.compare(0, prefix.size(), prefix) == 0) {
-      entry = prefix + value;
-      return;
-    }
-  }
-  environment->push_back(prefix + value);
-}
-
 // The value of NAME in `environment`, empty when absent.
 std::string GetVariable(const std::vector<std::string>& environment, std::string_view name) {
   const std::string prefix = std::string(name) + "=";
@@ -50,6 +37,18 @@ bool ListsLibrary(const std::string& preload, const std::string& library) {
 
 }  // namespace
 
+void SetVariable(std::vector<std::string>* environment, std::string_view name,
+                 const std::string& value) {
+  const std::string prefix = std::string(name) + "=";
+  for (std::string& entry : *environment) {
+    if (entry.compare(0, prefix.size(), prefix) == 0) {
+      entry = prefix + value;
+      return;
+    }
+  }
+  environment->push_back(prefix + value);
+}
+
 std::vector<std::string> BuildChildEnvironment(const std::vector<std::string>& environment,
                                                const std::string& shim,
                                                const std::string& socket_path) {
@@ -63,6 +62,8 @@ std::vector<std::string> BuildChildEnvironment(const std::vector<std::string>& e
   SetVariable(&result, "CUDA_INJECTION64_PATH", shim);
   SetVariable(&result, "NVTX_INJECTION64_PATH", shim);
   SetVariable(&result, kSocketEnv, socket_path);
+  // Traced from the start, whatever the caller's environment says (`run --armed` overrides).
+  SetVariable(&result, kModeEnv, "traced");
   return result;
 }
 

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -18,6 +19,13 @@
 namespace gpuattr::collector {
 
 inline constexpr char kSocketEnv[] = "GPUATTR_SOCKET";
+// "armed": the shim registers with the daemon and records nothing until a window opens
+// (docs/attach.md); `gpuattr run --armed` sets it.
+inline constexpr char kModeEnv[] = "GPUATTR_MODE";
+
+// Replaces (or adds) NAME=value in `environment` (NAME=value entries).
+void SetVariable(std::vector<std::string>* environment, std::string_view name,
+                 const std::string& value);
 
 // `environment` (NAME=value entries) with LD_PRELOAD led by `shim` (kept ahead of any value
 // already there, and not repeated when already listed), CUDA_INJECTION64_PATH and

@@ -21,6 +21,33 @@ std::string ErrnoText(int error) { return std::strerror(error); }
 
 }  // namespace
 
+// The default handler: the connection is one traced process (gpuattr run).
+class SocketServer::TraceHandler : public ConnectionHandler {
+ public:
+  TraceHandler(const std::optional<AnalysisOptions>& analysis,
+               std::vector<std::unique_ptr<ProcessTrace>>* finished)
+      : trace_(analysis ? std::make_unique<ProcessTrace>(*analysis)
+                        : std::make_unique<ProcessTrace>()),
+        finished_(finished) {}
+
+  Status Consume(const uint8_t* data, uint32_t size) override {
+    return trace_->ConsumeMessage(data, size);
+  }
+
+  void End(EndReason reason) override {
+    // A rejected connection that never said Hello is no process we can name: it leaves only its
+    // counts. One that ended without a word is kept for the report to count.
+    if (trace_->has_hello() || reason == EndReason::kEof) {
+      trace_->Finish();
+      finished_->push_back(std::move(trace_));
+    }
+  }
+
+ private:
+  std::unique_ptr<ProcessTrace> trace_;
+  std::vector<std::unique_ptr<ProcessTrace>>* finished_;
+};
+
 StatusOr<std::unique_ptr<SocketServer>> SocketServer::Listen(const std::string& socket_path,
                                                              ServerOptions options) {
   sockaddr_un address{};
@@ -69,6 +96,7 @@ SocketServer::SocketServer(std::string socket_path, int listen_fd, int epoll_fd,
       receive_buffer_(wire::kMaxMessageBytes + 1) {}
 
 SocketServer::~SocketServer() {
+  // Handlers go with connections_, without End(): FinishAll() is the way to keep them.
   for (auto& [fd, connection] : connections_) close(fd);
   close(epoll_fd_);
   close(listen_fd_);
@@ -136,9 +164,13 @@ void SocketServer::AcceptPending() {
       continue;
     }
     Connection connection;
-    connection.peer_pid = static_cast<uint32_t>(credentials.pid);
-    connection.trace = options_.analysis ? std::make_unique<ProcessTrace>(*options_.analysis)
-                                         : std::make_unique<ProcessTrace>();
+    connection.peer.connection_id = next_connection_id_++;
+    connection.peer.pid = static_cast<uint32_t>(credentials.pid);
+    connection.peer.uid = static_cast<uint32_t>(credentials.uid);
+    connection.handler = options_.handler_factory
+                             ? options_.handler_factory(connection.peer)
+                             : std::make_unique<TraceHandler>(options_.analysis, &finished_);
+    fd_by_connection_id_.emplace(connection.peer.connection_id, fd);
     connections_.emplace(fd, std::move(connection));
     ++stats_.accepted_connections;
   }
@@ -176,8 +208,8 @@ void SocketServer::ServeConnection(int fd) {
                         std::to_string(wire::kMaxMessageBytes));
       return;
     }
-    Status status = connection.trace->ConsumeMessage(receive_buffer_.data(),
-                                                     static_cast<uint32_t>(size));
+    Status status = connection.handler->Consume(receive_buffer_.data(),
+                                                static_cast<uint32_t>(size));
     if (!status.ok()) {
       ++stats_.rejected_messages;
       EndConnection(fd, EndReason::kRejected, status.message());
@@ -193,17 +225,29 @@ void SocketServer::EndConnection(int fd, EndReason reason, const std::string& wh
   if (it == connections_.end()) return;
   Connection connection = std::move(it->second);
   connections_.erase(it);
+  fd_by_connection_id_.erase(connection.peer.connection_id);
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   close(fd);
   if (reason == EndReason::kRejected) {
     ++stats_.rejected_connections;
-    Note("connection from pid " + std::to_string(connection.peer_pid) + " closed: " + why);
+    Note("connection from pid " + std::to_string(connection.peer.pid) + " closed: " + why);
   }
-  // A rejected connection that never said Hello is no process we can name: it leaves only its
-  // counts. One that ended without a word is kept for the report to count.
-  if (connection.trace->has_hello() || reason == EndReason::kEof) {
-    connection.trace->Finish();
-    finished_.push_back(std::move(connection.trace));
+  connection.handler->End(reason);
+}
+
+Status SocketServer::Send(uint64_t connection_id, const uint8_t* data, uint32_t size) {
+  auto it = fd_by_connection_id_.find(connection_id);
+  if (it == fd_by_connection_id_.end()) {
+    return NotFoundError("connection " + std::to_string(connection_id) + " has ended");
+  }
+  for (;;) {
+    const ssize_t sent = send(it->second, data, size, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent == static_cast<ssize_t>(size)) return Status::Ok();
+    if (sent < 0 && errno == EINTR) continue;
+    if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return UnavailableError("the peer's socket is full");
+    }
+    return UnavailableError("send: " + ErrnoText(sent < 0 ? errno : EMSGSIZE));
   }
 }
 

@@ -36,7 +36,31 @@ constexpr RefusalEntry kDeviceTimeUnavailable{
     "The traced process reported a refusal this collector does not know (a newer shim).",
     "Use a gpuattr collector at least as new as the injected library."};
 
+constexpr RefusalEntry kAttachRequiresShim{
+    "attach_requires_shim",
+    "The process is alive but not registered with the gpuattr daemon: it was not started with "
+    "the gpuattr shim in armed mode, so no capture window can be opened in it.",
+    "Start it with `gpuattr run --armed -- CMD`, or set LD_PRELOAD, CUDA_INJECTION64_PATH and "
+    "NVTX_INJECTION64_PATH to libgpuattr_inject.so with GPUATTR_MODE=armed. (Ptrace-based "
+    "injection into unprepared processes may come later.)"};
+
+constexpr RefusalEntry kAttachOtherUser{
+    "attach_other_user",
+    "The process belongs to another uid; the gpuattr daemon serves only its own user.",
+    "Attach as the user that runs the process, through that user's daemon."};
+
+constexpr RefusalEntry kDaemonUnreachable{
+    "daemon_unreachable",
+    "No gpuattr daemon of ours listens at the socket: nothing accepts there, or the listener "
+    "runs under another uid.",
+    "Start `gpuattr daemon --reports-dir DIR` (or its systemd user unit, "
+    "scripts/gpuattr-daemon.service) as this user, or name its socket with --socket."};
+
 }  // namespace
+
+const RefusalEntry& AttachRequiresShimRefusal() { return kAttachRequiresShim; }
+const RefusalEntry& AttachOtherUserRefusal() { return kAttachOtherUser; }
+const RefusalEntry& DaemonUnreachableRefusal() { return kDaemonUnreachable; }
 
 const RefusalEntry& RefusalForWireCode(uint32_t wire_code) {
   switch (static_cast<wire::RefusalCode>(wire_code)) {

@@ -2,7 +2,8 @@
 //
 // One table, owned here, maps each reason to its stable report code (DESIGN §3: `refusals[].code`)
 // with a generic cause and a remedy. The shim sends wire::RefusalCode plus the concrete cause it
-// saw; the collector adds reasons of its own (no CUDA in the process). Pure data; any thread.
+// saw; the collector adds reasons of its own (no CUDA in the process, an attach it could not
+// make). Pure data; any thread.
 #ifndef GPUATTR_COLLECTOR_REPORT_REFUSAL_CATALOGUE_H_
 #define GPUATTR_COLLECTOR_REPORT_REFUSAL_CATALOGUE_H_
 
@@ -21,6 +22,12 @@ const RefusalEntry& RefusalForWireCode(uint32_t wire_code);
 
 // The process never initialised CUDA (no CuptiState arrived): NVTX-only.
 const RefusalEntry& CudaNotInitializedRefusal();
+
+// `gpuattr attach` refusals (docs/attach.md §Refusals): the process is not armed with this
+// daemon; it belongs to another uid; no daemon of ours answers on the socket.
+const RefusalEntry& AttachRequiresShimRefusal();
+const RefusalEntry& AttachOtherUserRefusal();
+const RefusalEntry& DaemonUnreachableRefusal();
 
 }  // namespace gpuattr::collector
 

@@ -257,7 +257,9 @@ TEST_CASE("gpuattr run reports every process that connects, including late desce
 
 TEST_CASE("the child environment preloads the shim ahead of LD_PRELOAD and names the socket",
           "[run][env]") {
-  const std::vector<std::string> base = {"PATH=/bin", "LD_PRELOAD=/opt/a.so", "X=1"};
+  // A GPUATTR_MODE=armed left in the caller's environment must not make `gpuattr run` armed.
+  const std::vector<std::string> base = {"PATH=/bin", "LD_PRELOAD=/opt/a.so", "X=1",
+                                         "GPUATTR_MODE=armed"};
   const std::vector<std::string> env =
       collector::BuildChildEnvironment(base, "/s/libgpuattr_inject.so", "/tmp/d/collector.sock");
   const std::set<std::string> entries(env.begin(), env.end());
@@ -266,7 +268,8 @@ TEST_CASE("the child environment preloads the shim ahead of LD_PRELOAD and names
                                          "X=1",
                                          "CUDA_INJECTION64_PATH=/s/libgpuattr_inject.so",
                                          "NVTX_INJECTION64_PATH=/s/libgpuattr_inject.so",
-                                         "GPUATTR_SOCKET=/tmp/d/collector.sock"});
+                                         "GPUATTR_SOCKET=/tmp/d/collector.sock",
+                                         "GPUATTR_MODE=traced"});
   // Already listed (a nested run): not repeated.
   const std::vector<std::string> again =
       collector::BuildChildEnvironment(env, "/s/libgpuattr_inject.so", "/tmp/e/collector.sock");
