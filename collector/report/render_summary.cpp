@@ -80,6 +80,53 @@ double TotalNs(const Json& pass) {
   return host.is_number() ? host.get<double>() : 0.0;
 }
 
+// Several processes: one line per summary.ranks row, the slowest/fastest/spread line and the
+// launchers (docs/attribution.md §Ranks). Empty for a single process.
+std::string RankTable(const Json& report) {
+  const Json& summary = Field(report, "summary");
+  const Json& ranks = Field(summary, "ranks");
+  if (!ranks.is_array() || ranks.size() < 2) return "";
+  std::string out = "\nranks\n";
+  char line[256];
+  std::snprintf(line, sizeof(line), "  %-5s %-5s %8s %8s %-10s %12s %12s %12s %8s\n", "rank",
+                "local", "pid", "ppid", "status", "step ms", "busy ms", "idle ms", "coverage");
+  out += line;
+  for (const Json& row : ranks) {
+    std::snprintf(line, sizeof(line), "  %-5s %-5s %8s %8s %-10s %12s %12s %12s %8s\n",
+                  Text(Field(row, "rank")).c_str(), Text(Field(row, "local_rank")).c_str(),
+                  Text(Field(row, "pid")).c_str(), Text(Field(row, "ppid")).c_str(),
+                  Text(Field(row, "status")).c_str(), Ms(Field(row, "step_ns")).c_str(),
+                  Ms(Field(row, "busy_ns")).c_str(), Ms(Field(row, "idle_ns")).c_str(),
+                  Percent(Field(row, "coverage")).c_str());
+    out += line;
+  }
+  auto who = [](const Json& entry) {
+    return "rank " + Text(Field(entry, "rank")) + " (pid " + Text(Field(entry, "pid")) + ") " +
+           Ms(Field(entry, "step_ns")) + " ms";
+  };
+  const Json& slowest = Field(summary, "slowest");
+  const Json& fastest = Field(summary, "fastest");
+  if (slowest.is_object() && fastest.is_object()) {
+    out += "  step time: slowest " + who(slowest) + ", fastest " + who(fastest) + ", spread " +
+           Percent(Field(summary, "straggler_spread")) + "\n";
+  } else {
+    out += "  step time: fewer than two processes with steps\n";
+  }
+  const Json& launchers = Field(report, "launchers");
+  if (launchers.is_array()) {
+    for (const Json& launcher : launchers) {
+      std::string children;
+      const Json& pids = Field(launcher, "children");
+      if (pids.is_array()) {
+        for (const Json& pid : pids) children += (children.empty() ? "" : ", ") + Text(pid);
+      }
+      out += "  launcher pid " + Text(Field(launcher, "pid")) + " (exit " +
+             Text(Field(launcher, "exit_status")) + ", not traced): children " + children + "\n";
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string RenderSummary(const nlohmann::json& report) {
@@ -156,7 +203,7 @@ std::string RenderSummary(const nlohmann::json& report) {
            Text(Field(loss, "orphan_activities")) + ", lost messages " +
            Text(Field(loss, "lost_messages")) + "\n";
   }
-  return out;
+  return out + RankTable(report);
 }
 
 }  // namespace gpuattr::collector

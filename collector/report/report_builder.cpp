@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstdio>
 #include <ctime>
+#include <set>
 
 #include "analysis/attribution.h"
 #include "analysis/trace_data.h"
@@ -291,6 +292,70 @@ Json CoverageJson(bool measured, uint64_t attributed_kernel_ns, uint64_t kernel_
           {"unattributed", measured ? UnattributedJson(unattributed) : Json(nullptr)}};
 }
 
+// coverage.fallbacks: device time attributed by a fallback (docs/attribution.md §Coverage);
+// null when device time was not measured.
+Json FallbacksJson(bool measured, const std::vector<Fallback>& fallbacks) {
+  if (!measured) return nullptr;
+  Json out = Json::array();
+  for (const Fallback& entry : fallbacks) {
+    out.push_back({{"reason", entry.reason}, {"ns", entry.ns}, {"activities", entry.activities}});
+  }
+  return out;
+}
+
+// A process's capture window (docs/attach.md §What a window's report covers); null unless its
+// stream was a window's. Wire enum values this collector does not know read as null.
+Json WindowJson(const TraceData& data, const ProcessAnalysis& analysis,
+                const ReportInputs& inputs) {
+  if (!data.window_stream()) return nullptr;
+  const auto& begin = data.window_begin;
+  const auto& end = data.window_end;
+  Json end_reason = nullptr;
+  Json detach = nullptr;
+  if (end) {
+    switch (static_cast<wire::WindowEndReason>(end->reason)) {
+      case wire::WindowEndReason::kClosed: end_reason = "closed"; break;
+      case wire::WindowEndReason::kStepsDone: end_reason = "steps_done"; break;
+      case wire::WindowEndReason::kProcessExit: end_reason = "process_exit"; break;
+    }
+    switch (static_cast<wire::DetachOutcome>(end->detach)) {
+      case wire::DetachOutcome::kFinalized: detach = "finalized"; break;
+      case wire::DetachOutcome::kPending: detach = "pending"; break;
+      case wire::DetachOutcome::kNotAttached: detach = "not_attached"; break;
+      case wire::DetachOutcome::kProcessExit: detach = "process_exit"; break;
+    }
+  }
+  Json id = nullptr;
+  if (begin) {
+    id = begin->window_id;
+  } else if (end) {
+    id = end->window_id;
+  }
+  auto index = inputs.attach_indices.find(data.hello->pid);
+  return {{"id", std::move(id)},
+          {"begin_ns", begin ? Json(begin->timestamp_ns) : Json(nullptr)},
+          {"end_ns", end ? Json(end->timestamp_ns) : Json(nullptr)},
+          {"end_reason", std::move(end_reason)},
+          {"detach", detach},
+          {"attach_ns", begin ? Json(begin->attach_ns) : Json(nullptr)},
+          {"detach_ns", detach == "finalized" ? Json(end->detach_ns) : Json(nullptr)},
+          {"steps", end ? Json(end->steps_seen) : Json(nullptr)},
+          {"excluded_activities", analysis.excluded_activities},
+          {"attach_index", index != inputs.attach_indices.end() ? index->second : uint64_t{1}}};
+}
+
+// capture.window: what `gpuattr attach` asked for; null unless the report is an attach's.
+Json WindowRequestJson(const std::optional<WindowRequest>& request) {
+  if (!request) return nullptr;
+  auto optional = [](const auto& value) { return value ? Json(*value) : Json(nullptr); };
+  return {{"selector", request->selector},
+          {"pid", optional(request->pid)},
+          {"rank", optional(request->rank)},
+          {"duration_ns", optional(request->duration_ns)},
+          {"steps", optional(request->steps)},
+          {"step_name", optional(request->step_name)}};
+}
+
 Json RefusalJson(const RefusalEntry& entry, const std::string& detail, int32_t cupti_result) {
   std::string cause = entry.cause;
   if (!detail.empty()) cause += " Seen: " + detail + ".";
@@ -307,11 +372,13 @@ struct ProcessReport {
   std::string status;
   int rank_sort = 0;
   uint32_t pid = 0;
+  uint32_t ppid = 0;
   bool measured = false;
   Totals totals;
   uint64_t attributed_kernel_ns = 0;
   PhaseCoverage phase_coverage;
   std::vector<Unattributed> unattributed;
+  std::vector<Fallback> fallbacks;
   std::vector<FamilyStats> families;
 };
 
@@ -338,9 +405,11 @@ ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs
       std::any_of(data.refusals.begin(), data.refusals.end(), [](const wire::Refusal& r) {
         return r.code == static_cast<uint32_t>(wire::RefusalCode::kCuptiFatalError);
       });
-  // refused: no device time at all; truncated: the stream ended without Goodbye, or CUPTI
-  // finalized itself mid-run (device records stop early); complete otherwise.
-  const char* status = !measured ? "refused" : (!data.goodbye || fatal) ? "truncated" : "complete";
+  // refused: no device time at all; truncated: the stream ended without Goodbye (a window's:
+  // without WindowEnd), or CUPTI finalized itself mid-run (device records stop early);
+  // complete otherwise.
+  const bool ended = data.window_stream() ? data.window_end.has_value() : data.goodbye.has_value();
+  const char* status = !measured ? "refused" : (!ended || fatal) ? "truncated" : "complete";
 
   Json process;
   process["pid"] = hello.pid;
@@ -412,6 +481,7 @@ ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs
       CoverageJson(measured, analysis.attributed_kernel_ns, analysis.totals.kernel_ns,
                    analysis.unattributed, inputs.options.coverage_threshold,
                    analysis.phase_coverage);
+  process["coverage"]["fallbacks"] = FallbacksJson(measured, analysis.fallbacks);
 
   Json ranges = Json::array();
   for (const SpanStats& span : analysis.ranges) {
@@ -437,6 +507,7 @@ ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs
   }
   process["threads"] = std::move(threads);
   process["main_thread"] = analysis.main_tid ? Json(*analysis.main_tid) : Json(nullptr);
+  process["window"] = WindowJson(data, analysis, inputs);
 
   uint64_t busy = 0;
   uint64_t idle = 0;
@@ -445,9 +516,15 @@ ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs
     idle += device.idle_ns;
   }
   ProcessReport report;
+  // The rank table's step time (§Ranks): the lower median of the kept step rows' host_ns.
+  Json step_ns = nullptr;
+  if (process["steps"].is_object()) step_ns = process["steps"]["summary"]["host_ns"];
   report.summary_row = {{"rank", process["rank"]},
+                        {"local_rank", process["local_rank"]},
                         {"pid", hello.pid},
+                        {"ppid", hello.ppid},
                         {"status", status},
+                        {"step_ns", std::move(step_ns)},
                         {"busy_ns", measured ? Json(busy) : Json(nullptr)},
                         {"idle_ns", measured ? Json(idle) : Json(nullptr)},
                         {"coverage", process["coverage"]["attributed_fraction"]}};
@@ -455,13 +532,48 @@ ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs
   report.json = std::move(process);
   report.rank_sort = hello.rank >= 0 ? hello.rank : INT32_MAX;
   report.pid = hello.pid;
+  report.ppid = hello.ppid;
   report.measured = measured;
   report.totals = analysis.totals;
   report.attributed_kernel_ns = analysis.attributed_kernel_ns;
   report.phase_coverage = analysis.phase_coverage;
   report.unattributed = std::move(analysis.unattributed);
+  report.fallbacks = std::move(analysis.fallbacks);
   report.families = std::move(analysis.families);
   return report;
+}
+
+// The straggler terms of the rank table (docs/attribution.md §Ranks), from the summary.ranks
+// rows with a step time: the slowest and the fastest row by step_ns (ties: the earlier row) and
+// straggler_spread = (slowest - fastest) / fastest. All null with fewer than two such rows;
+// the spread is also null when the fastest step_ns is 0.
+void AddStragglers(const Json& ranks, Json* summary) {
+  const Json* slowest = nullptr;
+  const Json* fastest = nullptr;
+  size_t with_steps = 0;
+  for (const Json& row : ranks) {
+    if (!row["step_ns"].is_number_integer()) continue;
+    ++with_steps;
+    const uint64_t step_ns = row["step_ns"].get<uint64_t>();
+    if (slowest == nullptr || step_ns > (*slowest)["step_ns"].get<uint64_t>()) slowest = &row;
+    if (fastest == nullptr || step_ns < (*fastest)["step_ns"].get<uint64_t>()) fastest = &row;
+  }
+  auto entry = [](const Json& row) {
+    return Json{{"rank", row["rank"]}, {"pid", row["pid"]}, {"step_ns", row["step_ns"]}};
+  };
+  if (with_steps < 2) {
+    (*summary)["slowest"] = nullptr;
+    (*summary)["fastest"] = nullptr;
+    (*summary)["straggler_spread"] = nullptr;
+    return;
+  }
+  const uint64_t slow_ns = (*slowest)["step_ns"].get<uint64_t>();
+  const uint64_t fast_ns = (*fastest)["step_ns"].get<uint64_t>();
+  (*summary)["slowest"] = entry(*slowest);
+  (*summary)["fastest"] = entry(*fastest);
+  (*summary)["straggler_spread"] =
+      fast_ns == 0 ? Json(nullptr)
+                   : Json(static_cast<double>(slow_ns - fast_ns) / static_cast<double>(fast_ns));
 }
 
 Json SummaryJson(const std::vector<ProcessReport>& processes, const ReportInputs& inputs) {
@@ -470,6 +582,7 @@ Json SummaryJson(const std::vector<ProcessReport>& processes, const ReportInputs
   PhaseCoverage phase_coverage;
   bool any_measured = false;
   std::map<std::string, Unattributed> unattributed;
+  std::map<std::string, Fallback> fallbacks;
   std::map<std::string, FamilyStats> families;
   Json statuses = {{"complete", 0}, {"truncated", 0}, {"refused", 0}};
   Json ranks = Json::array();
@@ -497,6 +610,12 @@ Json SummaryJson(const std::vector<ProcessReport>& processes, const ReportInputs
       merged.kernel_ns += entry.kernel_ns;
       merged.activities += entry.activities;
     }
+    for (const Fallback& entry : process.fallbacks) {
+      Fallback& merged = fallbacks[entry.reason];
+      merged.reason = entry.reason;
+      merged.ns += entry.ns;
+      merged.activities += entry.activities;
+    }
     for (const FamilyStats& family : process.families) {
       FamilyStats& merged = families[family.family];
       merged.family = family.family;
@@ -519,13 +638,47 @@ Json SummaryJson(const std::vector<ProcessReport>& processes, const ReportInputs
       family_json.push_back(FamilyJson(family, totals.kernel_ns));
     }
   }
-  return {{"processes", processes.size()},
-          {"statuses", std::move(statuses)},
-          {"totals", any_measured ? TotalsJson(totals) : NullTotals()},
-          {"coverage", CoverageJson(any_measured, attributed, totals.kernel_ns, merged_unattributed,
-                                    inputs.options.coverage_threshold, phase_coverage)},
-          {"families", std::move(family_json)},
-          {"ranks", std::move(ranks)}};
+  Json summary = {
+      {"processes", processes.size()},
+      {"statuses", std::move(statuses)},
+      {"totals", any_measured ? TotalsJson(totals) : NullTotals()},
+      {"coverage", CoverageJson(any_measured, attributed, totals.kernel_ns, merged_unattributed,
+                                inputs.options.coverage_threshold, phase_coverage)},
+      {"families", std::move(family_json)}};
+  std::vector<Fallback> merged_fallbacks;
+  for (auto& [reason, entry] : fallbacks) merged_fallbacks.push_back(entry);
+  summary["coverage"]["fallbacks"] = FallbacksJson(any_measured, merged_fallbacks);
+  AddStragglers(ranks, &summary);
+  summary["ranks"] = std::move(ranks);
+  return summary;
+}
+
+// Parents that never connected (docs/attribution.md §Ranks): the ppid of a traced process that
+// is not itself traced but that gpuattr reaped (the command, or a descendant orphaned to the
+// subreaper), so it was a descendant of the capture with a known exit status. One entry each,
+// {pid, exit_status, children}, by pid; it gets no process row. Sets every process's `parent`:
+// kind `traced` (a process of the report), `launcher` (in this list) or `outside` (neither).
+Json LaunchersJson(std::vector<ProcessReport>& processes, const ReportInputs& inputs) {
+  std::set<uint32_t> traced;
+  for (const ProcessReport& process : processes) traced.insert(process.pid);
+  std::map<uint32_t, std::vector<uint32_t>> children;  // launcher pid -> traced children
+  for (ProcessReport& process : processes) {
+    const char* kind = "outside";
+    if (traced.count(process.ppid) != 0) {
+      kind = "traced";
+    } else if (inputs.exit_statuses.count(process.ppid) != 0) {
+      kind = "launcher";
+      children[process.ppid].push_back(process.pid);
+    }
+    process.json["parent"] = {{"pid", process.ppid}, {"kind", kind}};
+  }
+  Json launchers = Json::array();
+  for (auto& [pid, pids] : children) {
+    std::sort(pids.begin(), pids.end());
+    launchers.push_back(
+        {{"pid", pid}, {"exit_status", inputs.exit_statuses.at(pid)}, {"children", pids}});
+  }
+  return launchers;
 }
 
 }  // namespace
@@ -555,11 +708,14 @@ nlohmann::json BuildReport(const ReportInputs& inputs) {
                        {"started_at", IsoUtc(inputs.capture.started_at_realtime_ns)},
                        {"duration_ns", inputs.capture.duration_ns},
                        {"clock", "CLOCK_MONOTONIC"},
-                       {"inherit", inputs.options.inherit}};
+                       {"inherit", inputs.options.inherit},
+                       {"window", WindowRequestJson(inputs.window_request)}};
   report["summary"] = SummaryJson(processes, inputs);
+  Json launchers = LaunchersJson(processes, inputs);
   Json process_json = Json::array();
   for (ProcessReport& process : processes) process_json.push_back(std::move(process.json));
   report["processes"] = std::move(process_json);
+  report["launchers"] = std::move(launchers);
   report["diagnostics"] = {{"rejected_connections", inputs.rejected_connections},
                            {"rejected_messages", inputs.rejected_messages},
                            {"connections_without_hello", without_hello}};

@@ -27,10 +27,24 @@ struct CaptureInfo {
   nlohmann::json source = nullptr;     // import: {"format", "files"}; null for live captures
 };
 
+// What `gpuattr attach` asked for (capture.window; docs/attach.md).
+struct WindowRequest {
+  std::string selector;               // "pid" | "all" | "rank"
+  std::optional<int64_t> pid;         // selector "pid"
+  std::optional<int64_t> rank;        // selector "rank"
+  std::optional<uint64_t> duration_ns;  // --duration
+  std::optional<uint64_t> steps;        // --steps
+  std::optional<std::string> step_name;  // --steps: the step range's name; absent: auto
+};
+
 struct ReportInputs {
   CaptureInfo capture;
   std::vector<const ProcessTrace*> processes;
   std::map<uint32_t, int> exit_statuses;  // pid -> exit status, where the collector waited on it
+  // Attach only: the request (capture.window), and per pid which window of that process this
+  // is, counted from 1 (window.attach_index; absent: 1).
+  std::optional<WindowRequest> window_request;
+  std::map<uint32_t, uint64_t> attach_indices;
   AnalysisOptions options;
   // Collector-side loss not attributable to one process (bad clients, framing errors).
   uint64_t rejected_connections = 0;

@@ -62,6 +62,13 @@ TEST_CASE("a child forked without exec is its own process and leaves the parent 
   CHECK((*child)["status"] == "refused");  // CUDA is unusable in a forked child
   CHECK((*child)["refusals"][0]["code"] == "cuda_not_initialized");
   CHECK((*child)["loss"]["dropped_records"] == 0);
+  // Its own session, on its own connection, closed in order at its exit: no hang, no stream
+  // shared with the parent.
+  CHECK((*child)["goodbye"] == true);
+  CHECK((*child)["parent"] == json({{"pid", parent_truth["pid"]}, {"kind", "traced"}}));
+  // simgpu-run's launcher is the parent's parent, not the child's.
+  REQUIRE(report["launchers"].size() == 1);
+  CHECK(report["launchers"][0]["children"] == json::array({parent_truth["pid"]}));
   // Only the child's own range, once: nothing the parent recorded before the fork is replayed.
   const auto passes = FlattenPasses(*child);
   REQUIRE(passes.size() == 1);

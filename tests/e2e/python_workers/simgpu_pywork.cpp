@@ -1,0 +1,53 @@
+// libsimgpu_pywork.so: one scenario process of the simulated GPU, callable from Python through
+// ctypes, so that a plain interpreter (no torch) does traced work: multiprocessing children
+// started with fork and with spawn, in multiprocess_e2e_test.cpp. It runs scenario process
+// `index` in the calling OS process exactly as `simgpu-run --run-process` does (the simulated
+// driver, the fake CUPTI named by GPUATTR_CUPTI_LIBRARY, NVTX through the real NVTX3 headers, so
+// NVTX_INJECTION64_PATH reaches the shim) and writes that process's truth part to `truth_part`.
+//
+// The scenario process's `env` is applied first (setenv), before any NVTX or CUDA call, so the
+// shim, which reads RANK and LOCAL_RANK when its session starts, sees them.
+// Returns the process's exit status (0), or 2 when the scenario cannot be read or used; a
+// scenario's own exit or crash op ends the calling process, as in simgpu-run.
+// Runs on: the calling Python thread; call it once per process (the Driver is per call, and a
+// second call would re-initialise the simulated CUDA of a process that already did).
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "runner.h"
+#include "scenario.h"
+
+extern "C" __attribute__((visibility("default"))) int simgpu_run_scenario_process(
+    const char* scenario_path, int index, const char* truth_part) {
+  if (scenario_path == nullptr || truth_part == nullptr || index < 0) {
+    std::fprintf(stderr, "simgpu_pywork: bad arguments\n");
+    return 2;
+  }
+  std::ifstream in(scenario_path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "simgpu_pywork: %s: %s\n", scenario_path, std::strerror(errno));
+    return 2;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  // Never freed: RunProcess keeps a reference in state that outlives the call (runner.cpp).
+  auto* scenario = new gpuattr::simgpu::Scenario;
+  std::string error;
+  if (!gpuattr::simgpu::ParseScenario(text.str(), scenario, &error)) {
+    std::fprintf(stderr, "simgpu_pywork: %s: %s\n", scenario_path, error.c_str());
+    return 2;
+  }
+  if (static_cast<size_t>(index) >= scenario->processes.size()) {
+    std::fprintf(stderr, "simgpu_pywork: %s has no process %d\n", scenario_path, index);
+    return 2;
+  }
+  for (const auto& [key, value] : scenario->processes[static_cast<size_t>(index)].env) {
+    setenv(key.c_str(), value.c_str(), 1);
+  }
+  return gpuattr::simgpu::RunProcess(*scenario, static_cast<size_t>(index), truth_part);
+}

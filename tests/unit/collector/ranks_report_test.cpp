@@ -1,0 +1,125 @@
+// The report's multi-process parts (docs/attribution.md §Ranks): the per-rank table's step time,
+// the slowest and fastest rank and the straggler spread, each process's parent, and the launchers
+// (parents gpuattr reaped that never connected), on hand-fed traces.
+#include <catch2/catch.hpp>
+#include <vector>
+
+#include "report_test_util.h"
+#include "test_files.h"
+#include "wire_test_util.h"
+
+namespace gpuattr::collector::testing {
+namespace {
+
+using test_support::TempDir;
+
+// A traced process: one top-level `step` range per entry of `step_ns` (its host duration), each
+// with a 10 ns kernel, then Goodbye.
+void Feed(ProcessTrace& trace, uint32_t pid, uint32_t ppid, int32_t rank,
+          const std::vector<uint64_t>& step_ns) {
+  Feeder feed(trace);
+  Message m;
+  wire::Hello hello = MakeHello(pid, rank);
+  hello.ppid = ppid;
+  m.Add(hello).Str(1, "step").Str(2, "_Z4gemmPfS_").Add(MakeNode(10, 0, 1)).Add(CuptiOk());
+  uint64_t t = 100;
+  uint32_t correlation = 1;
+  for (uint64_t duration : step_ns) {
+    m.Push(t, 1, 10).Add(MakeLaunch(correlation, t + 1, 1, 10));
+    m.Add(MakeKernel(correlation, t + 2, t + 12, 7, 2)).Pop(t + duration, 1, 10);
+    t += duration + 100;
+    ++correlation;
+  }
+  m.Add(wire::Goodbye{t, 1, 0});
+  REQUIRE(feed.Send(m).ok());
+}
+
+Json Report(const std::vector<const ProcessTrace*>& traces,
+            const std::map<uint32_t, int>& exit_statuses = {}) {
+  ReportInputs inputs;
+  inputs.capture = {"run", {"torchrun", "train.py"}, "node-a", 1700000000123456789ull, 10000};
+  inputs.processes = traces;
+  inputs.exit_statuses = exit_statuses;
+  return BuildReport(inputs);
+}
+
+bool SchemaValid(const Json& report) {
+  TempDir dir;
+  const std::string path = dir.File("report.json");
+  REQUIRE(WriteReportAtomically(report, path).ok());
+  const test_support::SchemaCheck check = test_support::ValidateReport(path);
+  INFO(check.output);
+  return check.valid;
+}
+
+TEST_CASE("the rank table: median step time, slowest, fastest and straggler spread",
+          "[unit][report]") {
+  ProcessTrace rank0, rank1, rank2, rank3;
+  Feed(rank0, 300, 100, 0, {100, 300, 200});  // lower median 200
+  Feed(rank1, 301, 100, 1, {400, 500});       // lower median 400
+  Feed(rank2, 302, 100, 2, {900});            // one instance: no step range, no step time
+  Feed(rank3, 303, 100, 3, {200, 200, 200});  // ties with rank 0, which comes first
+  const Json report = Report({&rank3, &rank2, &rank1, &rank0}, {{100, 0}});
+  CHECK(SchemaValid(report));
+  const Json& summary = report["summary"];
+  const Json& ranks = summary["ranks"];
+  REQUIRE(ranks.size() == 4);
+  CHECK(ranks[0]["rank"] == 0);
+  CHECK(ranks[0]["local_rank"] == 0);
+  CHECK(ranks[0]["pid"] == 300);
+  CHECK(ranks[0]["ppid"] == 100);
+  CHECK(ranks[0]["step_ns"] == 200);
+  CHECK(ranks[0]["step_ns"] == report["processes"][0]["steps"]["summary"]["host_ns"]);
+  CHECK(ranks[1]["step_ns"] == 400);
+  CHECK(ranks[2]["step_ns"].is_null());
+  CHECK(ranks[2]["busy_ns"] == 10);  // measured all the same
+  CHECK(ranks[3]["step_ns"] == 200);
+  CHECK(summary["slowest"] == Json({{"rank", 1}, {"pid", 301}, {"step_ns", 400}}));
+  CHECK(summary["fastest"] == Json({{"rank", 0}, {"pid", 300}, {"step_ns", 200}}));
+  CHECK(summary["straggler_spread"] == 1.0);
+
+  const std::string text = RenderSummary(report);
+  using Catch::Matchers::Contains;
+  CHECK_THAT(text, Contains("step time: slowest rank 1 (pid 301) 0.000 ms, fastest rank 0"));
+  CHECK_THAT(text, Contains("spread 100.0%"));
+  CHECK_THAT(text, Contains("launcher pid 100 (exit 0, not traced): children 300, 301, 302, 303"));
+}
+
+TEST_CASE("with fewer than two processes with steps there is no straggler", "[unit][report]") {
+  ProcessTrace rank0, rank2;
+  Feed(rank0, 300, 100, 0, {100, 300, 200});
+  Feed(rank2, 302, 100, 2, {900});
+  const Json report = Report({&rank0, &rank2});
+  CHECK(SchemaValid(report));
+  CHECK(report["summary"]["ranks"][0]["step_ns"] == 200);
+  CHECK(report["summary"]["slowest"].is_null());
+  CHECK(report["summary"]["fastest"].is_null());
+  CHECK(report["summary"]["straggler_spread"].is_null());
+  CHECK_THAT(RenderSummary(report),
+             Catch::Matchers::Contains("fewer than two processes with steps"));
+}
+
+TEST_CASE("launchers are reaped parents that never connected, each listed once", "[unit][report]") {
+  // 100: the command, a launcher of 300 and 301; 300 also forked 302 (a traced parent);
+  // 303's parent 50 was not reaped by gpuattr; 999 was reaped but is nobody's parent.
+  ProcessTrace a, b, c, d;
+  Feed(a, 300, 100, 0, {100, 100});
+  Feed(b, 301, 100, 1, {100, 100});
+  Feed(c, 302, 300, -1, {100, 100});
+  Feed(d, 303, 50, -1, {100, 100});
+  const Json report = Report({&d, &c, &b, &a}, {{100, 3}, {300, 0}, {999, 1}});
+  CHECK(SchemaValid(report));
+  const Json& launchers = report["launchers"];
+  REQUIRE(launchers.size() == 1);
+  CHECK(launchers[0] == Json({{"pid", 100}, {"exit_status", 3}, {"children", {300, 301}}}));
+  REQUIRE(report["processes"].size() == 4);  // no row for the launcher
+  std::map<uint32_t, Json> parents;
+  for (const Json& process : report["processes"]) parents[process["pid"]] = process["parent"];
+  CHECK(parents[300] == Json({{"pid", 100}, {"kind", "launcher"}}));
+  CHECK(parents[301] == Json({{"pid", 100}, {"kind", "launcher"}}));
+  CHECK(parents[302] == Json({{"pid", 300}, {"kind", "traced"}}));
+  CHECK(parents[303] == Json({{"pid", 50}, {"kind", "outside"}}));
+}
+
+}  // namespace
+}  // namespace gpuattr::collector::testing
