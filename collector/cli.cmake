@@ -22,10 +22,15 @@ target_link_libraries(gpuattr_collector_import
 target_compile_options(gpuattr_collector_import PRIVATE ${GPUATTR_WARNINGS})
 
 add_library(gpuattr_collector_ingest STATIC
+  ingest/daemon_server.cpp
   ingest/socket_server.cpp
+  cli/attach_command.cpp
   cli/child_process.cpp
   cli/cli.cpp
+  cli/daemon_command.cpp
+  cli/daemon_socket.cpp
   cli/diff_command.cpp
+  cli/export_command.cpp
   cli/gate_command.cpp
   cli/import_command.cpp
   cli/private_dir.cpp
@@ -36,6 +41,7 @@ add_library(gpuattr_collector_ingest STATIC
 target_include_directories(gpuattr_collector_ingest PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(gpuattr_collector_ingest PUBLIC gpuattr_collector_core gpuattr_wire gpuattr_collector_import)
 target_link_libraries(gpuattr_collector_ingest PUBLIC gpuattr_collector_gate)
+target_link_libraries(gpuattr_collector_ingest PUBLIC gpuattr_collector_export)
 target_compile_definitions(gpuattr_collector_ingest PRIVATE GPUATTR_VERSION="${PROJECT_VERSION}")
 target_compile_options(gpuattr_collector_ingest PRIVATE ${GPUATTR_WARNINGS})
 

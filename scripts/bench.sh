@@ -31,17 +31,30 @@ echo "== shim hot path: under gpuattr run"
 GPUATTR_FLUSH_MS=1 GPUATTR_CUPTI_LIBRARY="$fake_cupti" "$build/collector/gpuattr" run --quiet \
   -o "$out/report.json" -- "$hot" --benchmark_out="$out/traced.json" --benchmark_out_format=json \
   >/dev/null
-python3 - "$out/bare.json" "$out/traced.json" "$out/report.json" <<'PY'
+# Armed mode (issue 5): the same binary registered with a daemon but with no capture window open:
+# NVTX keeps each thread's range stack and writes nothing; CUPTI is not subscribed.
+echo "== shim hot path: armed under gpuattr daemon"
+mkdir -p "$out/reports"
+"$build/collector/gpuattr" daemon --quiet --socket "$out/daemon.sock" --reports-dir "$out/reports" &
+daemon_pid=$!
+for _ in $(seq 100); do [ -S "$out/daemon.sock" ] && break; sleep 0.05; done
+GPUATTR_CUPTI_LIBRARY="$fake_cupti" "$build/collector/gpuattr" run --armed \
+  --socket "$out/daemon.sock" -- "$hot" --benchmark_out="$out/armed.json" \
+  --benchmark_out_format=json >/dev/null
+kill -TERM "$daemon_pid"
+wait "$daemon_pid" || true
+python3 - "$out/bare.json" "$out/traced.json" "$out/armed.json" "$out/report.json" <<'PY'
 import json, sys
 def medians(path):
     runs = json.load(open(path))["benchmarks"]
     return {r["run_name"]: r["cpu_time"] for r in runs if r.get("aggregate_name") == "median"}
-bare, traced = medians(sys.argv[1]), medians(sys.argv[2])
-report = json.load(open(sys.argv[3]))
+bare, traced, armed = medians(sys.argv[1]), medians(sys.argv[2]), medians(sys.argv[3])
+report = json.load(open(sys.argv[4]))
 loss = report["processes"][0]["loss"]
-print(f"{'benchmark':<18}{'bare ns':>10}{'traced ns':>11}{'added ns':>10}")
+print(f"{'benchmark':<18}{'bare ns':>10}{'traced ns':>11}{'added ns':>10}{'armed ns':>10}{'added ns':>10}")
 for name in sorted(bare):
-    print(f"{name:<18}{bare[name]:>10.1f}{traced[name]:>11.1f}{traced[name] - bare[name]:>10.1f}")
+    print(f"{name:<18}{bare[name]:>10.1f}{traced[name]:>11.1f}{traced[name] - bare[name]:>10.1f}"
+          f"{armed[name]:>10.1f}{armed[name] - bare[name]:>10.1f}")
 print(f"drops during the traced run: ring {loss['ring_dropped_records']}, "
       f"socket {loss['socket_dropped_records']} (must be 0 for the numbers to hold)")
 PY

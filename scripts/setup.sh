@@ -12,6 +12,7 @@ packages=(
   catch2 nlohmann-json3-dev libspdlog-dev libcli11-dev zlib1g-dev libbenchmark-dev
   libsimdjson-dev libsqlite3-dev
   python3 python3-jsonschema
+  chromium  # the HTML report's browser test (headless)
 )
 
 missing=()

@@ -8,7 +8,10 @@
 #include <exception>
 #include <string>
 
+#include "cli/attach_command.h"
+#include "cli/daemon_command.h"
 #include "cli/diff_command.h"
+#include "cli/export_command.h"
 #include "cli/gate_command.h"
 #include "cli/import_command.h"
 #include "cli/report_command.h"
@@ -21,7 +24,8 @@
 namespace gpuattr::collector {
 namespace {
 
-constexpr const char* kSubcommands[] = {"run", "import", "report", "diff", "gate"};
+constexpr const char* kSubcommands[] = {"run", "import", "report", "diff", "gate", "export",
+                                         "daemon", "attach"};
 
 constexpr char kFooter[] = R"(Examples:
   gpuattr run -- python train.py
@@ -30,8 +34,14 @@ constexpr char kFooter[] = R"(Examples:
   gpuattr import -o report.json rank0.json.gz rank1.json.gz
   gpuattr report report.json
   gpuattr report --json report.json | jq '.processes[].coverage'
+  gpuattr run --trace timeline.json --folded device.folded -- python train.py
+  gpuattr report report.json --html report.html
+  gpuattr export --perfetto timeline.json trace.json.gz
   gpuattr diff baseline.json current.json
   gpuattr gate --baseline baseline.json --current current.json --rules gate.json
+  gpuattr daemon --reports-dir ~/.local/share/gpuattr/reports
+  gpuattr run --armed -- python train.py
+  gpuattr attach --pid 4242 --duration 30s -o window.json
 
 Exit status: that of the profiled command for `run`; 2 usage, 3 bad input, 4 internal error.
 Environment: GPUATTR_INJECT_LIBRARY names the injection library when it is not found beside
@@ -200,8 +210,14 @@ int GpuattrMain(int argc, char** argv) {
     RunOptions run_options;
     bool no_inherit = false;
     CLI::App* run = app.add_subcommand("run", "Run a command under gpuattr and write a report");
-    run->add_option("-o,--output", run_options.output, "Where to write the JSON report")
-        ->capture_default_str();
+    CLI::Option* run_output_option =
+        run->add_option("-o,--output", run_options.output, "Where to write the JSON report")
+            ->capture_default_str();
+    run->add_flag("--armed", run_options.armed,
+                  "Collect nothing now: run CMD armed for the gpuattr daemon, to be attached to "
+                  "later with `gpuattr attach` (docs/attach.md); writes no report itself");
+    run->add_option("--socket", run_options.socket_path,
+                    "With --armed: the daemon's socket (default: the daemon's default)");
     run->add_flag("--no-inherit", no_inherit,
                   "Do not attribute a launch from a thread with no open range to the range "
                   "open on the main thread at that instant (autograd worker threads)");
@@ -230,6 +246,12 @@ int GpuattrMain(int argc, char** argv) {
                     "(docs/attribution.md §Kernel families)");
     run->add_option("--activities", run_options.activities_path,
                     "Also write one JSON line per device activity to this file");
+    run->add_option("--trace,--perfetto", run_options.exports.trace,
+                    "Also write a Chrome trace-event timeline (Perfetto UI, chrome://tracing)");
+    run->add_option("--folded", run_options.exports.folded,
+                    "Also write folded stacks of device time (flamegraph.pl, inferno, speedscope)");
+    run->add_option("--speedscope", run_options.exports.speedscope,
+                    "Also write a speedscope profile of device time");
     run->add_option("command", run_options.command, "CMD ARGS...: the command to profile")
         ->required();
     // The first positional starts CMD: its own flags are never taken for ours, with or without
@@ -282,6 +304,8 @@ int GpuattrMain(int argc, char** argv) {
     report->add_option("report", report_options.path, "REPORT.json: a report gpuattr run wrote")
         ->required();
     report->add_flag("--json", report_options.json, "Print the report as JSON (pretty-printed)");
+    report->add_option("--html", report_options.html,
+                       "Write a self-contained HTML report (charts, tables) here instead");
     report->add_option("--top", report_options.view.top,
                        "Rows per list: children per pass-tree level, families, steps, gaps")
         ->check(CLI::Range(size_t{1}, size_t{1000000}))
@@ -312,9 +336,16 @@ int GpuattrMain(int argc, char** argv) {
     gate->add_option("--json", gate_options.json, "Also write the checks as JSON here");
     gate->footer(kGateFooter);
 
+    ExportCommandOptions export_options;
+    CLI::App* export_command = AddExportSubcommand(app, &export_options);
+    DaemonCommandLine daemon_line;
+    CLI::App* daemon = AddDaemonSubcommand(app, &daemon_line);
+    AttachCommandLine attach_line;
+    CLI::App* attach = AddAttachSubcommand(app, &attach_line);
+
     if (argc > 1 && argv[1][0] != '-' && !IsSubcommand(argv[1])) {
       std::fprintf(stderr,
-                   "gpuattr: unknown subcommand '%s' (subcommands: run, import, report, diff, gate; see "
+                   "gpuattr: unknown subcommand '%s' (subcommands: run, import, report, diff, gate, export, daemon, attach; see "
                    "gpuattr --help)\n",
                    argv[1]);
       return kExitUsage;
@@ -327,6 +358,10 @@ int GpuattrMain(int argc, char** argv) {
     }
     run_options.analysis.inherit = !no_inherit;
     if (step_option->count() > 0) run_options.analysis.step = step_name;
+    if (run->parsed() && run_options.armed && run_output_option->count() > 0) {
+      std::fprintf(stderr, "gpuattr run: --armed writes no report (-o); use gpuattr attach\n");
+      return kExitUsage;
+    }
     if (run->parsed()) return RunSubcommand(run_options);
     if (import->parsed()) {
       import_options.analysis.inherit = !import_no_inherit;
@@ -339,6 +374,14 @@ int GpuattrMain(int argc, char** argv) {
     }
     if (diff->parsed()) return DiffSubcommand(diff_options);
     if (gate->parsed()) return GateSubcommand(gate_options);
+    if (daemon->parsed()) return DaemonSubcommand(daemon_line);
+    if (attach->parsed()) return AttachSubcommand(attach_line);
+    if (export_command->parsed()) {
+      const Status status = RunExport(export_options);
+      if (status.ok()) return 0;
+      std::fprintf(stderr, "gpuattr export: %s\n", status.message().c_str());
+      return ExitCodeFor(status);
+    }
     std::fprintf(stderr, "gpuattr: no subcommand (see gpuattr --help)\n");
     return kExitUsage;
   } catch (const std::exception& error) {

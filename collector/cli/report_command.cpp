@@ -9,6 +9,9 @@
 #include <cstring>
 #include <utility>
 
+#include "export/html_report.h"
+#include "report/report_builder.h"
+
 namespace gpuattr::collector {
 
 namespace {
@@ -85,7 +88,7 @@ StatusOr<Json> LoadReport(const std::string& path) {
 }
 
 StatusOr<std::string> ReportCommandOutput(const ReportCommandOptions& options) {
-  GPUATTR_ASSIGN_OR_RETURN(const Json report, LoadReport(options.path));
+  GPUATTR_ASSIGN_OR_RETURN(Json report, LoadReport(options.path));
   if (options.view.pid) {
     std::string pids;
     bool found = false;
@@ -103,6 +106,19 @@ StatusOr<std::string> ReportCommandOutput(const ReportCommandOptions& options) {
                                   Quoted(options.path) +
                                   " (its processes: " + (pids.empty() ? "none" : pids) + ")");
     }
+  }
+  if (!options.html.empty()) {
+    if (options.view.pid) {
+      Json& processes = report["processes"];
+      Json kept = Json::array();
+      for (Json& process : processes) {
+        const auto pid = process.is_object() ? process.find("pid") : process.end();
+        if (pid != process.end() && *pid == *options.view.pid) kept.push_back(std::move(process));
+      }
+      processes = std::move(kept);
+    }
+    GPUATTR_RETURN_IF_ERROR(WriteTextAtomically(RenderHtmlReport(report), options.html));
+    return std::string();
   }
   if (options.json) return report.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
   return RenderReportView(report, options.view);

@@ -31,6 +31,7 @@ inline constexpr char kReportSchemaVersion[] = "gpuattr.report/1";
 struct ReportCommandOptions {
   std::string path;
   bool json = false;  // re-emit the document instead of the terminal view
+  std::string html;   // --html: write the self-contained HTML report here instead; empty: none
   ReportViewOptions view;
 };
 
@@ -38,7 +39,8 @@ struct ReportCommandOptions {
 // gpuattr.report/1; nothing else about it is checked.
 StatusOr<nlohmann::json> LoadReport(const std::string& path);
 
-// What `gpuattr report` prints on stdout.
+// What `gpuattr report` prints on stdout (nothing with --html, which writes its file, atomically,
+// with only the --process pid's process when one is named).
 StatusOr<std::string> ReportCommandOutput(const ReportCommandOptions& options);
 
 }  // namespace gpuattr::collector

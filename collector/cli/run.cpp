@@ -19,6 +19,7 @@
 #include <system_error>
 
 #include "cli/child_process.h"
+#include "cli/daemon_socket.h"
 #include "cli/private_dir.h"
 #include "cli/shim_locator.h"
 #include "ingest/socket_server.h"
@@ -39,27 +40,6 @@ std::string HostName() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return {};
   return name;
-}
-
-// The report (and the activity export) go where the user said; find out before the command
-// runs, not after. `what` names the file in messages ("the report path (-o)").
-Status CheckOutputPath(const std::string& output, const std::string& what) {
-  namespace fs = std::filesystem;
-  if (output.empty()) return InvalidArgumentError(what + " is empty");
-  std::error_code error;
-  if (fs::is_directory(output, error)) {
-    return InvalidArgumentError(what + " '" + output + "' is a directory");
-  }
-  fs::path parent = fs::path(output).parent_path();
-  if (parent.empty()) parent = ".";
-  if (!fs::is_directory(parent, error)) {
-    return InvalidArgumentError("the directory of " + what + " '" + output + "' does not exist");
-  }
-  if (access(parent.c_str(), W_OK | X_OK) != 0) {
-    return InvalidArgumentError("cannot write " + what + " into '" + parent.string() +
-                                "': " + std::strerror(errno));
-  }
-  return Status::Ok();
 }
 
 // What the poll loop learned from the signalfd and from reaping.
@@ -133,12 +113,86 @@ Status PollOnce(int signal_fd, SocketServer* server, pid_t child, int timeout_ms
   return Status::Ok();
 }
 
+// `gpuattr run --armed`: CMD with the shim armed for the daemon; signals forwarded, no report.
+StatusOr<int> RunArmed(const RunOptions& options) {
+  GPUATTR_ASSIGN_OR_RETURN(const std::string shim, LocateShim());
+  const std::string socket_path =
+      options.socket_path.empty() ? DefaultDaemonSocketPath() : options.socket_path;
+  StatusOr<int> probe = ConnectToDaemon(socket_path);
+  if (probe.ok()) {
+    close(*probe);
+  } else {
+    std::fprintf(stderr,
+                 "gpuattr run: warning: %s; %s runs anyway, but cannot be attached to until a "
+                 "daemon listens there (gpuattr daemon)\n",
+                 probe.status().message().c_str(), options.command[0].c_str());
+  }
+  std::vector<std::string> environment =
+      BuildChildEnvironment(CurrentEnvironment(), shim, socket_path);
+  SetVariable(&environment, kModeEnv, "armed");
+
+  sigset_t handled;
+  sigemptyset(&handled);
+  sigaddset(&handled, SIGCHLD);
+  sigaddset(&handled, SIGINT);
+  sigaddset(&handled, SIGTERM);
+  sigset_t original_mask;
+  if (pthread_sigmask(SIG_BLOCK, &handled, &original_mask) != 0) {
+    return InternalError("cannot block SIGCHLD, SIGINT and SIGTERM");
+  }
+  const int signal_fd = signalfd(-1, &handled, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (signal_fd < 0) return InternalError(std::string("signalfd: ") + std::strerror(errno));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { close(fd); }
+  } signal_fd_closer{signal_fd};
+  GPUATTR_ASSIGN_OR_RETURN(const SpawnResult spawned,
+                           SpawnChild(options.command, environment, original_mask));
+  if (spawned.pid <= 0) {
+    const bool not_found = spawned.exec_error == ENOENT;
+    std::fprintf(stderr, "gpuattr: %s: %s\n", options.command[0].c_str(),
+                 not_found ? "command not found" : std::strerror(spawned.exec_error));
+    return not_found ? 127 : 126;
+  }
+  SignalEvents events;
+  while (!events.child_exited) {
+    pollfd fd{signal_fd, POLLIN, 0};
+    if (poll(&fd, 1, -1) < 0 && errno != EINTR) {
+      return InternalError(std::string("poll: ") + std::strerror(errno));
+    }
+    GPUATTR_RETURN_IF_ERROR(DrainSignals(signal_fd, spawned.pid, &events));
+  }
+  return ShellExitStatus(events.wait_status);
+}
+
 }  // namespace
+
+// The report (and the activity export) go where the user said; find out before the command
+// runs, not after.
+Status CheckOutputPath(const std::string& output, const std::string& what) {
+  namespace fs = std::filesystem;
+  if (output.empty()) return InvalidArgumentError(what + " is empty");
+  std::error_code error;
+  if (fs::is_directory(output, error)) {
+    return InvalidArgumentError(what + " '" + output + "' is a directory");
+  }
+  fs::path parent = fs::path(output).parent_path();
+  if (parent.empty()) parent = ".";
+  if (!fs::is_directory(parent, error)) {
+    return InvalidArgumentError("the directory of " + what + " '" + output + "' does not exist");
+  }
+  if (access(parent.c_str(), W_OK | X_OK) != 0) {
+    return InvalidArgumentError("cannot write " + what + " into '" + parent.string() +
+                                "': " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
 
 StatusOr<int> RunCapture(const RunOptions& options) {
   if (options.command.empty() || options.command[0].empty()) {
     return InvalidArgumentError("no command given: gpuattr run [options] -- CMD ARGS...");
   }
+  if (options.armed) return RunArmed(options);
   if (!(options.drain_timeout_s >= 0.0 && options.drain_timeout_s <= kMaxDrainTimeoutS)) {
     return InvalidArgumentError("--drain-timeout must be between 0 and " +
                                 std::to_string(static_cast<int>(kMaxDrainTimeoutS)) + " seconds");
@@ -156,6 +210,13 @@ StatusOr<int> RunCapture(const RunOptions& options) {
   if (!options.activities_path.empty()) {
     GPUATTR_ASSIGN_OR_RETURN(AtomicTextFile file, AtomicTextFile::Create(options.activities_path));
     activities.emplace(std::move(file));
+  }
+  // --trace, --folded, --speedscope: fed by every connection's analysis as it streams, and
+  // published, like the activity lines, once the report is written.
+  std::shared_ptr<Exports> exports;
+  if (options.exports.any()) {
+    GPUATTR_ASSIGN_OR_RETURN(exports, Exports::Create(options.exports, "gpuattr " GPUATTR_VERSION));
+    analysis.observer = exports;
   }
   GPUATTR_ASSIGN_OR_RETURN(const std::string shim, LocateShim());
   GPUATTR_ASSIGN_OR_RETURN(PrivateDir dir, PrivateDir::Create(sizeof(kSocketName)));
@@ -248,6 +309,7 @@ StatusOr<int> RunCapture(const RunOptions& options) {
   if (activities) {
     GPUATTR_RETURN_IF_ERROR(activities->Commit());
   }
+  if (exports) GPUATTR_RETURN_IF_ERROR(exports->Commit());
 
   if (!options.quiet) {
     std::fputs(RenderSummary(report).c_str(), stderr);

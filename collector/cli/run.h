@@ -19,6 +19,11 @@
 // cuts that wait short. Whatever is still open then ends as truncated; descendants still running
 // are left alone. (An orphan sees gpuattr, not init, as its parent.)
 //
+// Armed (`gpuattr run --armed`, docs/attach.md): gpuattr collects nothing itself and writes no
+// report. CMD runs with the shim in armed mode (GPUATTR_MODE=armed) pointed at the daemon's
+// socket; reports come from `gpuattr attach` through the daemon. No daemon reachable: a warning,
+// and CMD runs all the same (the traced job comes first). Signals are forwarded as above.
+//
 // Exit status: CMD's (128 + signal when a signal killed it); 127 when CMD is not found and 126
 // when it cannot be executed, as a shell does. Failures of gpuattr itself are a Status, which
 // the caller maps to an exit status (cli.h).
@@ -30,6 +35,7 @@
 
 #include "analysis/process_trace.h"
 #include "base/status.h"
+#include "export/exports.h"
 
 namespace gpuattr::collector {
 
@@ -45,7 +51,14 @@ struct RunOptions {
   std::string phase_rules_path;
   std::string family_rules_path;
   std::string activities_path;       // --activities: per-activity JSON lines; empty: none
+  ExportPaths exports;               // --trace, --folded, --speedscope (docs/visualization.md)
+  bool armed = false;                // --armed: run CMD armed for the daemon; no report here
+  std::string socket_path;           // --socket (armed): the daemon's; empty: the default
 };
+
+// Checks before anything runs that `output` can be written: not a directory, in a writable
+// directory. `what` names it in messages ("the report path (-o)").
+Status CheckOutputPath(const std::string& output, const std::string& what);
 
 // Runs the capture and returns the exit status gpuattr should exit with.
 StatusOr<int> RunCapture(const RunOptions& options);

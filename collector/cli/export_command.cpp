@@ -1,0 +1,90 @@
+#include "cli/export_command.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "report/report_builder.h"
+
+#ifndef GPUATTR_VERSION
+#error "GPUATTR_VERSION must be defined by the build (collector/cli.cmake)"
+#endif
+
+namespace gpuattr::collector {
+namespace {
+
+constexpr char kExportFooter[] =
+    R"(Draws what `gpuattr import` reads (PyTorch profiler / Kineto JSON, plain or
+gzip; Nsight Systems SQLite exports) as pictures: a timeline for the Perfetto UI or
+chrome://tracing (--perfetto), folded stacks of device time by pass path and kernel family for
+flamegraph.pl, inferno or speedscope (--folded), or a speedscope profile (--speedscope). The
+analysis is the import's: the same options, the same attribution. docs/visualization.md says
+how to open each file.
+
+Exit status: 0; 3 when an input is missing, unreadable, truncated or not a trace; 2 usage;
+4 when an output cannot be written.
+
+Examples:
+  gpuattr export --perfetto timeline.json trace.json.gz
+  gpuattr export --folded device.folded profile.sqlite && flamegraph.pl device.folded > fg.svg
+  gpuattr export --speedscope device.speedscope.json --ranges ops rank0.json.gz rank1.json.gz)";
+
+}  // namespace
+
+CLI::App* AddExportSubcommand(CLI::App& app, ExportCommandOptions* options) {
+  CLI::App* command = app.add_subcommand(
+      "export", "Write a timeline, folded stacks or a speedscope profile of imported traces");
+  ImportOptions& import = options->import;
+  command->add_option("files", import.files, "TRACE...: Kineto JSON or nsys SQLite, one per rank")
+      ->required();
+  command->add_option("--perfetto,--trace", options->exports.trace,
+                      "Write a Chrome trace-event timeline (Perfetto UI, chrome://tracing) here");
+  command->add_option("--folded", options->exports.folded,
+                      "Write folded stacks of device time (flamegraph.pl, inferno) here");
+  command->add_option("--speedscope", options->exports.speedscope,
+                      "Write a speedscope profile of device time here");
+  command->add_option_function<std::string>(
+      "-o,--output",
+      [options](const std::string& path) {
+        options->import.output = path;
+        options->write_report = true;
+      },
+      "Also write the JSON report here");
+  command->add_option("--format", import.format, "auto, kineto or nsys")
+      ->check(CLI::IsMember({"auto", "kineto", "nsys"}))
+      ->capture_default_str();
+  command
+      ->add_option("--ranges", import.ranges,
+                   "annotations (user annotations and ProfilerStep) or ops (cpu_op too)")
+      ->check(CLI::IsMember({"annotations", "ops"}))
+      ->capture_default_str();
+  command->add_flag_callback(
+      "--no-inherit", [options] { options->import.analysis.inherit = false; },
+      "Do not attribute a launch from a thread with no open range to the main thread's range");
+  command->add_option_function<std::string>(
+      "--step", [options](const std::string& name) { options->import.analysis.step = name; },
+      "The step range (see gpuattr run --help)");
+  command->add_option("--phase-rules", import.phase_rules_path,
+                      "JSON file of phase patterns replacing the built-in table");
+  command->add_option("--family-rules", import.family_rules_path,
+                      "JSON file of kernel family rules replacing the built-in table");
+  command->footer(kExportFooter);
+  return command;
+}
+
+Status RunExport(const ExportCommandOptions& options) {
+  if (!options.exports.any()) {
+    return InvalidArgumentError(
+        "nothing to export: name at least one of --perfetto, --folded, --speedscope");
+  }
+  GPUATTR_ASSIGN_OR_RETURN(std::shared_ptr<Exports> exports,
+                           Exports::Create(options.exports, "gpuattr " GPUATTR_VERSION));
+  ImportOptions import = options.import;
+  import.analysis.observer = exports;
+  GPUATTR_ASSIGN_OR_RETURN(ImportResult result, BuildImportReport(import, nullptr));
+  if (options.write_report) {
+    GPUATTR_RETURN_IF_ERROR(WriteReportAtomically(result.report, import.output));
+  }
+  return exports->Commit();
+}
+
+}  // namespace gpuattr::collector

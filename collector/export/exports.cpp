@@ -1,0 +1,91 @@
+#include "export/exports.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "report/report_builder.h"
+
+namespace gpuattr::collector {
+namespace {
+
+// The file goes where the user said: find out before the work, not after.
+Status CheckPath(const std::string& path, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (fs::is_directory(path, error)) {
+    return InvalidArgumentError(flag + " '" + path + "' is a directory");
+  }
+  fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) parent = ".";
+  if (!fs::is_directory(parent, error)) {
+    return InvalidArgumentError("the directory of " + flag + " '" + path + "' does not exist");
+  }
+  if (access(parent.c_str(), W_OK | X_OK) != 0) {
+    return InvalidArgumentError("cannot write " + flag + " into '" + parent.string() +
+                                "': " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<Exports>> Exports::Create(const ExportPaths& paths,
+                                                   const std::string& generator) {
+  if (!paths.trace.empty()) GPUATTR_RETURN_IF_ERROR(CheckPath(paths.trace, "--trace"));
+  if (!paths.folded.empty()) GPUATTR_RETURN_IF_ERROR(CheckPath(paths.folded, "--folded"));
+  if (!paths.speedscope.empty()) {
+    GPUATTR_RETURN_IF_ERROR(CheckPath(paths.speedscope, "--speedscope"));
+  }
+  std::shared_ptr<Exports> exports(new Exports());
+  exports->paths_ = paths;
+  exports->generator_ = generator;
+  if (!paths.trace.empty()) {
+    GPUATTR_ASSIGN_OR_RETURN(exports->trace_, ChromeTraceWriter::Create(paths.trace, generator));
+  }
+  return exports;
+}
+
+void Exports::RangeClosed(uint32_t pid, const HostRange& range,
+                          const std::vector<std::string>& path) {
+  if (trace_) trace_->RangeClosed(pid, range, path);
+}
+
+void Exports::LaunchDone(uint32_t pid, uint32_t correlation_id, const LaunchRecord& launch) {
+  if (trace_) trace_->LaunchDone(pid, correlation_id, launch);
+}
+
+void Exports::ActivityReleased(const ObservedActivity& activity) {
+  if (trace_) trace_->ActivityReleased(activity);
+}
+
+void Exports::ProcessFinished(const TraceData& data, const ProcessAnalysis& analysis) {
+  if (trace_) trace_->ProcessFinished(data, analysis);
+  if (!data.hello) return;
+  folded_.push_back(FoldPasses(data.hello->pid, data.hello->rank, analysis.passes));
+}
+
+Status Exports::Commit() {
+  // Ranks in order, then processes without a rank, by pid (the report's order).
+  std::stable_sort(folded_.begin(), folded_.end(), [](const auto& a, const auto& b) {
+    const int64_t ra = a.rank >= 0 ? a.rank : INT64_MAX;
+    const int64_t rb = b.rank >= 0 ? b.rank : INT64_MAX;
+    return ra != rb ? ra < rb : a.pid < b.pid;
+  });
+  if (!paths_.folded.empty()) {
+    GPUATTR_RETURN_IF_ERROR(WriteTextAtomically(RenderFolded(folded_), paths_.folded));
+  }
+  if (!paths_.speedscope.empty()) {
+    GPUATTR_RETURN_IF_ERROR(
+        WriteTextAtomically(RenderSpeedscope(folded_, generator_), paths_.speedscope));
+  }
+  if (trace_) GPUATTR_RETURN_IF_ERROR(trace_->Commit());
+  return Status::Ok();
+}
+
+}  // namespace gpuattr::collector

@@ -1,0 +1,63 @@
+// Exports: the picture files one analysis writes besides the report (docs/visualization.md),
+// behind the one TraceObserver the analysis takes (AnalysisOptions::observer):
+//   --trace / --perfetto FILE   the timeline, Chrome trace-event JSON (chrome_trace.h);
+//   --folded FILE               folded stacks of device time (folded_stacks.h);
+//   --speedscope FILE           the same as a speedscope profile.
+// `gpuattr run` sets it on the live analysis; `gpuattr export` on the replay of imported traces.
+//
+// Every file is written through a temporary file beside its path and appears, whole, only at
+// Commit (after the report); destroyed uncommitted, nothing appears. Create checks the paths
+// before any work starts. Single-threaded: the analysis calls it on the thread that folds, and
+// Commit runs on the same thread after the last process finished.
+#ifndef GPUATTR_COLLECTOR_EXPORT_EXPORTS_H_
+#define GPUATTR_COLLECTOR_EXPORT_EXPORTS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/trace_observer.h"
+#include "base/status.h"
+#include "export/chrome_trace.h"
+#include "export/folded_stacks.h"
+
+namespace gpuattr::collector {
+
+struct ExportPaths {
+  std::string trace;       // Chrome trace-event JSON; empty: none
+  std::string folded;      // folded stacks; empty: none
+  std::string speedscope;  // speedscope JSON; empty: none
+  bool any() const { return !trace.empty() || !folded.empty() || !speedscope.empty(); }
+};
+
+class Exports : public TraceObserver {
+ public:
+  // Opens what `paths` names; `generator` ("gpuattr 0.1.0") goes into the files' metadata.
+  // kInvalidArgument when a path cannot be written (a directory, a missing parent).
+  static StatusOr<std::shared_ptr<Exports>> Create(const ExportPaths& paths,
+                                                   const std::string& generator);
+
+  void RangeClosed(uint32_t pid, const HostRange& range,
+                   const std::vector<std::string>& path) override;
+  void LaunchDone(uint32_t pid, uint32_t correlation_id, const LaunchRecord& launch) override;
+  void ActivityReleased(const ObservedActivity& activity) override;
+  void ProcessFinished(const TraceData& data, const ProcessAnalysis& analysis) override;
+
+  // Writes the folded outputs and publishes every file; the first error.
+  Status Commit();
+
+  // The folded stacks gathered so far, one entry per finished process (tests).
+  const std::vector<FoldedProcess>& folded() const { return folded_; }
+
+ private:
+  Exports() = default;
+
+  ExportPaths paths_;
+  std::string generator_;
+  std::unique_ptr<ChromeTraceWriter> trace_;
+  std::vector<FoldedProcess> folded_;
+};
+
+}  // namespace gpuattr::collector
+
+#endif  // GPUATTR_COLLECTOR_EXPORT_EXPORTS_H_

@@ -1,0 +1,327 @@
+// The self-contained HTML report (`gpuattr report REPORT.json --html OUT.html`) in a real
+// browser: headless Chromium (Debian's chromium package; scripts/setup.sh installs it, CMake
+// finds it at configure time). The page must make no request (no http:// or https:// in the
+// file), its script must render the report's pass names and numbers into the DOM (checked in
+// --dump-dom's output, outside the embedded data), and its screenshot must not be blank
+// (decoded here with zlib). A 10,000-node pass tree must render too. Without Chromium the
+// tests fail and say how to get it: they are never skipped.
+#include <zlib.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "scenario_check.h"
+#include "subprocess.h"
+#include "test_files.h"
+
+namespace gpuattr::e2e {
+namespace {
+
+using nlohmann::json;
+using test_support::ProcessResult;
+using test_support::ReadFile;
+using test_support::RunProcess;
+using test_support::TempDir;
+
+void RequireChromium() {
+  if (std::string(GPUATTR_CHROMIUM).empty()) {
+    FAIL(
+        "chromium was not found when the build was configured: install Debian's chromium "
+        "package (scripts/setup.sh does) and configure again");
+  }
+}
+
+// Runs headless Chromium on `page` with `args`; its profile lives in `profile`.
+ProcessResult RunChromium(const TempDir& profile, const std::string& page,
+                          std::vector<std::string> args) {
+  std::vector<std::string> argv = {GPUATTR_CHROMIUM,
+                                   "--headless",
+                                   "--no-sandbox",
+                                   "--disable-gpu",
+                                   "--no-first-run",
+                                   "--disable-extensions",
+                                   "--disable-dev-shm-usage",
+                                   "--hide-scrollbars",
+                                   "--user-data-dir=" + profile.File("chromium")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("file://" + page);
+  return RunProcess(argv, {{"HOME", profile.path()}}, 60);
+}
+
+std::string Ms(uint64_t ns) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.3f ms", static_cast<double>(ns) / 1e6);
+  return text;
+}
+
+// `text` as the DOM dump writes it in an element's content.
+std::string HtmlText(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '&')
+      out += "&amp;";
+    else if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else
+      out.push_back(c);
+  }
+  return out;
+}
+
+// The part of the rendered DOM inside the element with this id, up to the end of its first
+// table (the embedded report data is elsewhere in the DOM).
+std::string Block(const std::string& dom, const std::string& id) {
+  const size_t start = dom.find("id=\"" + id + "\"");
+  if (start == std::string::npos) return {};
+  const size_t end = dom.find("</table>", start);
+  return dom.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+struct Image {
+  uint32_t width = 0;
+  uint32_t height = 0;
+  std::vector<uint32_t> pixels;  // 0xRRGGBB
+};
+
+uint32_t BigEndian32(const std::string& bytes, size_t at) {
+  return static_cast<uint32_t>(static_cast<unsigned char>(bytes[at])) << 24 |
+         static_cast<uint32_t>(static_cast<unsigned char>(bytes[at + 1])) << 16 |
+         static_cast<uint32_t>(static_cast<unsigned char>(bytes[at + 2])) << 8 |
+         static_cast<uint32_t>(static_cast<unsigned char>(bytes[at + 3]));
+}
+
+// Decodes an 8-bit, non-interlaced RGB or RGBA PNG (what Chromium writes).
+Image DecodePng(const std::string& png) {
+  REQUIRE(png.size() > 33);
+  REQUIRE(png.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0);
+  Image image;
+  int channels = 0;
+  std::string compressed;
+  for (size_t at = 8; at + 12 <= png.size();) {
+    const uint32_t length = BigEndian32(png, at);
+    const std::string type = png.substr(at + 4, 4);
+    REQUIRE(at + 12 + length <= png.size());
+    if (type == "IHDR") {
+      image.width = BigEndian32(png, at + 8);
+      image.height = BigEndian32(png, at + 12);
+      const int depth = png[at + 16];
+      const int color = png[at + 17];
+      REQUIRE(depth == 8);
+      REQUIRE((color == 2 || color == 6));
+      REQUIRE(png[at + 20] == 0);  // not interlaced
+      channels = color == 2 ? 3 : 4;
+    } else if (type == "IDAT") {
+      compressed += png.substr(at + 8, length);
+    }
+    at += 12 + length;
+  }
+  REQUIRE(channels > 0);
+  const size_t stride = static_cast<size_t>(image.width) * channels;
+  std::vector<unsigned char> raw((stride + 1) * image.height);
+  uLongf raw_size = raw.size();
+  REQUIRE(uncompress(raw.data(), &raw_size, reinterpret_cast<const Bytef*>(compressed.data()),
+                     compressed.size()) == Z_OK);
+  REQUIRE(raw_size == raw.size());
+  std::vector<unsigned char> previous(stride, 0);
+  std::vector<unsigned char> row(stride);
+  image.pixels.reserve(static_cast<size_t>(image.width) * image.height);
+  for (uint32_t y = 0; y < image.height; ++y) {
+    const unsigned char filter = raw[y * (stride + 1)];
+    const unsigned char* in = &raw[y * (stride + 1) + 1];
+    for (size_t x = 0; x < stride; ++x) {
+      const int left = x >= static_cast<size_t>(channels) ? row[x - channels] : 0;
+      const int up = previous[x];
+      const int up_left = x >= static_cast<size_t>(channels) ? previous[x - channels] : 0;
+      int predicted = 0;
+      switch (filter) {
+        case 0:
+          predicted = 0;
+          break;
+        case 1:
+          predicted = left;
+          break;
+        case 2:
+          predicted = up;
+          break;
+        case 3:
+          predicted = (left + up) / 2;
+          break;
+        case 4: {
+          const int p = left + up - up_left;
+          const int pa = std::abs(p - left), pb = std::abs(p - up), pc = std::abs(p - up_left);
+          predicted = pa <= pb && pa <= pc ? left : pb <= pc ? up : up_left;
+          break;
+        }
+        default:
+          FAIL("PNG row filter " << int(filter));
+      }
+      row[x] = static_cast<unsigned char>(in[x] + predicted);
+    }
+    for (uint32_t x = 0; x < image.width; ++x) {
+      const unsigned char* p = &row[x * channels];
+      image.pixels.push_back(uint32_t{p[0]} << 16 | uint32_t{p[1]} << 8 | p[2]);
+    }
+    previous = row;
+  }
+  return image;
+}
+
+void CollectPasses(const json& pass, std::vector<const json*>& out) {
+  out.push_back(&pass);
+  for (const json& child : pass["children"]) CollectPasses(child, out);
+}
+
+TEST_CASE(
+    "The HTML report of a scenario renders its passes and numbers in Chromium, and is not blank",
+    "[visualization][html]") {
+  RequireChromium();
+  TempDir dir;
+  const auto [report, truth] =
+      RunScenario(dir, std::string(GPUATTR_SCENARIO_DIR) + "/warmup_steps.json");
+  const std::string page = dir.File("report.html");
+  const ProcessResult html =
+      RunProcess({GPUATTR_BIN, "report", dir.File("report.json"), "--html", page});
+  INFO("gpuattr report stderr: " << html.err);
+  REQUIRE(ExitStatus(html) == 0);
+  CHECK(html.out.empty());
+  const std::string file = ReadFile(page);
+  REQUIRE_FALSE(file.empty());
+  CHECK(file.find("http://") == std::string::npos);
+  CHECK(file.find("https://") == std::string::npos);
+
+  const ProcessResult dom_run = RunChromium(dir, page, {"--dump-dom"});
+  INFO("chromium stderr: " << dom_run.err);
+  REQUIRE(ExitStatus(dom_run) == 0);
+  const std::string& dom = dom_run.out;
+  REQUIRE(dom.find("data-rendered=\"yes\"") != std::string::npos);
+
+  const json& process = report["processes"][0];
+  std::vector<const json*> passes;
+  for (const json& root : process["passes"]) CollectPasses(root, passes);
+  REQUIRE(passes.size() >= 3);
+  const std::string pass_block = Block(dom, "passes");
+  REQUIRE_FALSE(pass_block.empty());
+  for (const json* pass : passes) {
+    INFO("pass " << (*pass)["path"].dump());
+    CHECK(pass_block.find(HtmlText((*pass)["name"].get<std::string>())) != std::string::npos);
+    CHECK(pass_block.find(Ms((*pass)["device"]["self_ns"])) != std::string::npos);
+    CHECK(pass_block.find(Ms((*pass)["device"]["total_ns"])) != std::string::npos);
+  }
+  const std::string family_block = Block(dom, "families");
+  REQUIRE(process["families"].size() >= 2);
+  for (const json& family : process["families"]) {
+    INFO("family " << family["family"]);
+    CHECK(family_block.find(HtmlText(family["family"].get<std::string>())) != std::string::npos);
+    CHECK(family_block.find(Ms(family["total_ns"])) != std::string::npos);
+  }
+  const std::string device_block = Block(dom, "devices");
+  const json& device = process["devices"][0];
+  CHECK(device_block.find("busy " + Ms(device["busy_ns"])) != std::string::npos);
+  CHECK(device_block.find("host-bound " + Ms(device["gaps"]["host_bound_ns"])) !=
+        std::string::npos);
+  const std::string step_block = Block(dom, "steps");
+  REQUIRE(process["steps"]["rows"].size() >= 2);
+  for (const json& row : process["steps"]["rows"]) {
+    CHECK(step_block.find(row["name"].get<std::string>() + " #" +
+                          std::to_string(row["index"].get<int>())) != std::string::npos);
+    CHECK(step_block.find(Ms(row["gaps_ns"])) != std::string::npos);
+  }
+  char coverage[32];
+  std::snprintf(coverage, sizeof(coverage), "%.1f %%",
+                process["coverage"]["attributed_fraction"].get<double>() * 100);
+  CHECK(Block(dom, "coverage").find(coverage) != std::string::npos);
+
+  const std::string screenshot = dir.File("report.png");
+  const ProcessResult shot =
+      RunChromium(dir, page, {"--screenshot=" + screenshot, "--window-size=1400,1000"});
+  INFO("chromium stderr: " << shot.err);
+  REQUIRE(ExitStatus(shot) == 0);
+  const Image image = DecodePng(ReadFile(screenshot));
+  CHECK(image.width == 1400);
+  CHECK(image.height == 1000);
+  std::map<uint32_t, size_t> histogram;
+  for (const uint32_t pixel : image.pixels) ++histogram[pixel];
+  const auto background =
+      std::max_element(histogram.begin(), histogram.end(),
+                       [](const auto& a, const auto& b) { return a.second < b.second; });
+  const double drawn = 1.0 - static_cast<double>(background->second) / image.pixels.size();
+  INFO("distinct colours " << histogram.size() << ", drawn fraction " << drawn);
+  CHECK(histogram.size() >= 32);  // text, charts in several colours
+  CHECK(drawn >= 0.10);
+}
+
+// A synthetic report: 10 roots x 10 x 100 = 10,110 passes, each with device time.
+json TenThousandPassReport() {
+  auto pass = [](const std::vector<std::string>& path, uint64_t self, json children) {
+    uint64_t total = self;
+    for (const json& child : children) total += child["device"]["total_ns"].get<uint64_t>();
+    return json{
+        {"name", path.back()},
+        {"path", path},
+        {"instances", 1},
+        {"device", {{"self_ns", self}, {"total_ns", total}, {"busy_ns", self}, {"kernels", 1}}},
+        {"phase", path.size() % 2 ? "forward" : "backward"},
+        {"children", std::move(children)}};
+  };
+  json roots = json::array();
+  uint64_t seed = 1;
+  for (int a = 0; a < 10; ++a) {
+    json level1 = json::array();
+    for (int b = 0; b < 10; ++b) {
+      json level2 = json::array();
+      for (int c = 0; c < 100; ++c) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        level2.push_back(pass({"root" + std::to_string(a), "mid" + std::to_string(b),
+                               "leaf" + std::to_string(a * 1000 + b * 100 + c)},
+                              1000 + (seed >> 40) % 100000, json::array()));
+      }
+      level1.push_back(pass({"root" + std::to_string(a), "mid" + std::to_string(b)}, 500, level2));
+    }
+    roots.push_back(pass({"root" + std::to_string(a)}, 100, level1));
+  }
+  return json{
+      {"schema_version", "gpuattr.report/1"},
+      {"tool", {{"name", "gpuattr"}, {"version", "test"}}},
+      {"processes", {{{"pid", 1}, {"rank", nullptr}, {"status", "complete"}, {"passes", roots}}}}};
+}
+
+TEST_CASE("The HTML report renders a 10,000-node pass tree, building only the rows it shows",
+          "[visualization][html]") {
+  RequireChromium();
+  TempDir dir;
+  const json report = TenThousandPassReport();
+  std::ofstream(dir.File("big.json")) << report.dump();
+  const std::string page = dir.File("big.html");
+  REQUIRE(ExitStatus(RunProcess({GPUATTR_BIN, "report", dir.File("big.json"), "--html", page})) ==
+          0);
+  const ProcessResult dom_run = RunChromium(dir, page, {"--dump-dom"});
+  INFO("chromium stderr: " << dom_run.err);
+  REQUIRE(ExitStatus(dom_run) == 0);
+  const std::string& dom = dom_run.out;
+  REQUIRE(dom.find("data-rendered=\"yes\"") != std::string::npos);
+  const size_t ms_at = dom.find("data-render-ms=\"");
+  REQUIRE(ms_at != std::string::npos);
+  WARN("10,110-node pass tree rendered in "
+       << dom.substr(ms_at + 16, dom.find('"', ms_at + 16) - ms_at - 16)
+       << " ms (headless Chromium)");
+  // The heaviest pass by self time is the first row; 50 rows are built, the rest on request.
+  std::vector<const json*> passes;
+  for (const json& root : report["processes"][0]["passes"]) CollectPasses(root, passes);
+  const json* heaviest =
+      *std::max_element(passes.begin(), passes.end(), [](const json* a, const json* b) {
+        return (*a)["device"]["self_ns"] < (*b)["device"]["self_ns"];
+      });
+  const std::string block = Block(dom, "passes");
+  CHECK(block.find((*heaviest)["name"].get<std::string>()) != std::string::npos);
+  CHECK(dom.find("Show 50 more of " + std::to_string(passes.size() - 50)) != std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuattr::e2e
