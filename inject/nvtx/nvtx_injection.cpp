@@ -99,13 +99,14 @@ uint32_t MessageOf(const nvtxEventAttributes_t* attributes) noexcept {
   }
 }
 
-// Runs on: app thread inside an NVTX push.
+// Runs on: app thread inside an NVTX push. Armed between windows it only keeps the frame, with
+// its path left to be interned when a window begins (CaptureWindow::SyncThread): no clock read,
+// no intern lookup, no record.
 int Push(uint32_t domain, uint32_t name) noexcept {
   const EventMode mode = CurrentEventMode();
   if (mode == EventMode::kIgnore) return kNotTracking;
   ThreadState* t = CurrentThread();
   if (t == nullptr) return kNotTracking;
-  const uint64_t now = MonotonicNs();
   int32_t level = 0;
   for (uint32_t i = 0; i < t->depth; ++i) level += t->frames[i].domain == domain ? 1 : 0;
   if (t->depth == kMaxRangeDepth) {
@@ -113,11 +114,21 @@ int Push(uint32_t domain, uint32_t name) noexcept {
     return level;
   }
   CaptureWindow& window = Shim().window;
+  uint64_t now = 0;
+  bool step = false;
   // A push on an empty stack may begin a steps window; that push is then its first record.
-  const bool step = t->depth == 0 && window.watching_steps() &&
-                    window.OnTopLevelPush(name != 0 ? Shim().strings.Get(name) : std::string_view(), now);
-  const bool record = mode == EventMode::kRecord || (step && CurrentEventMode() == EventMode::kRecord);
-  if (record) window.SyncThread(t);
+  if (t->depth == 0 && window.watching_steps()) {
+    now = MonotonicNs();
+    step = window.OnTopLevelPush(name != 0 ? Shim().strings.Get(name) : std::string_view(), now);
+  }
+  const bool record =
+      mode == EventMode::kRecord || (step && CurrentEventMode() == EventMode::kRecord);
+  if (!record) {
+    t->frames[t->depth++] = RangeFrame{0, 0, name, domain, level, 0, step ? 1u : 0u};
+    return level;
+  }
+  if (now == 0) now = MonotonicNs();
+  window.SyncThread(t);
   const uint32_t parent = t->current_node;
   const uint32_t node = Shim().paths.Intern(PathKey{parent, name, domain});
   RangeFrame& frame = t->frames[t->depth++];
@@ -128,7 +139,7 @@ int Push(uint32_t domain, uint32_t name) noexcept {
   frame.domain = domain;
   frame.level = level;
   frame.step = step ? 1 : 0;
-  frame.sent = record && node != 0 &&
+  frame.sent = node != 0 &&
                t->ring.Push(wire::RecordType::kRangePush, wire::RangeEvent{now, t->tid, node});
   t->current_node = frame.node;
   return level;
@@ -148,22 +159,24 @@ int Pop(uint32_t domain) noexcept {
   while (index > 0 && t->frames[index - 1].domain != domain) --index;
   if (index == 0) return kNothingToPop;
   --index;
-  if (mode == EventMode::kRecord) Shim().window.SyncThread(t);
+  const bool record = mode == EventMode::kRecord;
+  if (record) Shim().window.SyncThread(t);
   const RangeFrame closed = t->frames[index];
-  const uint64_t now = MonotonicNs();
-  if (mode == EventMode::kRecord && closed.sent != 0) {
+  const uint64_t now = record || closed.step != 0 ? MonotonicNs() : 0;
+  if (record && closed.sent != 0) {
     t->ring.Push(wire::RecordType::kRangePop, wire::RangeEvent{now, t->tid, closed.pushed_node});
   }
-  // Remove the frame; frames above it (other domains) get the paths they now have.
+  // Remove the frame; frames above it (other domains) get the paths they now have (armed: left
+  // for the next window's SyncThread to intern).
   for (uint32_t i = index; i + 1 < t->depth; ++i) {
     t->frames[i] = t->frames[i + 1];
     const uint32_t parent = i == 0 ? 0 : t->frames[i - 1].node;
     const uint32_t node =
-        Shim().paths.Intern(PathKey{parent, t->frames[i].name, t->frames[i].domain});
+        record ? Shim().paths.Intern(PathKey{parent, t->frames[i].name, t->frames[i].domain}) : 0;
     t->frames[i].node = node != 0 ? node : parent;
   }
   --t->depth;
-  t->current_node = t->depth == 0 ? 0 : t->frames[t->depth - 1].node;
+  if (record) t->current_node = t->depth == 0 ? 0 : t->frames[t->depth - 1].node;
   if (closed.step != 0) Shim().window.OnStepPop(now);
   return closed.level;
 }

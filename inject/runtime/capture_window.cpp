@@ -130,17 +130,21 @@ void CaptureWindow::OnStepPop(uint64_t now_ns) noexcept {
 void CaptureWindow::SyncThreadSlow(ThreadState* t) noexcept {
   const uint32_t epoch = epoch_.load(std::memory_order_acquire);
   const uint64_t begin = begin_ns_.load(std::memory_order_relaxed);
+  PathTable& paths = Shim().paths;
   for (uint32_t i = 0; i < t->depth; ++i) {
     RangeFrame& frame = t->frames[i];
-    // A frame the path table had no room for carries its parent's node: nothing to report.
-    if (frame.node == 0 || (i > 0 && frame.node == t->frames[i - 1].node)) continue;
-    frame.pushed_node = frame.node;  // its RangePop reports the path this window was told
-    frame.sent = t->ring.Push(wire::RecordType::kRangePush,
-                              wire::RangeEvent{begin, t->tid, frame.node},
-                              wire::kRangeFlagOpenBeforeWindow)
+    // Frames pushed while armed have no path yet: intern them now, as the push would have.
+    const uint32_t parent = i == 0 ? 0 : t->frames[i - 1].node;
+    const uint32_t node = paths.Intern(PathKey{parent, frame.name, frame.domain});
+    frame.node = node != 0 ? node : parent;
+    frame.pushed_node = node;  // its RangePop reports the path this window was told
+    frame.sent = node != 0 && t->ring.Push(wire::RecordType::kRangePush,
+                                           wire::RangeEvent{begin, t->tid, node},
+                                           wire::kRangeFlagOpenBeforeWindow)
                      ? 1
                      : 0;
   }
+  t->current_node = t->depth == 0 ? 0 : t->frames[t->depth - 1].node;
   t->window_epoch = epoch;
 }
 
