@@ -99,6 +99,44 @@ Status DrainSignals(int signal_fd, pid_t child, SignalEvents* events) {
   return ReapChildren(child, events);
 }
 
+// SIGCHLD, SIGINT and SIGTERM, read through a signalfd. Blocked before the spawn so no SIGCHLD or
+// early SIGTERM slips past it. They stay blocked until gpuattr exits; unblocking would deliver a
+// pending SIGINT with its default action. The child gets the mask gpuattr started with.
+struct SignalFd {
+  int fd = -1;
+
+  static StatusOr<SignalFd> Open(sigset_t* original_mask) {
+    sigset_t handled;
+    sigemptyset(&handled);
+    sigaddset(&handled, SIGCHLD);
+    sigaddset(&handled, SIGINT);
+    sigaddset(&handled, SIGTERM);
+    if (pthread_sigmask(SIG_BLOCK, &handled, original_mask) != 0) {
+      return InternalError("cannot block SIGCHLD, SIGINT and SIGTERM");
+    }
+    SignalFd result;
+    result.fd = signalfd(-1, &handled, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (result.fd < 0) return InternalError(std::string("signalfd: ") + std::strerror(errno));
+    return result;
+  }
+  SignalFd() = default;
+  SignalFd(SignalFd&& other) noexcept : fd(other.fd) { other.fd = -1; }
+  SignalFd(const SignalFd&) = delete;
+  SignalFd& operator=(const SignalFd&) = delete;
+  SignalFd& operator=(SignalFd&&) = delete;
+  ~SignalFd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// The command could not be executed: say so as a shell would, with its exit status.
+int SpawnFailureStatus(const std::string& command, int exec_error) {
+  const bool not_found = exec_error == ENOENT;
+  std::fprintf(stderr, "gpuattr: %s: %s\n", command.c_str(),
+               not_found ? "command not found" : std::strerror(exec_error));
+  return not_found ? 127 : 126;
+}
+
 // One poll over the signalfd and the server, then whatever they have.
 Status PollOnce(int signal_fd, SocketServer* server, pid_t child, int timeout_ms,
                 SignalEvents* events) {
@@ -131,29 +169,12 @@ StatusOr<int> RunArmed(const RunOptions& options) {
       BuildChildEnvironment(CurrentEnvironment(), shim, socket_path);
   SetVariable(&environment, kModeEnv, "armed");
 
-  sigset_t handled;
-  sigemptyset(&handled);
-  sigaddset(&handled, SIGCHLD);
-  sigaddset(&handled, SIGINT);
-  sigaddset(&handled, SIGTERM);
   sigset_t original_mask;
-  if (pthread_sigmask(SIG_BLOCK, &handled, &original_mask) != 0) {
-    return InternalError("cannot block SIGCHLD, SIGINT and SIGTERM");
-  }
-  const int signal_fd = signalfd(-1, &handled, SFD_NONBLOCK | SFD_CLOEXEC);
-  if (signal_fd < 0) return InternalError(std::string("signalfd: ") + std::strerror(errno));
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { close(fd); }
-  } signal_fd_closer{signal_fd};
+  GPUATTR_ASSIGN_OR_RETURN(const SignalFd signals, SignalFd::Open(&original_mask));
+  const int signal_fd = signals.fd;
   GPUATTR_ASSIGN_OR_RETURN(const SpawnResult spawned,
                            SpawnChild(options.command, environment, original_mask));
-  if (spawned.pid <= 0) {
-    const bool not_found = spawned.exec_error == ENOENT;
-    std::fprintf(stderr, "gpuattr: %s: %s\n", options.command[0].c_str(),
-                 not_found ? "command not found" : std::strerror(spawned.exec_error));
-    return not_found ? 127 : 126;
-  }
+  if (spawned.pid <= 0) return SpawnFailureStatus(options.command[0], spawned.exec_error);
   SignalEvents events;
   while (!events.child_exited) {
     pollfd fd{signal_fd, POLLIN, 0};
@@ -231,24 +252,9 @@ StatusOr<int> RunCapture(const RunOptions& options) {
   GPUATTR_ASSIGN_OR_RETURN(std::unique_ptr<SocketServer> server,
                            SocketServer::Listen(socket_path, server_options));
 
-  // Blocked before the spawn so no SIGCHLD or early SIGTERM slips past the signalfd. They stay
-  // blocked until gpuattr exits; unblocking would deliver a pending SIGINT with its default
-  // action. The child gets the mask gpuattr started with.
-  sigset_t handled;
-  sigemptyset(&handled);
-  sigaddset(&handled, SIGCHLD);
-  sigaddset(&handled, SIGINT);
-  sigaddset(&handled, SIGTERM);
   sigset_t original_mask;
-  if (pthread_sigmask(SIG_BLOCK, &handled, &original_mask) != 0) {
-    return InternalError("cannot block SIGCHLD, SIGINT and SIGTERM");
-  }
-  const int signal_fd = signalfd(-1, &handled, SFD_NONBLOCK | SFD_CLOEXEC);
-  if (signal_fd < 0) return InternalError(std::string("signalfd: ") + std::strerror(errno));
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { close(fd); }
-  } signal_fd_closer{signal_fd};
+  GPUATTR_ASSIGN_OR_RETURN(const SignalFd signals, SignalFd::Open(&original_mask));
+  const int signal_fd = signals.fd;
 
   // Orphaned descendants of the command are reparented to us rather than to init: we then know
   // when the last of them has ended (the drain below) and learn their exit statuses. Not
@@ -263,12 +269,7 @@ StatusOr<int> RunCapture(const RunOptions& options) {
       const SpawnResult spawned,
       SpawnChild(options.command, BuildChildEnvironment(CurrentEnvironment(), shim, socket_path),
                  original_mask));
-  if (spawned.pid <= 0) {
-    const bool not_found = spawned.exec_error == ENOENT;
-    std::fprintf(stderr, "gpuattr: %s: %s\n", options.command[0].c_str(),
-                 not_found ? "command not found" : std::strerror(spawned.exec_error));
-    return not_found ? 127 : 126;
-  }
+  if (spawned.pid <= 0) return SpawnFailureStatus(options.command[0], spawned.exec_error);
 
   SignalEvents events;
   while (!events.child_exited) {
