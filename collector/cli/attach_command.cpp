@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "analysis/process_trace.h"
+#include "base/os.h"
 #include "cli/cli.h"
 #include "cli/daemon_socket.h"
 #include "cli/run.h"
@@ -33,18 +34,6 @@ namespace {
 constexpr uint64_t kMaxDurationNs = 7ull * 24 * 3600 * 1000000000ull;
 // A report larger than this is not what a daemon of ours wrote.
 constexpr off_t kMaxReportBytes = off_t{4} << 30;
-
-uint64_t NowNs(clockid_t clock) {
-  timespec now{};
-  clock_gettime(clock, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
-}
-
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return {};
-  return name;
-}
 
 wire::AttachRequest RequestFor(const AttachOptions& options) {
   wire::AttachRequest request{};

@@ -10,21 +10,12 @@
 #include <cstring>
 #include <filesystem>
 
+#include "base/os.h"
+
 namespace gpuattr::collector {
 namespace {
 
 std::string ErrnoText(int error) { return std::strerror(error); }
-
-StatusOr<sockaddr_un> SocketAddress(const std::string& socket_path) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (socket_path.empty() || socket_path.size() >= sizeof(address.sun_path)) {
-    return InvalidArgumentError("socket path '" + socket_path + "' is empty or longer than " +
-                                std::to_string(sizeof(address.sun_path) - 1) + " bytes");
-  }
-  std::memcpy(address.sun_path, socket_path.data(), socket_path.size());
-  return address;
-}
 
 // The directory that holds the socket: created 0700 when missing, else it must be a directory
 // (not a link to one) of ours that group and others cannot open.
@@ -68,7 +59,7 @@ std::string DefaultDaemonSocketPath() {
 }
 
 Status ClaimDaemonSocket(const std::string& socket_path) {
-  GPUATTR_ASSIGN_OR_RETURN(const sockaddr_un address, SocketAddress(socket_path));
+  GPUATTR_ASSIGN_OR_RETURN(const sockaddr_un address, UnixSocketAddress(socket_path));
   std::string directory = std::filesystem::path(socket_path).parent_path().string();
   if (directory.empty()) directory = ".";
   GPUATTR_RETURN_IF_ERROR(PrepareDirectory(directory));
@@ -105,7 +96,7 @@ Status ClaimDaemonSocket(const std::string& socket_path) {
 }
 
 StatusOr<int> ConnectToDaemon(const std::string& socket_path) {
-  GPUATTR_ASSIGN_OR_RETURN(const sockaddr_un address, SocketAddress(socket_path));
+  GPUATTR_ASSIGN_OR_RETURN(const sockaddr_un address, UnixSocketAddress(socket_path));
   const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd < 0) return InternalError("socket(AF_UNIX, SOCK_SEQPACKET): " + ErrnoText(errno));
   if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {

@@ -12,12 +12,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
-#include <system_error>
 
+#include "base/os.h"
 #include "cli/child_process.h"
 #include "cli/daemon_socket.h"
 #include "cli/private_dir.h"
@@ -29,18 +28,6 @@ namespace gpuattr::collector {
 namespace {
 
 constexpr char kSocketName[] = "collector.sock";
-
-uint64_t NowNs(clockid_t clock) {
-  timespec now{};
-  clock_gettime(clock, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
-}
-
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return {};
-  return name;
-}
 
 // What the poll loop learned from the signalfd and from reaping.
 struct SignalEvents {
@@ -187,27 +174,6 @@ StatusOr<int> RunArmed(const RunOptions& options) {
 }
 
 }  // namespace
-
-// The report (and the activity export) go where the user said; find out before the command
-// runs, not after.
-Status CheckOutputPath(const std::string& output, const std::string& what) {
-  namespace fs = std::filesystem;
-  if (output.empty()) return InvalidArgumentError(what + " is empty");
-  std::error_code error;
-  if (fs::is_directory(output, error)) {
-    return InvalidArgumentError(what + " '" + output + "' is a directory");
-  }
-  fs::path parent = fs::path(output).parent_path();
-  if (parent.empty()) parent = ".";
-  if (!fs::is_directory(parent, error)) {
-    return InvalidArgumentError("the directory of " + what + " '" + output + "' does not exist");
-  }
-  if (access(parent.c_str(), W_OK | X_OK) != 0) {
-    return InvalidArgumentError("cannot write " + what + " into '" + parent.string() +
-                                "': " + std::strerror(errno));
-  }
-  return Status::Ok();
-}
 
 StatusOr<int> RunCapture(const RunOptions& options) {
   if (options.command.empty() || options.command[0].empty()) {

@@ -56,10 +56,6 @@ struct RunOptions {
   std::string socket_path;           // --socket (armed): the daemon's; empty: the default
 };
 
-// Checks before anything runs that `output` can be written: not a directory, in a writable
-// directory. `what` names it in messages ("the report path (-o)").
-Status CheckOutputPath(const std::string& output, const std::string& what);
-
 // Runs the capture and returns the exit status gpuattr should exit with.
 StatusOr<int> RunCapture(const RunOptions& options);
 

@@ -1,46 +1,19 @@
 #include "export/exports.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
-#include <cstring>
-#include <filesystem>
-#include <system_error>
 
+#include "base/os.h"
 #include "report/report_builder.h"
 
 namespace gpuattr::collector {
-namespace {
-
-// The file goes where the user said: find out before the work, not after.
-Status CheckPath(const std::string& path, const std::string& flag) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  if (fs::is_directory(path, error)) {
-    return InvalidArgumentError(flag + " '" + path + "' is a directory");
-  }
-  fs::path parent = fs::path(path).parent_path();
-  if (parent.empty()) parent = ".";
-  if (!fs::is_directory(parent, error)) {
-    return InvalidArgumentError("the directory of " + flag + " '" + path + "' does not exist");
-  }
-  if (access(parent.c_str(), W_OK | X_OK) != 0) {
-    return InvalidArgumentError("cannot write " + flag + " into '" + parent.string() +
-                                "': " + std::strerror(errno));
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 StatusOr<std::shared_ptr<Exports>> Exports::Create(const ExportPaths& paths,
                                                    const std::string& generator) {
-  if (!paths.trace.empty()) GPUATTR_RETURN_IF_ERROR(CheckPath(paths.trace, "--trace"));
-  if (!paths.folded.empty()) GPUATTR_RETURN_IF_ERROR(CheckPath(paths.folded, "--folded"));
+  if (!paths.trace.empty()) GPUATTR_RETURN_IF_ERROR(CheckOutputPath(paths.trace, "--trace"));
+  if (!paths.folded.empty()) GPUATTR_RETURN_IF_ERROR(CheckOutputPath(paths.folded, "--folded"));
   if (!paths.speedscope.empty()) {
-    GPUATTR_RETURN_IF_ERROR(CheckPath(paths.speedscope, "--speedscope"));
+    GPUATTR_RETURN_IF_ERROR(CheckOutputPath(paths.speedscope, "--speedscope"));
   }
   std::shared_ptr<Exports> exports(new Exports());
   exports->paths_ = paths;

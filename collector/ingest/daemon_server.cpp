@@ -9,23 +9,12 @@
 #include <cstring>
 #include <utility>
 
+#include "base/os.h"
 #include "report/report_builder.h"
 #include "wire/codec.h"
 
 namespace gpuattr::collector {
 namespace {
-
-uint64_t NowNs(clockid_t clock) {
-  timespec now{};
-  clock_gettime(clock, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
-}
-
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return {};
-  return name;
-}
 
 // "20250102T030405Z": the UTC second, for report file names.
 std::string UtcStamp(uint64_t realtime_ns) {

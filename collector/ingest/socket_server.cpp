@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/os.h"
 #include "wire/protocol.h"
 
 namespace gpuattr::collector {
@@ -50,14 +51,7 @@ class SocketServer::TraceHandler : public ConnectionHandler {
 
 StatusOr<std::unique_ptr<SocketServer>> SocketServer::Listen(const std::string& socket_path,
                                                              ServerOptions options) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (socket_path.empty() || socket_path.size() >= sizeof(address.sun_path)) {
-    return InvalidArgumentError("socket path '" + socket_path + "' is empty or longer than " +
-                                std::to_string(sizeof(address.sun_path) - 1) + " bytes");
-  }
-  std::memcpy(address.sun_path, socket_path.data(), socket_path.size());
-
+  GPUATTR_ASSIGN_OR_RETURN(const sockaddr_un address, UnixSocketAddress(socket_path));
   const int listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (listen_fd < 0) return UnavailableError("socket(AF_UNIX, SOCK_SEQPACKET): " + ErrnoText(errno));
   if (bind(listen_fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
