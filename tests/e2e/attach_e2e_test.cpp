@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -80,6 +81,16 @@ bool WaitForPath(const std::string& path, double seconds) {
   return true;
 }
 
+// A `gpuattr daemon` listening at `socket`, its reports in `dir`/reports; it is listening on return.
+std::unique_ptr<Subprocess> StartDaemon(const TempDir& dir, const std::string& socket) {
+  const std::string reports = dir.File("reports");
+  REQUIRE(mkdir(reports.c_str(), 0700) == 0);
+  auto daemon = std::make_unique<Subprocess>(std::vector<std::string>{
+      GPUATTR_BIN, "daemon", "--quiet", "--socket", socket, "--reports-dir", reports});
+  REQUIRE(WaitForPath(socket, 10));
+  return daemon;
+}
+
 // `gpuattr attach ARGS... --socket S -o OUT`, retried while the process has not registered yet
 // (the shim registers at its first CUDA or NVTX event).
 ProcessResult Attach(const std::string& socket, const std::string& out,
@@ -135,11 +146,7 @@ TEST_CASE("an armed long-running job attached twice: each window equals the trut
           "[attach][e2e]") {
   TempDir dir;
   const std::string socket = dir.File("daemon.sock");
-  const std::string reports = dir.File("reports");
-  REQUIRE(mkdir(reports.c_str(), 0700) == 0);
-  Subprocess daemon({GPUATTR_BIN, "daemon", "--quiet", "--socket", socket, "--reports-dir",
-                     reports});
-  REQUIRE(WaitForPath(socket, 10));
+  const std::unique_ptr<Subprocess> daemon = StartDaemon(dir, socket);
 
   const std::string stop_file = dir.File("stop");
   const std::string scenario = dir.File("scenario.json");
@@ -182,18 +189,14 @@ TEST_CASE("an armed long-running job attached twice: each window equals the trut
   CHECK(process["totals"]["kernels"].get<int64_t>() > 0);
   CheckReconciliation(process);
 
-  kill(daemon.pid(), SIGTERM);
-  CHECK(ExitStatus(daemon.Wait(20)) == 0);
+  kill(daemon->pid(), SIGTERM);
+  CHECK(ExitStatus(daemon->Wait(20)) == 0);
 }
 
 TEST_CASE("attaching to a process started without the shim is a typed refusal", "[attach][e2e]") {
   TempDir dir;
   const std::string socket = dir.File("daemon.sock");
-  const std::string reports = dir.File("reports");
-  REQUIRE(mkdir(reports.c_str(), 0700) == 0);
-  Subprocess daemon({GPUATTR_BIN, "daemon", "--quiet", "--socket", socket, "--reports-dir",
-                     reports});
-  REQUIRE(WaitForPath(socket, 10));
+  const std::unique_ptr<Subprocess> daemon = StartDaemon(dir, socket);
   Subprocess unprepared({"sleep", "30"});
 
   const std::string out = dir.File("refused.json");
@@ -213,8 +216,8 @@ TEST_CASE("attaching to a process started without the shim is a typed refusal", 
 
   kill(unprepared.pid(), SIGKILL);
   unprepared.Wait(5);
-  kill(daemon.pid(), SIGTERM);
-  CHECK(ExitStatus(daemon.Wait(20)) == 0);
+  kill(daemon->pid(), SIGTERM);
+  CHECK(ExitStatus(daemon->Wait(20)) == 0);
 }
 
 }  // namespace
