@@ -41,7 +41,8 @@ void CaptureWindow::WatchSteps(uint32_t steps, std::string_view step_name) noexc
   steps_wanted_ = steps;
   step_name_length_ = static_cast<uint32_t>(
       step_name.size() < kMaxStepName ? step_name.size() : kMaxStepName);
-  std::memcpy(step_name_, step_name.data(), step_name_length_);
+  // An empty view may have a null data(), which memcpy must never see, even for 0 bytes.
+  if (step_name_length_ > 0) std::memcpy(step_name_, step_name.data(), step_name_length_);
   steps_seen_.store(0, std::memory_order_relaxed);
   phase_.store(kWaitingForStep, std::memory_order_release);
 }
