@@ -10,6 +10,11 @@
 // lock is separate and documented in activity_store.h. A client may call any CUPTI function from
 // inside any callback, cuptiFinalize included.
 //
+// Dispatch takes no lock, as a real CUPTI's must not (the shim's per-launch cost is measured on
+// this path, docs/benchmarks.md): every change to the subscriber or its enables publishes a new
+// immutable Dispatch snapshot, and a callback counts itself in callbacks_running_ before it reads
+// the snapshot. A replaced snapshot is freed once no callback is running, so no reader holds it.
+//
 // cuptiFinalize (cupti-notes §5): it first stops dispatch (the subscriber and its enables are
 // gone, so no callback starts afterwards) and waits until the API/resource callbacks already
 // running on other threads have returned, not counting those of threads that are themselves
@@ -258,7 +263,8 @@ class Fake {
                    [] {
                      Get().store_.ChildAfterFork();
                      // Only the forking thread exists: its callbacks are the only ones running.
-                     Get().callbacks_running_ = tls_callback_depth;
+                     Get().callbacks_running_.store(tls_callback_depth);
+                     Get().finalizers_waiting_.store(0);
                    });
   }
 
@@ -288,7 +294,12 @@ class Fake {
       }
       return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
     }
-    auto* subscriber = new CUpti_Subscriber_st{callback, userdata, {}};
+    // Kept for the life of the process: a client may still pass a handle it unsubscribed, and
+    // a recycled address must not make that handle valid again.
+    auto* subscriber = subscribers_
+                           .emplace_back(std::make_unique<CUpti_Subscriber_st>(
+                               CUpti_Subscriber_st{callback, userdata, {}}))
+                           .get();
     if (params != nullptr && params->subscriberName != nullptr) {
       subscriber->name = std::string(params->subscriberName)
                              .substr(0, CUPTI_SUBSCRIBER_NAME_MAX_LEN - 1);
@@ -296,6 +307,7 @@ class Fake {
     subscriber_ = subscriber;
     domain_all_.fill(false);
     overrides_.clear();
+    PublishLocked();
     *handle = subscriber;
     return CUPTI_SUCCESS;
   }
@@ -306,6 +318,7 @@ class Fake {
     subscriber_ = nullptr;
     domain_all_.fill(false);
     overrides_.clear();
+    PublishLocked();
     return CUPTI_SUCCESS;
   }
 
@@ -316,6 +329,7 @@ class Fake {
       return CUPTI_ERROR_INVALID_PARAMETER;
     }
     overrides_[{domain, cbid}] = enable != 0;
+    PublishLocked();
     return CUPTI_SUCCESS;
   }
 
@@ -325,6 +339,7 @@ class Fake {
       return CUPTI_ERROR_INVALID_PARAMETER;
     }
     SetDomainLocked(domain, enable != 0);
+    PublishLocked();
     return CUPTI_SUCCESS;
   }
 
@@ -334,6 +349,7 @@ class Fake {
     for (int domain = 1; domain < CUPTI_CB_DOMAIN_SIZE; ++domain) {
       SetDomainLocked(domain, enable != 0);
     }
+    PublishLocked();
     return CUPTI_SUCCESS;
   }
 
@@ -348,26 +364,24 @@ class Fake {
   }
 
   // Invokes the subscriber's callback when (domain, cbid) is enabled, counted in
-  // callbacks_running_ so that Finalize can wait for it. Runs on: the app thread.
+  // callbacks_running_ so that Finalize can wait for it. Lock-free (see the header comment).
+  // Runs on: the app thread.
   void Fire(int domain, uint32_t cbid, const void* data) {
-    CUpti_CallbackFunc callback = nullptr;
-    void* userdata = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(cb_mu_);
-      if (subscriber_ == nullptr || subscriber_->callback == nullptr ||
-          !EnabledLocked(domain, cbid)) {
-        return;
-      }
-      callback = subscriber_->callback;
-      userdata = subscriber_->userdata;
-      ++callbacks_running_;
+    callbacks_running_.fetch_add(1);
+    const Dispatch* dispatch = dispatch_.load();
+    if (dispatch != nullptr && dispatch->Enabled(domain, cbid)) {
+      ++tls_callback_depth;
+      dispatch->callback(dispatch->userdata, static_cast<CUpti_CallbackDomain>(domain), cbid,
+                         data);
+      --tls_callback_depth;
     }
-    ++tls_callback_depth;
-    callback(userdata, static_cast<CUpti_CallbackDomain>(domain), cbid, data);
-    --tls_callback_depth;
-    std::lock_guard<std::mutex> lock(cb_mu_);
-    --callbacks_running_;
-    callbacks_idle_.notify_all();
+    callbacks_running_.fetch_sub(1);
+    // Both sides use sequentially consistent operations: either the finalizer's predicate sees
+    // the decrement, or this load sees the finalizer waiting and wakes it under its lock.
+    if (finalizers_waiting_.load() > 0) {
+      std::lock_guard<std::mutex> lock(cb_mu_);
+      callbacks_idle_.notify_all();
+    }
   }
 
   // --- clock, thread ids, attributes -------------------------------------------------------------
@@ -412,8 +426,12 @@ class Fake {
       subscriber_ = nullptr;
       domain_all_.fill(false);
       overrides_.clear();
+      PublishLocked();
       callbacks_in_finalize_ += tls_callback_depth;
-      callbacks_idle_.wait(lock, [this] { return callbacks_running_ == callbacks_in_finalize_; });
+      finalizers_waiting_.fetch_add(1);
+      callbacks_idle_.wait(
+          lock, [this] { return callbacks_running_.load() == callbacks_in_finalize_; });
+      finalizers_waiting_.fetch_sub(1);
       callbacks_in_finalize_ -= tls_callback_depth;
     }
     // The forced flush converts device times with the client's clock, so it is reset after.
@@ -472,7 +490,10 @@ class Fake {
 
   CUgraphExec_st* NewExec() {
     std::lock_guard<std::mutex> lock(objects_mu_);
-    return new CUgraphExec_st{next_graph_id_++};  // graph and exec ids never overlap
+    // Graph and exec ids never overlap. Execs live as long as the process (the simulated driver
+    // never destroys one), owned here.
+    return execs_.emplace_back(std::make_unique<CUgraphExec_st>(CUgraphExec_st{next_graph_id_++}))
+        .get();
   }
 
   uint32_t NextCorrelationId() { return next_correlation_id_.fetch_add(1); }
@@ -495,6 +516,27 @@ class Fake {
       it = it->first.first == domain ? overrides_.erase(it) : std::next(it);
     }
   }
+  // Makes the current subscriber and enables what Fire sees from now on.
+  void PublishLocked() {
+    std::unique_ptr<Dispatch> next;
+    if (subscriber_ != nullptr && subscriber_->callback != nullptr) {
+      next = std::make_unique<Dispatch>();
+      next->callback = subscriber_->callback;
+      next->userdata = subscriber_->userdata;
+      next->domain_all = domain_all_;
+      for (const auto& [key, enabled] : overrides_) {
+        std::vector<int8_t>& by_cbid = next->overrides[key.first];
+        if (by_cbid.size() <= key.second) by_cbid.resize(key.second + 1, 0);
+        by_cbid[key.second] = enabled ? 1 : -1;
+      }
+    }
+    dispatch_.store(next.get());
+    if (current_dispatch_ != nullptr) retired_dispatches_.push_back(std::move(current_dispatch_));
+    current_dispatch_ = std::move(next);
+    // A callback that starts after this load sees the new snapshot, so none can hold an old one.
+    if (callbacks_running_.load() == 0) retired_dispatches_.clear();
+  }
+
   bool EnabledLocked(int domain, uint32_t cbid) const {
     auto it = overrides_.find({domain, cbid});
     if (it != overrides_.end()) return it->second;
@@ -508,18 +550,38 @@ class Fake {
   std::atomic<uint32_t> next_correlation_id_{1};
   std::atomic<uint32_t> thread_id_type_{CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT};
 
+  // What Fire reads: one subscriber's callback and its enables, never changed once published.
+  struct Dispatch {
+    CUpti_CallbackFunc callback = nullptr;
+    void* userdata = nullptr;
+    std::array<bool, CUPTI_CB_DOMAIN_SIZE> domain_all{};
+    std::array<std::vector<int8_t>, CUPTI_CB_DOMAIN_SIZE> overrides;  // by cbid: 1 on, -1 off
+    bool Enabled(int domain, uint32_t cbid) const {
+      if (!ValidDomain(domain)) return false;
+      const std::vector<int8_t>& by_cbid = overrides[domain];
+      if (cbid < by_cbid.size() && by_cbid[cbid] != 0) return by_cbid[cbid] > 0;
+      return domain_all[domain];
+    }
+  };
+
   std::mutex cb_mu_;  // leaf lock; never held while a client callback runs
   std::condition_variable callbacks_idle_;  // callbacks_running_ fell
-  int callbacks_running_ = 0;      // API/resource callbacks being invoked, all threads
+  std::atomic<int> callbacks_running_{0};   // Fire calls in progress, all threads
+  std::atomic<int> finalizers_waiting_{0};  // Finalize calls waiting for callbacks_running_
   int callbacks_in_finalize_ = 0;  // of those, the ones whose thread is inside Finalize
-  CUpti_Subscriber_st* subscriber_ = nullptr;
+  CUpti_Subscriber_st* subscriber_ = nullptr;  // the current one, or none
+  std::vector<std::unique_ptr<CUpti_Subscriber_st>> subscribers_;  // every one ever made
   std::array<bool, CUPTI_CB_DOMAIN_SIZE> domain_all_{};
   std::map<std::pair<int, uint32_t>, bool> overrides_;
+  std::atomic<const Dispatch*> dispatch_{nullptr};    // what Fire reads; null: no subscriber
+  std::unique_ptr<Dispatch> current_dispatch_;         // owns dispatch_
+  std::vector<std::unique_ptr<Dispatch>> retired_dispatches_;  // replaced, maybe still read
 
   std::mutex objects_mu_;  // leaf lock
   std::map<uint32_t, uint64_t> attributes_;
   std::map<uint32_t, CUctx_st*> contexts_;
   std::map<uint32_t, CUgraph_st*> graphs_;
+  std::vector<std::unique_ptr<CUgraphExec_st>> execs_;
   std::set<std::string> names_;  // interned kernel names; never freed (records point into it)
   uint32_t next_context_id_ = 1;
   uint32_t next_graph_id_ = 1;
