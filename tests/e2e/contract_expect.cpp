@@ -53,27 +53,35 @@ std::optional<std::string> PhaseOfName(const std::string& name) {
 struct HostRange {
   std::string thread;
   Path path;
-  uint64_t start_ns = 0;
-  uint64_t end_ns = 0;  // kOpen when never closed
+  uint64_t start_ns = 0;  // read before the push
+  uint64_t end_ns = 0;    // read before the pop; kOpen when never closed
+  uint64_t start_returned_ns = 0;  // read after the push returned
+  uint64_t end_returned_ns = 0;    // read after the pop returned; kOpen when never closed
 };
 
 std::vector<HostRange> PushPopRanges(const json& process) {
   std::vector<HostRange> out;
   for (const auto& range : process["ranges"]) {
     if (range["kind"] != "push_pop") continue;
-    out.push_back({range["thread"].get<std::string>(), range["path"].get<Path>(),
-                   range["start_ns"].get<uint64_t>(),
-                   range["end_ns"].is_null() ? kOpen : range["end_ns"].get<uint64_t>()});
+    HostRange r{range["thread"].get<std::string>(), range["path"].get<Path>(),
+                range["start_ns"].get<uint64_t>(),
+                range["end_ns"].is_null() ? kOpen : range["end_ns"].get<uint64_t>()};
+    r.start_returned_ns = range.value("start_returned_ns", r.start_ns);
+    r.end_returned_ns = range["end_ns"].is_null() ? kOpen : range.value("end_returned_ns", r.end_ns);
+    out.push_back(std::move(r));
   }
   return out;
 }
 
-// The merged stack of `thread` at instant t: the deepest of its ranges open then.
-Path StackAt(const std::vector<HostRange>& ranges, const std::string& thread, uint64_t t) {
+// The merged stack of `thread` at instant t: the deepest of its ranges open then, by the readings
+// before the NVTX calls, or with `returned` by the readings after they returned.
+Path StackAt(const std::vector<HostRange>& ranges, const std::string& thread, uint64_t t,
+             bool returned = false) {
   Path best;
   for (const HostRange& range : ranges) {
-    if (range.thread == thread && range.start_ns <= t && t < range.end_ns &&
-        range.path.size() > best.size()) {
+    const uint64_t start = returned ? range.start_returned_ns : range.start_ns;
+    const uint64_t end = returned ? range.end_returned_ns : range.end_ns;
+    if (range.thread == thread && start <= t && t < end && range.path.size() > best.size()) {
       best = range.path;
     }
   }
@@ -177,18 +185,25 @@ void ExpectGaps(const json& activities, const std::vector<HostRange>& ranges,
     ContractDevice& out = (*devices)[device];
     const Intervals merged = Merge(intervals);
     for (size_t i = 1; i < merged.size(); ++i) {
-      ContractGap gap{merged[i - 1].second, merged[i].first, "", {}};
+      ContractGap gap{merged[i - 1].second, merged[i].first, "", false, {}};
       const json& ender = *first_launched.at({device, gap.end_ns});
       const uint64_t launch = ender["launch_ns"].get<uint64_t>();
+      const uint64_t launch_returned = ender.value("launch_returned_ns", launch);
       const uint64_t length = gap.end_ns - gap.start_ns;
       if (launch >= gap.start_ns) {
         gap.gap_class = "host_bound";
         out.host_bound_ns += length;
+      } else if (launch_returned >= gap.start_ns) {
+        gap.gap_class = "host_bound";  // or dependency: the shim stamped the launch in between
+        gap.class_ambiguous = true;
+        out.ambiguous_ns += length;
       } else {
         gap.gap_class = "dependency";
         out.dependency_ns += length;
       }
-      gap.host_range = StackAt(ranges, ender["thread"].get<std::string>(), gap.start_ns);
+      const std::string thread = ender["thread"].get<std::string>();
+      gap.host_range_candidates = {StackAt(ranges, thread, gap.start_ns),
+                                   StackAt(ranges, thread, gap.start_ns, /*returned=*/true)};
       out.holes.push_back(std::move(gap));
     }
     std::stable_sort(out.holes.begin(), out.holes.end(),

@@ -4,7 +4,11 @@
 // and holes; and the step rows. truth_compare.h covers counts, passes and device unions; this
 // covers the rest. Host times come from the truth's own clock readings: a scenario must keep
 // every launch and range boundary well away (tens of µs) from the instants it is compared with,
-// since the shim reads the clock a few µs apart from the simulator. Single-threaded test code.
+// since the shim reads the clock a few µs apart from the simulator. Gaps are the exception, as
+// their starts are device times that can fall anywhere: the truth brackets each launch and push
+// or pop between a reading before the call and one after it returned, and a gap that starts
+// inside that bracket may take either side (`class_ambiguous`, `host_range_candidates`).
+// Single-threaded test code.
 #ifndef GPUATTR_TESTS_E2E_CONTRACT_EXPECT_H_
 #define GPUATTR_TESTS_E2E_CONTRACT_EXPECT_H_
 
@@ -29,12 +33,19 @@ struct ContractGap {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
   std::string gap_class;  // host_bound or dependency
-  Path host_range;        // the ending activity's launch thread's stack at start_ns
+  // The ending activity's launch call bracketed start_ns: the shim's stamp of it may fall on
+  // either side, so either class is right.
+  bool class_ambiguous = false;
+  // The ending activity's launch thread's stack at start_ns, as the truth's readings before the
+  // NVTX calls put it and as its readings after them do (equal unless a push or pop bracketed
+  // start_ns); the shim's lies between, so either is right.
+  std::vector<Path> host_range_candidates;
 };
 
 struct ContractDevice {
-  uint64_t host_bound_ns = 0;
-  uint64_t dependency_ns = 0;
+  uint64_t host_bound_ns = 0;  // certainly host-bound
+  uint64_t dependency_ns = 0;  // certainly dependency
+  uint64_t ambiguous_ns = 0;   // in gaps with class_ambiguous: either, gap by gap
   std::vector<ContractGap> holes;  // largest first (ties: earlier first)
 };
 

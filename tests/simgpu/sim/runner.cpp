@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -152,14 +153,18 @@ class ThreadRunner {
 
   static json Optional(const auto& value) { return value ? json(*value) : json(nullptr); }
 
+  // launch_ns: the host time the launch API was entered; launch_returned_ns: after it returned
+  // (the shim stamps the launch between the two).
   json ActivityJson(const DeviceWork& work, uint32_t stream, const std::optional<uint32_t>& corr,
-                    uint64_t launch_ns, uint64_t start_ns, uint64_t end_ns) {
+                    uint64_t launch_ns, uint64_t launch_returned_ns, uint64_t start_ns,
+                    uint64_t end_ns) {
     json a = {{"kind", KindName(work.type)},
               {"name", ActivityName(work)},
               {"correlation_id", Optional(corr)},
               {"device", work.device},
               {"stream", stream},
               {"launch_ns", launch_ns},
+              {"launch_returned_ns", launch_returned_ns},
               {"start_ns", start_ns},
               {"end_ns", end_ns},
               {"thread", name_},
@@ -191,8 +196,10 @@ class ThreadRunner {
     work.value = op.value;
     const Attribution attribution = p_.truth.Attribute(name_);
     const WorkResult r = p_.driver.Submit(work, {name_, p_.truth.PathOf(name_)});
+    const uint64_t launch_returned_ns = Driver::Now();
     if (!r.executed) return;
-    json a = ActivityJson(work, work.stream, r.correlation_id, r.launch_ns, r.start_ns, r.end_ns);
+    json a = ActivityJson(work, work.stream, r.correlation_id, r.launch_ns, launch_returned_ns,
+                          r.start_ns, r.end_ns);
     a["range_path"] = attribution.path;
     a["attribution"] = attribution.kind;
     a["graph_node"] = nullptr;
@@ -204,11 +211,12 @@ class ThreadRunner {
       const Attribution at_launch = p_.truth.Attribute(name_);
       std::string error;
       const GraphLaunchResult r = p_.driver.GraphLaunch(op.name, op.stream, &error);
+      const uint64_t launch_returned_ns = Driver::Now();
       if (!error.empty()) p_.Fatal("graph_launch \"" + op.name + "\"", error);
       if (!r.executed) return;
       for (const GraphNodeRun& node : r.nodes) {
-        json a = ActivityJson(node.work, op.stream, r.correlation_id, r.launch_ns, node.start_ns,
-                              node.end_ns);
+        json a = ActivityJson(node.work, op.stream, r.correlation_id, r.launch_ns,
+                              launch_returned_ns, node.start_ns, node.end_ns);
         // A node captured with no range open falls through to the graph launch's own context
         // (docs/attribution.md, rule 1).
         const bool captured = !node.site.range_path.empty();
@@ -263,6 +271,7 @@ class ThreadRunner {
           attributes.message.ascii = op.name.c_str();
           nvtxDomainRangePushEx(p_.Domain(op.domain), &attributes);
         }
+        p_.truth.BoundaryReturned(name_, p_.Stamp());
         break;
       }
       case OpType::kPop: {
@@ -273,6 +282,7 @@ class ThreadRunner {
           nvtxDomainRangePop(p_.Domain(op.domain));
         }
         p_.truth.Pop(name_, op.domain, t);
+        p_.truth.BoundaryReturned(name_, p_.Stamp());
         break;
       }
       case OpType::kRangeStart: {
@@ -400,7 +410,11 @@ class ThreadRunner {
 }  // namespace
 
 int RunProcess(const Scenario& scenario, size_t index, const std::string& truth_part) {
+  // Never freed: scenario threads and atexit handlers may use it until the process is gone. Kept
+  // reachable from a global, so that LeakSanitizer knows it is deliberate.
+  static std::atomic<Process*> live_process{nullptr};
   auto* process = new Process(scenario, index, truth_part);
+  live_process.store(process);
   const ThreadSpec& main_thread = scenario.processes[index].threads[0];
   ThreadRunner(*process, main_thread.name).Run(main_thread.ops);
   // Threads still running at the end of the main thread's ops are joined, as a program would.

@@ -13,8 +13,9 @@ void ProcessTruth::Push(const std::string& thread, const std::string& name,
   std::vector<std::string> path;
   for (const Frame& frame : stack) path.push_back(frame.name);
   path.push_back(name);
-  ranges_.push_back({thread, domain, path, "push_pop", t, std::nullopt});
+  ranges_.push_back({thread, domain, path, "push_pop", t, std::nullopt, std::nullopt, std::nullopt});
   stack.push_back({name, domain, ranges_.size() - 1});
+  last_boundary_[thread] = {ranges_.size() - 1, false};
 }
 
 bool ProcessTruth::Pop(const std::string& thread, const std::string& domain, HostTime t) {
@@ -23,16 +24,28 @@ bool ProcessTruth::Pop(const std::string& thread, const std::string& domain, Hos
   for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
     if (it->domain != domain) continue;
     ranges_[it->range_index].end = t;
+    last_boundary_[thread] = {it->range_index, true};
     stack.erase(std::next(it).base());
     return true;
   }
+  last_boundary_.erase(thread);
   return false;
+}
+
+void ProcessTruth::BoundaryReturned(const std::string& thread, HostTime t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = last_boundary_.find(thread);
+  if (it == last_boundary_.end()) return;
+  Range& range = ranges_[it->second.range_index];
+  (it->second.is_end ? range.end_returned : range.start_returned) = t;
+  last_boundary_.erase(it);
 }
 
 void ProcessTruth::RangeStart(const std::string& id, const std::string& thread,
                               const std::string& name, HostTime t) {
   std::lock_guard<std::mutex> lock(mu_);
-  ranges_.push_back({thread, "", {name}, "start_end", t, std::nullopt});
+  ranges_.push_back(
+      {thread, "", {name}, "start_end", t, std::nullopt, std::nullopt, std::nullopt});
   open_start_end_[id] = ranges_.size() - 1;
 }
 
@@ -99,13 +112,17 @@ nlohmann::json ProcessTruth::ToJson(int pid, std::optional<int> rank, const std:
   if (!activity_counts_.empty()) out["activity_counts"] = activity_counts_;
   nlohmann::json ranges = nlohmann::json::array();
   for (const Range& range : ranges_) {
-    ranges.push_back({{"thread", range.thread},
-                      {"domain", range.domain.empty() ? nlohmann::json(nullptr)
-                                                      : nlohmann::json(range.domain)},
-                      {"path", range.path},
-                      {"kind", range.kind},
-                      {"start_ns", range.start.ns},
-                      {"end_ns", range.end ? nlohmann::json(range.end->ns) : nullptr}});
+    nlohmann::json out_range = {
+        {"thread", range.thread},
+        {"domain",
+         range.domain.empty() ? nlohmann::json(nullptr) : nlohmann::json(range.domain)},
+        {"path", range.path},
+        {"kind", range.kind},
+        {"start_ns", range.start.ns},
+        {"end_ns", range.end ? nlohmann::json(range.end->ns) : nullptr}};
+    if (range.start_returned) out_range["start_returned_ns"] = range.start_returned->ns;
+    if (range.end_returned) out_range["end_returned_ns"] = range.end_returned->ns;
+    ranges.push_back(std::move(out_range));
   }
   out["ranges"] = ranges;
   nlohmann::json marks = nlohmann::json::array();

@@ -38,6 +38,10 @@ class ProcessTruth {
             HostTime t);
   // Closes the innermost open range of `domain` on `thread`; false when none was open.
   bool Pop(const std::string& thread, const std::string& domain, HostTime t);
+  // The NVTX call behind `thread`'s latest Push or Pop returned at t. The shim stamps that
+  // boundary inside the call, somewhere between the two readings ("start_returned_ns",
+  // "end_returned_ns" in the JSON), so a comparison near it can allow for either.
+  void BoundaryReturned(const std::string& thread, HostTime t);
   void RangeStart(const std::string& id, const std::string& thread, const std::string& name,
                   HostTime t);
   void RangeEnd(const std::string& id, HostTime t);
@@ -69,6 +73,12 @@ class ProcessTruth {
     std::string kind;  // "push_pop" or "start_end"
     HostTime start;
     std::optional<HostTime> end;
+    std::optional<HostTime> start_returned;
+    std::optional<HostTime> end_returned;
+  };
+  struct Boundary {
+    size_t range_index;
+    bool is_end;
   };
   struct Frame {
     std::string name;
@@ -78,6 +88,7 @@ class ProcessTruth {
 
   std::mutex mu_;
   std::map<std::string, std::vector<Frame>> stacks_;
+  std::map<std::string, Boundary> last_boundary_;  // by thread: its latest push or pop
   std::optional<std::string> main_thread_;
   std::vector<Range> ranges_;
   std::map<std::string, size_t> open_start_end_;  // range_start id -> index in ranges_
