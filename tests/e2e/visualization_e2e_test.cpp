@@ -315,12 +315,13 @@ TEST_CASE(
   size_t span_ends = 0;
   for (const json& event : events) {
     if (event["pid"] != pid) continue;
-    if (event["ph"] == "X" && event["cat"] == "nvtx") {
+    const std::string category = event.value("cat", "");  // metadata events have none
+    if (event["ph"] == "X" && category == "nvtx") {
       trace_ranges.insert(event["args"]["path"]);
       durations_by_path[event["args"]["path"]].push_back(event["dur"].get<uint64_t>());
       CHECK(event["name"] == event["args"]["path"].back());
     }
-    if (event["cat"] == "nvtx_span") {
+    if (category == "nvtx_span") {
       span_begins += event["ph"] == "b";
       span_ends += event["ph"] == "e";
     }
