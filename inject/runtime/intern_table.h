@@ -13,6 +13,10 @@
 // to) is fully written before size() >= id is observable (release store of count_ after the
 // entry, acquire load in size()).
 //
+// Memory: string bytes live in malloc'd arena chunks that are never freed, not even with the
+// table, since ids (and the pointers behind them) must stay valid until the process is gone
+// (tests/sanitizers/lsan.supp says so to LeakSanitizer).
+//
 // Capacity is fixed (no rehash, so readers never race a resize). When a table is full, Intern
 // returns 0 ("none") and counts the failure; callers treat 0 as "unnamed".
 //
