@@ -42,7 +42,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <iterator>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -93,11 +95,22 @@ struct NameEntry {
 #include "simgpu_cupti_names.inc"
 
 template <size_t N>
-const char* FindName(const NameEntry (&table)[N], uint32_t id) {
-  for (const NameEntry& entry : table) {
-    if (entry.id == id) return entry.name;
+constexpr bool SortedById(const NameEntry (&table)[N]) {
+  for (size_t i = 1; i < N; ++i) {
+    if (table[i - 1].id >= table[i].id) return false;
   }
-  return nullptr;
+  return true;
+}
+// The headers list ids in increasing order; FindName's binary search relies on it (the launch
+// path looks up two names per callback, so a linear scan of ~900 entries would dominate it).
+static_assert(SortedById(kRuntimeNames) && SortedById(kDriverNames) && SortedById(kResultNames));
+
+template <size_t N>
+const char* FindName(const NameEntry (&table)[N], uint32_t id) {
+  const NameEntry* entry = std::lower_bound(
+      std::begin(table), std::end(table), id,
+      [](const NameEntry& e, uint32_t wanted) { return e.id < wanted; });
+  return entry != std::end(table) && entry->id == id ? entry->name : nullptr;
 }
 
 constexpr uint32_t kVersion = 130001;  // CUPTI_API_VERSION of CUDA 13.0 Update 1
