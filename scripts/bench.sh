@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the collector ingest benchmark (Release) and prints its numbers: records/s on one core
-# (Google Benchmark), then RSS while ingesting 1M and 10M kernels (docs/benchmarks.md).
+# Builds the benchmarks (Release) and prints every figure of docs/benchmarks.md: collector ingest
+# records/s on one core (Google Benchmark) and RSS while ingesting 1M and 10M kernels; the shim's
+# cost per NVTX pair and per launch (bare, empty subscriber, traced, armed); a 1M-launch run with
+# and without gpuattr; trace import speed.
 #   scripts/bench.sh [BUILD_DIR]      default BUILD_DIR: build-bench next to this script's repo
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,48 +18,70 @@ for kernels in 1000000 10000000; do
   taskset -c 0 "$bench" --rss "$kernels" --every 1000000
 done
 
-# The shim's cost per NVTX push+pop pair and per kernel launch (issue 8): the same benchmark bare
-# and under `gpuattr run`; the difference of the medians (CPU time of the calling thread) is the
-# shim's cost. The flush period is 1 ms so that the ring is drained between timed batches.
-cmake --build "$build" -j2 --target inject_hot_path_bench
+# The shim's cost per NVTX push+pop pair and per kernel launch (issue 8): the same benchmark bare,
+# with an empty CUPTI subscriber (what the fake CUPTI's dispatch costs any tool), under
+# `gpuattr run`, and armed under `gpuattr daemon` with no window open. Each configuration runs
+# once per round, rounds alternate (HOT_PATH_ROUNDS, default 3) so that drift hits all alike, and
+# a configuration's figure is the median over rounds of its in-process median (CPU time of the
+# calling thread). The flush period is 1 ms so that the ring is drained between timed batches.
+cmake --build "$build" -j2 --target inject_hot_path_bench simgpu_fake_cupti gpuattr_inject
 hot="$build/tests/bench/inject_hot_path_bench"
 fake_cupti="$build/tests/simgpu/libcupti.so.13"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
-echo "== shim hot path: bare"
-GPUATTR_CUPTI_LIBRARY="$fake_cupti" "$hot" --benchmark_out="$out/bare.json" \
-  --benchmark_out_format=json >/dev/null
-echo "== shim hot path: under gpuattr run"
-GPUATTR_FLUSH_MS=1 GPUATTR_CUPTI_LIBRARY="$fake_cupti" "$build/collector/gpuattr" run --quiet \
-  -o "$out/report.json" -- "$hot" --benchmark_out="$out/traced.json" --benchmark_out_format=json \
-  >/dev/null
-# Armed mode (issue 5): the same binary registered with a daemon but with no capture window open:
-# NVTX keeps each thread's range stack and writes nothing; CUPTI is not subscribed.
-echo "== shim hot path: armed under gpuattr daemon"
 mkdir -p "$out/reports"
 "$build/collector/gpuattr" daemon --quiet --socket "$out/daemon.sock" --reports-dir "$out/reports" &
 daemon_pid=$!
 for _ in $(seq 100); do [ -S "$out/daemon.sock" ] && break; sleep 0.05; done
-GPUATTR_CUPTI_LIBRARY="$fake_cupti" "$build/collector/gpuattr" run --armed \
-  --socket "$out/daemon.sock" -- "$hot" --benchmark_out="$out/armed.json" \
-  --benchmark_out_format=json >/dev/null
+for round in $(seq "${HOT_PATH_ROUNDS:-3}"); do
+  echo "== shim hot path, round $round: bare, empty subscriber, under gpuattr run, armed"
+  GPUATTR_CUPTI_LIBRARY="$fake_cupti" "$hot" --benchmark_out="$out/bare.$round.json" \
+    --benchmark_out_format=json >/dev/null
+  GPUATTR_BENCH_EMPTY_SUBSCRIBER=1 GPUATTR_CUPTI_LIBRARY="$fake_cupti" "$hot" \
+    --benchmark_filter=BM_KernelLaunch --benchmark_out="$out/empty.$round.json" \
+    --benchmark_out_format=json >/dev/null
+  GPUATTR_FLUSH_MS=1 GPUATTR_CUPTI_LIBRARY="$fake_cupti" "$build/collector/gpuattr" run --quiet \
+    -o "$out/report.$round.json" -- "$hot" --benchmark_out="$out/traced.$round.json" \
+    --benchmark_out_format=json >/dev/null
+  GPUATTR_CUPTI_LIBRARY="$fake_cupti" "$build/collector/gpuattr" run --armed \
+    --socket "$out/daemon.sock" -- "$hot" --benchmark_out="$out/armed.$round.json" \
+    --benchmark_out_format=json >/dev/null
+done
 kill -TERM "$daemon_pid"
 wait "$daemon_pid" || true
-python3 - "$out/bare.json" "$out/traced.json" "$out/armed.json" "$out/report.json" <<'PY'
-import json, sys
-def medians(path):
-    runs = json.load(open(path))["benchmarks"]
-    return {r["run_name"]: r["cpu_time"] for r in runs if r.get("aggregate_name") == "median"}
-bare, traced, armed = medians(sys.argv[1]), medians(sys.argv[2]), medians(sys.argv[3])
-report = json.load(open(sys.argv[4]))
-loss = report["processes"][0]["loss"]
-print(f"{'benchmark':<18}{'bare ns':>10}{'traced ns':>11}{'added ns':>10}{'armed ns':>10}{'added ns':>10}")
+python3 - "$out" <<'PY'
+import glob, json, statistics, sys
+out = sys.argv[1]
+def medians(config):
+    """benchmark -> median over rounds of each round's in-process median (ns), and the rounds."""
+    rounds = {}
+    for path in sorted(glob.glob(f"{out}/{config}.*.json")):
+        for r in json.load(open(path))["benchmarks"]:
+            if r.get("aggregate_name") == "median":
+                rounds.setdefault(r["run_name"], []).append(r["cpu_time"])
+    return {name: (statistics.median(v), v) for name, v in rounds.items()}
+bare, empty, traced, armed = (medians(c) for c in ("bare", "empty", "traced", "armed"))
+def cell(value):
+    return f"{value:>11.1f}" if value is not None else f"{'-':>11}"
+print(f"{'benchmark':<16}" + "".join(f"{h:>11}" for h in [
+    "bare", "empty sub", "traced", "+vs bare", "+vs empty", "armed", "+vs bare"]))
 for name in sorted(bare):
-    print(f"{name:<18}{bare[name]:>10.1f}{traced[name]:>11.1f}{traced[name] - bare[name]:>10.1f}"
-          f"{armed[name]:>10.1f}{armed[name] - bare[name]:>10.1f}")
-print(f"drops during the traced run: ring {loss['ring_dropped_records']}, "
-      f"socket {loss['socket_dropped_records']} (must be 0 for the numbers to hold)")
+    b, t, a = bare[name][0], traced[name][0], armed[name][0]
+    e = empty[name][0] if name in empty else None
+    print(f"{name:<16}" + "".join(cell(v) for v in [
+        b, e, t, t - b, t - e if e is not None else None, a, a - b]))
+for name in sorted(bare):
+    print(f"rounds {name}: bare {bare[name][1]}, empty {empty.get(name, (0, '-'))[1]}, "
+          f"traced {traced[name][1]}, armed {armed[name][1]}")
+for path in sorted(glob.glob(f"{out}/report.*.json")):
+    loss = json.load(open(path))["processes"][0]["loss"]
+    print(f"drops in {path.rsplit('/', 1)[1]}: ring {loss['ring_dropped_records']}, "
+          f"socket {loss['socket_dropped_records']} (must be 0 for the numbers to hold)")
 PY
+
+# The end-to-end figure (issue 8): a simulated run of 1M launches with and without gpuattr.
+cmake --build "$build" -j2 --target simgpu-run
+"$repo/scripts/bench_end_to_end.sh" "$build"
 
 # Trace import (issue 4): MB/s of Kineto JSON and peak RSS (docs/benchmarks.md §Import).
 "$repo/scripts/import_bench.sh" "$build/collector/gpuattr"

@@ -1,21 +1,25 @@
 // The shim's cost on the traced process's own threads (issue 8): what an NVTX push+pop pair and a
 // kernel launch cost with libgpuattr_inject.so attached, against the same calls without it.
 //
-// One binary, run twice by scripts/bench.sh: bare, and under `gpuattr run` (which sets
-// NVTX_INJECTION64_PATH, CUDA_INJECTION64_PATH and the collector socket). The difference of the
-// two medians is the shim's cost.
+// One binary, run by scripts/bench.sh bare, with an empty CUPTI subscriber
+// (GPUATTR_BENCH_EMPTY_SUBSCRIBER=1), under `gpuattr run` (which sets NVTX_INJECTION64_PATH,
+// CUDA_INJECTION64_PATH and the collector socket) and armed. The differences of the medians are
+// the shim's cost.
 //   - BM_NvtxPushPop: nvtxRangePushA + nvtxRangePop through the real NVTX3 headers. Bare, NVTX
 //     calls a no-op slot; traced, it calls the shim's handlers (one ring write each).
 //   - BM_KernelLaunch: the simulated driver's launch path, as simgpu-run drives it: the fake CUPTI's
 //     simgpu_api_enter (launch CBID 505, with the nested driver callback) and simgpu_api_exit.
-//     Bare, no one subscribed, so CUPTI only counts the correlation id; traced, the shim's
-//     InitializeInjection subscribed (this program calls it, as the CUDA driver would at cuInit)
-//     and its ENTER/EXIT callbacks write ApiEnter/ApiExit into the thread's ring.
+//     Bare, no one subscribed, so CUPTI only counts the correlation id; with the empty subscriber,
+//     CUPTI dispatches its four callbacks to a function that returns at once (what CUPTI itself
+//     costs any tool); traced, the shim's InitializeInjection subscribed (this program calls it, as
+//     the CUDA driver would at cuInit) and its ENTER/EXIT callbacks write ApiEnter/ApiExit into the
+//     thread's ring.
 // Calls are timed in batches that fit the shim's 1 MiB per-thread ring; between batches the timer
 // pauses long enough for the flush thread (GPUATTR_FLUSH_MS=1 in the script) to drain it, so the
 // measured path is the real write, never the cheaper "ring full, count a drop" path. The script
 // checks the report for zero drops.
 #include <cupti_callbacks.h>
+#include <cupti_result.h>
 #include <cupti_runtime_cbid.h>
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
@@ -25,6 +29,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 namespace {
@@ -43,8 +48,24 @@ struct FakeDriver {
   ApiExitFn api_exit = nullptr;
 };
 
+void EmptyCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+// Subscribes EmptyCallback to every runtime and driver API callback, the shim's domains.
+bool SubscribeEmptyCallback(void* cupti) {
+  using SubscribeFn = CUptiResult (*)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*);
+  using EnableDomainFn = CUptiResult (*)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
+  auto subscribe = reinterpret_cast<SubscribeFn>(dlsym(cupti, "cuptiSubscribe"));
+  auto enable_domain = reinterpret_cast<EnableDomainFn>(dlsym(cupti, "cuptiEnableDomain"));
+  CUpti_SubscriberHandle subscriber = nullptr;
+  return subscribe != nullptr && enable_domain != nullptr &&
+         subscribe(&subscriber, &EmptyCallback, nullptr) == CUPTI_SUCCESS &&
+         enable_domain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_SUCCESS &&
+         enable_domain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API) == CUPTI_SUCCESS;
+}
+
 // Binds the fake CUPTI named by GPUATTR_CUPTI_LIBRARY and, when CUDA_INJECTION64_PATH names an
-// injection, initialises it as the CUDA driver does at cuInit.
+// injection, initialises it as the CUDA driver does at cuInit; with
+// GPUATTR_BENCH_EMPTY_SUBSCRIBER=1, subscribes EmptyCallback instead.
 FakeDriver& Driver() {
   static FakeDriver driver = [] {
     FakeDriver d;
@@ -53,7 +74,10 @@ FakeDriver& Driver() {
     if (handle == nullptr) return d;
     d.api_enter = reinterpret_cast<ApiEnterFn>(dlsym(handle, "simgpu_api_enter"));
     d.api_exit = reinterpret_cast<ApiExitFn>(dlsym(handle, "simgpu_api_exit"));
-    if (const char* injection = std::getenv("CUDA_INJECTION64_PATH")) {
+    if (const char* empty = std::getenv("GPUATTR_BENCH_EMPTY_SUBSCRIBER");
+        empty != nullptr && std::strcmp(empty, "1") == 0) {
+      if (!SubscribeEmptyCallback(handle)) d.api_enter = nullptr;  // reported as a skip
+    } else if (const char* injection = std::getenv("CUDA_INJECTION64_PATH")) {
       if (void* shim = dlopen(injection, RTLD_NOW)) {
         using InitFn = int (*)();
         if (auto init = reinterpret_cast<InitFn>(dlsym(shim, "InitializeInjection"))) init();
@@ -86,7 +110,8 @@ BENCHMARK(BM_NvtxPushPop)->Iterations(kIterations)->Repetitions(5)->ReportAggreg
 void BM_KernelLaunch(benchmark::State& state) {
   FakeDriver& driver = Driver();
   if (driver.api_enter == nullptr || driver.api_exit == nullptr) {
-    state.SkipWithError("GPUATTR_CUPTI_LIBRARY does not name the fake libcupti.so.13");
+    state.SkipWithError(
+        "GPUATTR_CUPTI_LIBRARY does not name the fake libcupti.so.13, or its subscribe failed");
     return;
   }
   nvtxRangePushA("launching");  // launches carry a path, as in a profiled program
