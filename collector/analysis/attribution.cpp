@@ -32,6 +32,34 @@ DurationStats Summarize(std::vector<uint64_t>& durations) {
   return stats;
 }
 
+namespace {
+
+// The order of FamilyStats::shapes: most kernels first, then most time.
+bool RanksBefore(const ShapeStats& a, const ShapeStats& b) {
+  return a.kernels != b.kernels ? a.kernels > b.kernels : a.total_ns > b.total_ns;
+}
+
+}  // namespace
+
+void FamilyStats::AddKernel(const KernelShape& shape, uint64_t duration_ns) {
+  min_ns = kernels == 0 ? duration_ns : std::min(min_ns, duration_ns);
+  max_ns = std::max(max_ns, duration_ns);
+  ++kernels;
+  total_ns += duration_ns;
+  auto it = std::find_if(shapes.begin(), shapes.end(),
+                         [&](const ShapeStats& mine) { return mine.shape == shape; });
+  if (it == shapes.end()) {
+    it = shapes.insert(shapes.end(), ShapeStats{shape, 0, 0});
+  }
+  ++it->kernels;
+  it->total_ns += duration_ns;
+  // Only this shape grew, so the stable order Merge sorts into is restored by moving it ahead
+  // of the shapes it now ranks strictly before.
+  for (; it != shapes.begin() && RanksBefore(*it, *std::prev(it)); --it) {
+    std::iter_swap(it, std::prev(it));
+  }
+}
+
 void FamilyStats::Merge(const FamilyStats& other) {
   min_ns = kernels == 0 ? other.min_ns : std::min(min_ns, other.min_ns);
   max_ns = std::max(max_ns, other.max_ns);
@@ -51,9 +79,7 @@ void FamilyStats::Merge(const FamilyStats& other) {
       it->total_ns += shape.total_ns;
     }
   }
-  std::stable_sort(shapes.begin(), shapes.end(), [](const ShapeStats& a, const ShapeStats& b) {
-    return a.kernels != b.kernels ? a.kernels > b.kernels : a.total_ns > b.total_ns;
-  });
+  std::stable_sort(shapes.begin(), shapes.end(), RanksBefore);
   api_samples.Merge(other.api_samples);
   latency_samples.Merge(other.latency_samples);
 }
@@ -442,6 +468,7 @@ class ActivityFolder::Impl {
   struct KernelNames {
     std::string demangled;
     std::string family;
+    FamilyStats* stats = nullptr;  // in families_ (a std::map: stable), once this name folded
   };
   struct Hole {
     uint64_t start = 0;
@@ -739,7 +766,7 @@ class ActivityFolder::Impl {
   }
 
   // The demangled name and family of a kernel's name string, cached until names change.
-  const KernelNames& NamesOf(uint32_t name_string) {
+  KernelNames& NamesOf(uint32_t name_string) {
     auto known = kernel_names_.find(name_string);
     if (known == kernel_names_.end()) {
       std::string demangled = DemangleKernelName(StringOr(data_, name_string));
@@ -797,16 +824,21 @@ class ActivityFolder::Impl {
   }
 
   void FoldFamily(const ActivityRecord& activity, const LaunchRecord* launch) {
-    const KernelNames& known = NamesOf(activity.name_string);
-    FamilyStats one;
-    one.family = known.family;
-    one.kernels = 1;
-    one.total_ns = one.min_ns = one.max_ns = activity.duration_ns();
-    one.names.push_back(known.demangled);
-    one.shapes.push_back({data_.shapes[activity.shape], 1, activity.duration_ns()});
-    FamilyStats& family = families_[one.family];
-    family.family = one.family;
-    family.Merge(one);
+    KernelNames& known = NamesOf(activity.name_string);
+    if (known.stats == nullptr) {
+      // First kernel of this name (since names last changed): find its family and offer the
+      // name as an example once, instead of comparing strings for every kernel.
+      FamilyStats& stats = families_[known.family];
+      stats.family = known.family;
+      if (stats.names.size() < kFamilyExamples &&
+          std::find(stats.names.begin(), stats.names.end(), known.demangled) ==
+              stats.names.end()) {
+        stats.names.push_back(known.demangled);
+      }
+      known.stats = &stats;
+    }
+    FamilyStats& family = *known.stats;
+    family.AddKernel(data_.shapes[activity.shape], activity.duration_ns());
     if (launch == nullptr) return;
     family.latency_samples.Add(static_cast<int64_t>(activity.start_ns) -
                                      static_cast<int64_t>(launch->enter_ns));

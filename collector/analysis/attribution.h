@@ -216,6 +216,9 @@ struct FamilyStats {
   Samples<int64_t> latency_samples;
 
   void Merge(const FamilyStats& other);
+  // One kernel of `shape` that ran `duration_ns`: what merging a one-kernel FamilyStats without
+  // names does, in place (the ingest hot path; names are the caller's, once per distinct name).
+  void AddKernel(const KernelShape& shape, uint64_t duration_ns);
 };
 
 struct Totals {
