@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "analysis/attribution.h"
 #include "analysis/kernel_family.h"
@@ -16,15 +18,97 @@ namespace gpuattr::collector {
 
 namespace {
 
-// An activity in the reorder window, keyed by start (incomplete ones: the latest timestamp at
-// arrival, so they too wait for their launch), arrival order breaking ties.
-struct Pending {
-  ActivityRecord activity;
-  uint64_t key = 0;
-  uint64_t sequence = 0;
-  bool operator>(const Pending& other) const {
-    return key != other.key ? key > other.key : sequence > other.sequence;
+// The reorder window: activities released in (key, arrival) order, the key being the start (for
+// incomplete ones the latest timestamp at arrival, so they too wait for their launch). Activities
+// arrive nearly in key order, so a calendar queue beats a heap: each lands at the end of the
+// bucket of its key's ~1 ms slot, and a bucket is sorted once, when it is released, while a
+// binary heap of the ~400,000 activities a 2 s window holds misses the cache at every level of
+// every sift (docs/benchmarks.md §Collector ingest). Buckets are kept in a map, so keys from a
+// hostile stream cost a sparse bucket each, never an array spanning them.
+class ReorderWindow {
+ public:
+  // Copies (a deferred trace analyses a copy) must not share the push cache, which points into
+  // the source's map.
+  ReorderWindow() = default;
+  ReorderWindow(const ReorderWindow& other) { *this = other; }
+  ReorderWindow& operator=(const ReorderWindow& other) {
+    buckets_ = other.buckets_;
+    spare_items_.clear();
+    size_ = other.size_;
+    sequence_ = other.sequence_;
+    last_bucket_ = nullptr;
+    return *this;
   }
+
+  void Push(const ActivityRecord& activity, uint64_t key) {
+    const uint64_t slot = key >> kSlotShift;
+    if (last_bucket_ == nullptr || last_slot_ != slot) {
+      auto [it, created] = buckets_.try_emplace(slot);
+      if (created && !spare_items_.empty()) {
+        it->second.items = std::move(spare_items_.back());
+        spare_items_.pop_back();
+      }
+      last_bucket_ = &it->second;
+      last_slot_ = slot;
+    }
+    Bucket& bucket = *last_bucket_;
+    bucket.items.push_back({activity, key, sequence_++});
+    const size_t n = bucket.items.size();
+    if (n - bucket.head >= 2 && bucket.items[n - 1] < bucket.items[n - 2]) bucket.sorted = false;
+    ++size_;
+  }
+
+  size_t size() const { return size_; }
+
+  // Hands every activity with key < watermark to `release`, in (key, arrival) order.
+  template <typename Release>
+  void ReleaseBelow(uint64_t watermark, Release&& release) {
+    while (!buckets_.empty()) {
+      auto first = buckets_.begin();
+      Bucket& bucket = first->second;
+      if (!bucket.sorted) {
+        std::sort(bucket.items.begin() + static_cast<std::ptrdiff_t>(bucket.head),
+                  bucket.items.end());
+        bucket.sorted = true;
+      }
+      while (bucket.head < bucket.items.size() && bucket.items[bucket.head].key < watermark) {
+        --size_;
+        release(bucket.items[bucket.head++].activity);
+      }
+      if (bucket.head < bucket.items.size()) return;  // the rest is at or above the watermark
+      if (last_bucket_ == &bucket) last_bucket_ = nullptr;
+      if (spare_items_.size() < kSpareBuckets) {
+        bucket.items.clear();  // keeps its capacity for the next bucket
+        spare_items_.push_back(std::move(bucket.items));
+      }
+      buckets_.erase(first);
+    }
+  }
+
+ private:
+  static constexpr int kSlotShift = 20;  // 2^20 ns, about 1 ms of keys per bucket
+  // Released buckets' storage, reused: a window's worth of allocating, growing and freeing
+  // bucket vectors would cost more than the sorting. A bucket's capacity is its largest fill.
+  static constexpr size_t kSpareBuckets = 64;
+  struct Pending {
+    ActivityRecord activity;
+    uint64_t key = 0;
+    uint64_t sequence = 0;
+    bool operator<(const Pending& other) const {
+      return key != other.key ? key < other.key : sequence < other.sequence;
+    }
+  };
+  struct Bucket {
+    std::vector<Pending> items;
+    size_t head = 0;      // items before it were released
+    bool sorted = true;   // items from head on are in order
+  };
+  std::map<uint64_t, Bucket> buckets_;  // by key >> kSlotShift
+  size_t size_ = 0;
+  uint64_t sequence_ = 0;
+  Bucket* last_bucket_ = nullptr;  // the bucket of the latest push (map nodes do not move)
+  uint64_t last_slot_ = 0;
+  std::vector<std::vector<Pending>> spare_items_;
 };
 
 }  // namespace
@@ -35,15 +119,13 @@ struct ProcessTrace::State {
   bool streaming = false;
   std::unique_ptr<ActivityFolder> folder;      // created with the options
   std::optional<ProcessAnalysis> analysis;     // streaming: the fold's result, once ended
-  std::vector<Pending> window;                 // min-heap (std::greater)
+  ReorderWindow window;
   std::deque<std::pair<uint64_t, uint32_t>> launch_order;  // (enter_ns, correlation id)
-  uint64_t sequence = 0;
   std::string lines;            // --activities lines not yet handed to the sink
   uint64_t released_start = 0;  // start of the last complete activity released
   bool released_any = false;
 
-  void Release(const Pending& pending) {
-    const ActivityRecord& activity = pending.activity;
+  void Release(const ActivityRecord& activity) {
     const LaunchRecord* launch = nullptr;
     auto it = activity.correlation_id != 0 ? data.launches.find(activity.correlation_id)
                                            : data.launches.end();
@@ -92,12 +174,7 @@ struct ProcessTrace::State {
   // Releases every activity starting below `watermark`, then expires launches it passed by
   // the window.
   void ReleaseBelow(uint64_t watermark) {
-    while (!window.empty() && window.front().key < watermark) {
-      std::pop_heap(window.begin(), window.end(), std::greater<>());
-      const Pending pending = window.back();
-      window.pop_back();
-      Release(pending);
-    }
+    window.ReleaseBelow(watermark, [this](const ActivityRecord& activity) { Release(activity); });
     while (!launch_order.empty() &&
            (watermark == std::numeric_limits<uint64_t>::max() ||
             launch_order.front().first + options.reorder_window_ns < watermark)) {
@@ -279,10 +356,7 @@ void ProcessTrace::AddActivity(const ActivityRecord& record) {
   TraceData& data = state_->data;
   SeeActivityTimestamp(data, record.end_ns);
   ++data.activities_seen;
-  auto& window = state_->window;
-  window.push_back({record, record.complete() ? record.start_ns : data.last_timestamp_ns,
-                    state_->sequence++});
-  std::push_heap(window.begin(), window.end(), std::greater<>());
+  state_->window.Push(record, record.complete() ? record.start_ns : data.last_timestamp_ns);
 }
 
 void ProcessTrace::Apply(const wire::RecordView& record) {
