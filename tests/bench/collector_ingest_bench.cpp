@@ -12,7 +12,13 @@
 //                                              (plus Finish and the report) on one core.
 //   collector_ingest_bench --rss N [--every M] ingests N kernels, printing VmRSS every M kernels,
 //                                              then builds the report and prints VmHWM.
+//   collector_ingest_bench --recorded N        records the stream of N kernels in memory first,
+//                                              then times ingest + report of the whole recording
+//                                              (thread CPU time): records/s at any length, with
+//                                              the reorder window in its steady state.
 #include <benchmark/benchmark.h>
+
+#include <time.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -319,10 +325,45 @@ int RssMode(uint64_t kernels, uint64_t every) {
   return 0;
 }
 
+uint64_t ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+int RecordedMode(uint64_t kernels) {
+  const std::vector<std::vector<uint8_t>> messages = EncodeStream(kernels);
+  size_t bytes = 0;
+  for (const std::vector<uint8_t>& message : messages) bytes += message.size();
+  std::printf("recorded: kernels=%llu records=%llu messages=%zu bytes=%zu\n",
+              static_cast<unsigned long long>(kernels),
+              static_cast<unsigned long long>(StreamGenerator::RecordsFor(kernels)),
+              messages.size(), bytes);
+  const long hwm_before = StatusKib("VmHWM");
+  const uint64_t start = ThreadCpuNs();
+  ProcessTrace trace{AnalysisOptions{}};  // streaming, as `gpuattr run` creates it
+  Feed(trace, messages);
+  const uint64_t ingested = ThreadCpuNs();
+  const size_t report_bytes = Report(trace);
+  const uint64_t end = ThreadCpuNs();
+  const double records = static_cast<double>(StreamGenerator::RecordsFor(kernels));
+  std::printf("ingest %.3f s, report %.3f s: %.2fM records/s on one core (ingest alone %.2fM/s); "
+              "report_bytes=%zu in_flight_at_end=%zu VmHWM_kib=%ld (recording: %ld)\n",
+              static_cast<double>(ingested - start) / 1e9,
+              static_cast<double>(end - ingested) / 1e9,
+              records / (static_cast<double>(end - start) / 1e9) / 1e6,
+              records / (static_cast<double>(ingested - start) / 1e9) / 1e6, report_bytes,
+              trace.in_flight(), StatusKib("VmHWM"), hwm_before);
+  return 0;
+}
+
 }  // namespace
 }  // namespace gpuattr::collector
 
 int main(int argc, char** argv) {
+  if (argc >= 3 && std::strcmp(argv[1], "--recorded") == 0) {
+    return gpuattr::collector::RecordedMode(std::strtoull(argv[2], nullptr, 10));
+  }
   if (argc >= 3 && std::strcmp(argv[1], "--rss") == 0) {
     const uint64_t kernels = std::strtoull(argv[2], nullptr, 10);
     uint64_t every = 0;
