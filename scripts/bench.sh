@@ -13,6 +13,8 @@ bench="$build/tests/bench/collector_ingest_bench"
 echo "== machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p')"
 echo "== throughput (one core)"
 taskset -c 0 "$bench" --benchmark_counters_tabular=true
+echo "== throughput on a recorded stream of 10M kernels (30M records), one core"
+taskset -c 0 "$bench" --recorded 10000000
 for kernels in 1000000 10000000; do
   echo "== RSS, $kernels kernels"
   taskset -c 0 "$bench" --rss "$kernels" --every 1000000
