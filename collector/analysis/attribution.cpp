@@ -1,6 +1,7 @@
 #include "analysis/attribution.h"
 
 #include <algorithm>
+#include <deque>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
@@ -1109,7 +1110,7 @@ class ActivityFolder::Impl {
   std::unordered_map<uint32_t, std::vector<std::string>> graph_families_;
   size_t registered_ = 0;
   size_t observed_ranges_ = 0;  // data_.host_ranges shown to the observer
-  std::vector<StepInstance> instances_;
+  std::deque<StepInstance> instances_;  // grows with every step, like TraceData's ranges
   std::map<std::string, StepKey> step_keys_;
 };
 

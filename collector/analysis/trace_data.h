@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -137,11 +138,13 @@ struct TraceData {
   std::map<uint32_t, uint32_t> device_names;  // device -> string id
   uint64_t definitions = 0;  // bumped by every String and PathNode record: name caches restart
 
-  // Push/pop ranges.
+  // Push/pop ranges. The containers that grow with every range for the whole connection are
+  // deques: a vector's reallocation would copy all of them at once and stall ingest for
+  // milliseconds late in a long run, long enough for the shim's socket to overflow.
   std::unordered_map<uint32_t, std::vector<OpenHostRange>> open_stacks;  // per tid
-  std::vector<HostRange> host_ranges;  // closed instances, in closing order
-  std::unordered_map<uint32_t, std::vector<HistoryEntry>> history;  // per tid, push order
-  std::vector<std::pair<uint32_t, uint32_t>> pushes;  // (tid, history index), arrival order
+  std::deque<HostRange> host_ranges;  // closed instances, in closing order
+  std::unordered_map<uint32_t, std::deque<HistoryEntry>> history;  // per tid, push order
+  std::deque<std::pair<uint32_t, uint32_t>> pushes;  // (tid, history index), arrival order
   std::optional<uint32_t> main_tid;    // tid of the earliest RangePush seen
   uint64_t main_tid_first_push_ns = 0;
 
