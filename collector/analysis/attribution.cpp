@@ -410,7 +410,7 @@ class ActivityFolder::Impl {
   }
 
   void ForgetLaunch(uint32_t correlation_id, const LaunchRecord& launch) {
-    graph_families_.erase(correlation_id);
+    if (!graph_families_.empty()) graph_families_.erase(correlation_id);  // graphs are rare
     if (options_.observer) options_.observer->LaunchDone(pid(), correlation_id, launch);
   }
 
@@ -623,7 +623,10 @@ class ActivityFolder::Impl {
     }
     const std::vector<std::string>& path = paths_.Names(outcome.node);
     const std::vector<std::string>& keys = KeysOf(outcome.node);
-    std::map<std::string, size_t> best;
+    // The earliest matching instance per step key, keyed by the key's entry (no allocation: this
+    // runs for every activity).
+    std::vector<std::pair<const StepKey*, size_t>>& best = best_instances_;
+    best.clear();
     for (size_t depth = 0; depth < keys.size(); ++depth) {
       auto key = step_keys_.find(keys[depth]);
       if (key == step_keys_.end() || !key->second.tracked) continue;
@@ -633,10 +636,16 @@ class ActivityFolder::Impl {
                std::equal(step_path.begin(), step_path.end(), path.begin());
       });
       if (!id) continue;
-      auto [it, inserted] = best.emplace(keys[depth], *id);
-      if (!inserted && Earlier(*id, it->second)) it->second = *id;
+      const StepKey* identity = &key->second;
+      auto it = std::find_if(best.begin(), best.end(),
+                             [&](const auto& entry) { return entry.first == identity; });
+      if (it == best.end()) {
+        best.emplace_back(identity, *id);
+      } else if (Earlier(*id, it->second)) {
+        it->second = *id;
+      }
     }
-    for (const auto& [name, id] : best) {
+    for (const auto& [key, id] : best) {
       StepInstance& instance = instances_[id];
       if (outcome.phase) {
         instance.phases.ns[static_cast<size_t>(*outcome.phase)] += ns;
@@ -1111,6 +1120,7 @@ class ActivityFolder::Impl {
   size_t registered_ = 0;
   size_t observed_ranges_ = 0;  // data_.host_ranges shown to the observer
   std::deque<StepInstance> instances_;  // grows with every step, like TraceData's ranges
+  std::vector<std::pair<const StepKey*, size_t>> best_instances_;  // FoldStep's scratch
   std::map<std::string, StepKey> step_keys_;
 };
 
