@@ -10,7 +10,7 @@
 // builder after it ended.
 //
 // Memory (docs/architecture.md §Streaming analysis): built with options, it keeps device
-// activities only inside its reorder window (a min-heap by start) and launches only while in
+// activities only inside its reorder window (ordered by start) and launches only while in
 // flight; each released activity is joined and folded into the analysis. Built without, it
 // defers: everything waits for TakeAnalysis (importers, tests).
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_PROCESS_TRACE_H_
