@@ -210,9 +210,8 @@ int GpuattrMain(int argc, char** argv) {
     RunOptions run_options;
     bool no_inherit = false;
     CLI::App* run = app.add_subcommand("run", "Run a command under gpuattr and write a report");
-    CLI::Option* run_output_option =
-        run->add_option("-o,--output", run_options.output, "Where to write the JSON report")
-            ->capture_default_str();
+    run->add_option("-o,--output", run_options.output, "Where to write the JSON report")
+        ->capture_default_str();
     run->add_flag("--armed", run_options.armed,
                   "Collect nothing now: run CMD armed for the gpuattr daemon, to be attached to "
                   "later with `gpuattr attach` (docs/attach.md); writes no report itself");
@@ -358,9 +357,19 @@ int GpuattrMain(int argc, char** argv) {
     }
     run_options.analysis.inherit = !no_inherit;
     if (step_option->count() > 0) run_options.analysis.step = step_name;
-    if (run->parsed() && run_options.armed && run_output_option->count() > 0) {
-      std::fprintf(stderr, "gpuattr run: --armed writes no report (-o); use gpuattr attach\n");
-      return kExitUsage;
+    if (run->parsed() && run_options.armed) {
+      // Armed, nothing is collected until `gpuattr attach` opens a window; its -o writes that.
+      for (const char* report_option : {"--output", "--activities", "--trace", "--folded",
+                                        "--speedscope"}) {
+        const CLI::Option* option = run->get_option_no_throw(report_option);
+        if (option != nullptr && option->count() > 0) {
+          std::fprintf(stderr,
+                       "gpuattr run: --armed writes no report, so %s has nothing to write; "
+                       "capture a window with gpuattr attach -o\n",
+                       report_option);
+          return kExitUsage;
+        }
+      }
     }
     if (run->parsed()) return RunSubcommand(run_options);
     if (import->parsed()) {

@@ -193,6 +193,16 @@ TEST_CASE("usage errors exit 2 before anything runs", "[run][usage]") {
     CHECK(result.exit_code == 2);
     CHECK(result.out.empty());  // the command never ran
   }
+  SECTION("--armed with an option that writes part of a report") {
+    // Armed, gpuattr run collects nothing; a window's report is `gpuattr attach -o`.
+    const std::string option = GENERATE(as<std::string>{}, "-o", "--activities", "--trace",
+                                        "--folded", "--speedscope");
+    const ProcessResult result = RunProcess(
+        Gpuattr({"run", "--armed", option, dir.File("out"), "--", "/bin/echo", "ran"}));
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.err, Catch::Contains("--armed writes no report"));
+    CHECK(result.out.empty());  // the command never ran
+  }
   SECTION("no shim where GPUATTR_INJECT_LIBRARY points") {
     const ProcessResult result =
         RunProcess(Gpuattr({"run", "-o", dir.File("r.json"), "--", "/bin/echo", "ran"}),
