@@ -61,15 +61,18 @@ void FamilyStats::AddKernel(const KernelShape& shape, uint64_t duration_ns) {
   }
 }
 
+void FamilyStats::AddExample(const std::string& name) {
+  if (names.size() < kFamilyExamples && std::find(names.begin(), names.end(), name) == names.end()) {
+    names.push_back(name);
+  }
+}
+
 void FamilyStats::Merge(const FamilyStats& other) {
   min_ns = kernels == 0 ? other.min_ns : std::min(min_ns, other.min_ns);
   max_ns = std::max(max_ns, other.max_ns);
   kernels += other.kernels;
   total_ns += other.total_ns;
-  for (const std::string& name : other.names) {
-    if (names.size() >= kFamilyExamples) break;
-    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-  }
+  for (const std::string& name : other.names) AddExample(name);
   for (const ShapeStats& shape : other.shapes) {
     auto it = std::find_if(shapes.begin(), shapes.end(),
                            [&](const ShapeStats& mine) { return mine.shape == shape.shape; });
@@ -840,11 +843,7 @@ class ActivityFolder::Impl {
       // name as an example once, instead of comparing strings for every kernel.
       FamilyStats& stats = families_[known.family];
       stats.family = known.family;
-      if (stats.names.size() < kFamilyExamples &&
-          std::find(stats.names.begin(), stats.names.end(), known.demangled) ==
-              stats.names.end()) {
-        stats.names.push_back(known.demangled);
-      }
+      stats.AddExample(known.demangled);
       known.stats = &stats;
     }
     FamilyStats& family = *known.stats;

@@ -219,6 +219,8 @@ struct FamilyStats {
   // One kernel of `shape` that ran `duration_ns`: what merging a one-kernel FamilyStats without
   // names does, in place (the ingest hot path; names are the caller's, once per distinct name).
   void AddKernel(const KernelShape& shape, uint64_t duration_ns);
+  // Keeps `name` among the examples unless it is one already or kFamilyExamples are kept.
+  void AddExample(const std::string& name);
 };
 
 struct Totals {
