@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
@@ -96,6 +97,15 @@ std::string StepRangeKey(const std::string& name) {
 namespace {
 
 using Interval = std::pair<uint64_t, uint64_t>;
+
+// `later - earlier` of two wire timestamps as a signed count, clamped to int64: a broken or
+// hostile stream can put them anywhere in uint64, where casting first would overflow.
+int64_t SignedDifferenceNs(uint64_t later, uint64_t earlier) {
+  constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (later >= earlier) return static_cast<int64_t>(std::min(later - earlier, kMax));
+  const uint64_t behind = earlier - later;
+  return behind > kMax ? std::numeric_limits<int64_t>::min() : -static_cast<int64_t>(behind);
+}
 
 // The union of intervals fed in start order: the open merged interval and the closed total.
 struct RunningUnion {
@@ -849,8 +859,7 @@ class ActivityFolder::Impl {
     FamilyStats& family = *known.stats;
     family.AddKernel(data_.shapes[activity.shape], activity.duration_ns());
     if (launch == nullptr) return;
-    family.latency_samples.Add(static_cast<int64_t>(activity.start_ns) -
-                                     static_cast<int64_t>(launch->enter_ns));
+    family.latency_samples.Add(SignedDifferenceNs(activity.start_ns, launch->enter_ns));
     if (launch->exit_ns < launch->enter_ns || launch->exit_ns == 0) return;
     // One api sample per distinct launch: only graph launches run several kernels, so only
     // they remember which families they already sampled (until the launch leaves the join).

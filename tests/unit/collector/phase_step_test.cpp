@@ -2,6 +2,7 @@
 // the analysis from wire records (docs/attribution.md §Phases, §Coverage, §Steps, §Kernel
 // families, §Per-activity export). Every expected number is worked out by hand in the comments.
 #include <catch2/catch.hpp>
+#include <limits>
 
 #include "analysis/attribution.h"
 #include "report_test_util.h"
@@ -330,6 +331,27 @@ TEST_CASE("families report launch cost and launch-to-start latency", "[unit][fam
               {"median_exact", true}}));
   const Json summary_launch = ReportFor({&trace})["summary"]["families"][0]["launch"];
   CHECK(summary_launch == launch);
+}
+
+TEST_CASE("launch latency is the exact signed difference of wire timestamps, clamped to int64",
+          "[unit][families]") {
+  // Hostile timestamps on either side of 2^63: casting each to int64 before subtracting would
+  // overflow (the wire fuzzer's one UBSan finding). The true differences are -1 and 2^63 + 9.
+  constexpr uint64_t kHalf = uint64_t{1} << 63;
+  ProcessTrace trace;
+  Feeder feed(trace);
+  Message m;
+  m.Add(MakeHello(105)).Add(CuptiOk()).Str(kGemm, "_Z4gemmPfS_");
+  m.Add(MakeLaunch(1, kHalf, 1, 0)).Add(MakeKernel(1, kHalf - 1, kHalf + 9, 7, kGemm));
+  m.Add(MakeLaunch(2, 1, 1, 0)).Add(MakeKernel(2, kHalf + 10, kHalf + 20, 7, kGemm));
+  m.Add(wire::Goodbye{kHalf + 30, 1, 0});
+  REQUIRE(feed.Send(m).ok());
+  trace.Finish();
+  const Json process = ProcessReportOf(trace);
+  const Json& latency = process["families"][0]["launch"]["latency_ns"];
+  CHECK(latency["count"] == 2);
+  CHECK(latency["min"] == -1);
+  CHECK(latency["max"] == std::numeric_limits<int64_t>::max());
 }
 
 TEST_CASE("families without seen launches have null launch statistics", "[unit][families]") {
