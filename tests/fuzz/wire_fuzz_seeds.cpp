@@ -77,6 +77,22 @@ Datagrams GraphAndCopyTruncated() {
   return datagrams;
 }
 
+// Launch and kernel timestamps on either side of 2^63 (the campaign's one finding: a latency
+// sample that overflowed when each timestamp was cast to int64 before subtracting).
+Datagrams TimestampsAcrossTheSignBit() {
+  constexpr uint64_t kHalf = uint64_t{1} << 63;
+  Datagrams datagrams;
+  datagrams.push_back(Message()
+                          .Add(MakeHello(31))
+                          .Str(1, "gemm")
+                          .Add(MakeLaunch(1, kHalf, 1, 0))
+                          .Add(MakeKernel(1, kHalf - 1, kHalf + 9, 7, 1))
+                          .Add(MakeLaunch(2, 1, 1, 0))
+                          .Add(MakeKernel(2, kHalf + 10, kHalf + 20, 7, 1))
+                          .Bytes(0));
+  return datagrams;
+}
+
 bool Write(const std::string& path, const Datagrams& datagrams) {
   const std::vector<uint8_t> bytes = gpuattr::fuzz::FrameDatagrams(datagrams);
   std::ofstream file(path, std::ios::binary);
@@ -94,6 +110,7 @@ int main(int argc, char** argv) {
   }
   const std::string dir = argv[1];
   const bool ok = Write(dir + "/nested_ranges.bin", NestedRanges()) &&
-                  Write(dir + "/graph_copy_truncated.bin", GraphAndCopyTruncated());
+                  Write(dir + "/graph_copy_truncated.bin", GraphAndCopyTruncated()) &&
+                  Write(dir + "/timestamps_across_sign_bit.bin", TimestampsAcrossTheSignBit());
   return ok ? 0 : 1;
 }
