@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "analysis/kernel_family.h"
+#include "analysis/range_index.h"
 #include "analysis/trace_observer.h"
 
 namespace gpuattr::collector {
@@ -509,30 +510,22 @@ class ActivityFolder::Impl {
   // One instance of a range that may become the step range (§Steps), with its row's terms.
   struct StepInstance {
     uint32_t tid = 0;
-    uint32_t history = 0;
+    const HistoryEntry* range = nullptr;  // in TraceData::history, whose deques never move it
     uint32_t node = 0;
     uint64_t start_ns = 0;
     PhaseTotals phases;
     uint64_t unattributed_ns = 0;
     uint64_t busy_ns = 0;
   };
-  // Instances of one step key on one thread, by start; closed ones are at most max_closed_ns
-  // long, so a lookup at t walks back from t only that far. `open` lists those still open.
-  // Per thread because instances on different threads overlap freely: one list for all threads
-  // made every lookup walk back over every thread's recent instances.
-  struct ThreadStepInstances {
-    std::vector<size_t> by_start;
-    std::vector<size_t> open;
-    uint64_t max_closed_ns = 0;
-  };
+  // Instances of one step key, by node: the instances of one node share a path, so a fold asks
+  // whether a path qualifies once per node rather than once per instance.
   struct StepKey {
     bool tracked = false;
-    std::unordered_map<uint32_t, ThreadStepInstances> threads;  // by tid
+    std::map<uint32_t, RangeIndex> by_node;
   };
+  static_assert(RangeIndex::kOpenEnd == HistoryEntry::kOpenEnd);
 
-  uint64_t EndOf(const StepInstance& instance) const {
-    return data_.history.at(instance.tid)[instance.history].end_ns;
-  }
+  static uint64_t EndOf(const StepInstance& instance) { return instance.range->end_ns; }
 
   // Instances of step-like ranges pushed since the last call, resolved now that their names
   // are more likely known. Tracked keys: --step, else every key seen at the top level.
@@ -547,48 +540,8 @@ class ActivityFolder::Impl {
       StepKey& step_key = step_keys_[key];
       if (step_key_ ? key == *step_key_ : names.size() == 1) step_key.tracked = true;
       const size_t id = instances_.size();
-      instances_.push_back({tid, index, entry.node, entry.start_ns, {}, 0, 0});
-      ThreadStepInstances& on_thread = step_key.threads[tid];
-      auto position = std::upper_bound(
-          on_thread.by_start.begin(), on_thread.by_start.end(), entry.start_ns,
-          [&](uint64_t t, size_t other) { return t < instances_[other].start_ns; });
-      on_thread.by_start.insert(position, id);
-      on_thread.open.push_back(id);
-    }
-  }
-
-  // Moves instances that closed since into the closed set of their thread.
-  void SettleOpen(ThreadStepInstances& key) {
-    for (size_t i = 0; i < key.open.size();) {
-      const StepInstance& instance = instances_[key.open[i]];
-      const uint64_t end = EndOf(instance);
-      if (end == HistoryEntry::kOpenEnd) {
-        ++i;
-        continue;
-      }
-      key.max_closed_ns = std::max(key.max_closed_ns, end - instance.start_ns);
-      key.open[i] = key.open.back();
-      key.open.pop_back();
-    }
-  }
-
-  // Calls visit(id) for every instance of `key` that may overlap [lo, hi]: every open one, and
-  // the closed ones starting at or before hi that could still reach lo. visit does the exact test.
-  template <typename Visit>
-  void ForEachCandidate(StepKey& key, uint64_t lo, uint64_t hi, Visit visit) {
-    for (auto& [tid, on_thread] : key.threads) {
-      SettleOpen(on_thread);
-      auto after = std::upper_bound(on_thread.by_start.begin(), on_thread.by_start.end(), hi,
-                                    [&](uint64_t value, size_t id) {
-                                      return value < instances_[id].start_ns;
-                                    });
-      for (auto it = after; it != on_thread.by_start.begin();) {
-        --it;
-        const StepInstance& instance = instances_[*it];
-        if (instance.start_ns + on_thread.max_closed_ns < lo) break;
-        if (EndOf(instance) != HistoryEntry::kOpenEnd) visit(*it);
-      }
-      for (size_t id : on_thread.open) visit(id);
+      instances_.push_back({tid, &entry, entry.node, entry.start_ns, {}, 0, 0});
+      step_key.by_node[entry.node].Add(id, entry.start_ns, &entry.end_ns);
     }
   }
 
@@ -599,21 +552,15 @@ class ActivityFolder::Impl {
     const uint64_t ex = EndOf(x);
     const uint64_t ey = EndOf(y);
     if (ex != ey) return ex < ey;
-    return x.tid < y.tid;
+    return x.tid != y.tid ? x.tid < y.tid : a < b;
   }
 
-  // The earliest instance of `key` whose [start, end] holds t and that `accepts`.
-  template <typename Accepts>
-  std::optional<size_t> InstanceAt(StepKey& key, uint64_t t, Accepts accepts) {
-    std::optional<size_t> best;
-    ForEachCandidate(key, t, t, [&](size_t id) {
-      const StepInstance& instance = instances_[id];
-      if (instance.start_ns <= t && EndOf(instance) >= t && accepts(instance) &&
-          (!best || Earlier(id, *best))) {
-        best = id;
-      }
+  // Keeps in `best` the earlier of it and the earliest instance in `index` whose [start, end]
+  // holds t.
+  void EarliestAt(RangeIndex& index, uint64_t t, std::optional<size_t>& best) {
+    index.ForEachOverlapping(t, t, [&](size_t id) {
+      if (!best || Earlier(id, *best)) best = id;
     });
-    return best;
   }
 
   const std::vector<std::string>& KeysOf(uint32_t node) {
@@ -628,9 +575,9 @@ class ActivityFolder::Impl {
     if (outcome.node == 0) {
       for (auto& [name, key] : step_keys_) {
         if (!key.tracked) continue;
-        if (auto id = InstanceAt(key, launch_ns, [](const StepInstance&) { return true; })) {
-          instances_[*id].unattributed_ns += ns;
-        }
+        std::optional<size_t> id;
+        for (auto& [node, index] : key.by_node) EarliestAt(index, launch_ns, id);
+        if (id) instances_[*id].unattributed_ns += ns;
       }
       return;
     }
@@ -643,11 +590,14 @@ class ActivityFolder::Impl {
     for (size_t depth = 0; depth < keys.size(); ++depth) {
       auto key = step_keys_.find(keys[depth]);
       if (key == step_keys_.end() || !key->second.tracked) continue;
-      auto id = InstanceAt(key->second, launch_ns, [&](const StepInstance& instance) {
-        const std::vector<std::string>& step_path = paths_.Names(instance.node);
-        return step_path.size() == depth + 1 &&
-               std::equal(step_path.begin(), step_path.end(), path.begin());
-      });
+      std::optional<size_t> id;
+      for (auto& [node, index] : key->second.by_node) {
+        const std::vector<std::string>& step_path = paths_.Names(node);
+        if (step_path.size() == depth + 1 &&
+            std::equal(step_path.begin(), step_path.end(), path.begin())) {
+          EarliestAt(index, launch_ns, id);
+        }
+      }
       if (!id) continue;
       const StepKey* identity = &key->second;
       auto it = std::find_if(best.begin(), best.end(),
@@ -672,14 +622,16 @@ class ActivityFolder::Impl {
   void AddStepBusy(const Interval& merged) {
     for (auto& [name, key] : step_keys_) {
       if (!key.tracked) continue;
-      ForEachCandidate(key, merged.first, merged.second, [&](size_t id) {
-        StepInstance& instance = instances_[id];
-        const uint64_t end = EndOf(instance);
-        if (end > merged.first && instance.start_ns < merged.second) {
-          instance.busy_ns +=
-              std::min(end, merged.second) - std::max(instance.start_ns, merged.first);
-        }
-      });
+      for (auto& [node, index] : key.by_node) {
+        index.ForEachOverlapping(merged.first, merged.second, [&](size_t id) {
+          StepInstance& instance = instances_[id];
+          const uint64_t end = EndOf(instance);
+          if (end > merged.first && instance.start_ns < merged.second) {
+            instance.busy_ns +=
+                std::min(end, merged.second) - std::max(instance.start_ns, merged.first);
+          }
+        });
+      }
     }
   }
 
@@ -1054,10 +1006,10 @@ class ActivityFolder::Impl {
     auto key = step_keys_.find(*range);
     std::vector<size_t> ids;
     if (key != step_keys_.end() && key->second.tracked) {
-      for (const auto& [tid, on_thread] : key->second.threads) {
-        for (size_t id : on_thread.by_start) {
+      for (auto& [node, index] : key->second.by_node) {
+        index.ForEachOverlapping(0, RangeIndex::kOpenEnd, [&](size_t id) {
           if (EndOf(instances_[id]) != HistoryEntry::kOpenEnd) ids.push_back(id);
-        }
+        });
       }
     }
     if (ids.empty()) {

@@ -46,7 +46,7 @@ TEST_CASE("64 threads launching inside NVTX ranges of three libraries lose nothi
           "[e2e][stress]") {
   TempDir dir;
   // Step analysis stays on: it auto-detects a library range as the step, so 42,667 step
-  // instances interleaved over 64 threads are indexed and searched per thread.
+  // instances interleaved over 64 threads are indexed (RangeIndex) and searched per activity.
   const ProcessResult run = test_support::RunProcess(
       {GPUATTR_BIN, "run", "--quiet", "-o", dir.File("report.json"), "--", NVTX_STRESS_APP,
        std::to_string(kThreads), std::to_string(kLaunchesPerThread)},
