@@ -47,6 +47,9 @@ bool FlushThread::Start(const SessionInfo& info) noexcept {
 
 void FlushThread::Stop(int join_timeout_ms) noexcept {
   if (!started_) return;
+  // A cycle may be waiting on a slow collector message by message: from now on the sends of it
+  // and of the final cycle share one budget, past which they are dropped and counted.
+  outbox_.set_deadline_ns(MonotonicNs() + static_cast<uint64_t>(kFinalSendBudgetMs) * 1000000ull);
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
     stop_ = true;
@@ -94,14 +97,17 @@ void FlushThread::Run() noexcept {
       Cycle();
     }
   }
-  outbox_.set_wait_ms(kFinalSendBudgetMs);
-  outbox_.set_deadline_ns(MonotonicNs() + static_cast<uint64_t>(kFinalSendBudgetMs) * 1000000ull);
+  outbox_.set_wait_ms(kFinalSendBudgetMs);  // Stop() set the deadline the last records share
   if (armed) {
     if (window_open_) CloseWindow(wire::WindowEndReason::kProcessExit);
   } else {
     Cycle();
-    SendDiagnostics();
   }
+  outbox_.Flush();
+  // The records may have spent their budget on a slow collector; the counts of what was dropped
+  // and the end of the stream get one of their own, so a report says what it lost.
+  outbox_.set_deadline_ns(MonotonicNs() + static_cast<uint64_t>(kLastWordBudgetMs) * 1000000ull);
+  if (!armed) SendDiagnostics();
   SendGoodbye();
   outbox_.Flush();
 }

@@ -14,7 +14,9 @@
 //   6. every kDiagnosticsEveryCycles cycles, a Diagnostics record.
 //
 // The first message of a connection starts with Hello. Stop() runs a final cycle, Diagnostics and
-// Goodbye, waiting at most kFinalSendBudgetMs in total for the socket to take them.
+// Goodbye: from the moment Stop() is called, the sends of a cycle still waiting on a slow
+// collector and of the final cycle wait at most kFinalSendBudgetMs in total, then Diagnostics and
+// Goodbye at most kLastWordBudgetMs more, so the drops are counted even when records were not.
 //
 // Armed mode (docs/attach.md): after Hello{armed} the thread only reads control messages each
 // period. kOpenWindow restarts the stream (Hello{window}, definitions again, sequence 0),
@@ -48,7 +50,8 @@ constexpr uint32_t kCuptiFlushEveryCycles = 4;     // 200 ms at the default peri
 constexpr uint32_t kDiagnosticsEveryCycles = 20;   // 1 s at the default period
 constexpr int kConnectWaitMs = 1000;
 constexpr int kCycleSendWaitMs = 50;               // per message, while running
-constexpr int kFinalSendBudgetMs = 1000;           // all final messages together
+constexpr int kFinalSendBudgetMs = 1000;           // from Stop(): every send's waits together
+constexpr int kLastWordBudgetMs = 500;             // then for Diagnostics and Goodbye
 constexpr int kDetachWaitMs = 1000;                // for an API exit to run cuptiFinalize
 
 struct SessionInfo {

@@ -117,9 +117,10 @@ void Outbox::Flush() noexcept {
   const uint32_t records = writer_.record_count();
   const uint32_t size = writer_.Finish(sequence_++);
   int wait_ms = wait_ms_;
-  if (deadline_ns_ != 0) {
+  const uint64_t deadline_ns = deadline_ns_.load(std::memory_order_relaxed);
+  if (deadline_ns != 0) {
     const uint64_t now = MonotonicNs();
-    const uint64_t left_ms = now >= deadline_ns_ ? 0 : (deadline_ns_ - now) / 1000000ull;
+    const uint64_t left_ms = now >= deadline_ns ? 0 : (deadline_ns - now) / 1000000ull;
     wait_ms = static_cast<int>(left_ms < static_cast<uint64_t>(wait_ms) ? left_ms : wait_ms);
   }
   transport_->Send(writer_.data(), size, records, wait_ms);

@@ -1,7 +1,8 @@
 // Transport: the non-blocking SOCK_SEQPACKET connection to the collector, and Outbox, which packs
 // wire records into messages (at most wire::kMaxMessageBytes each) and sends them.
 //
-// Runs on: the gpuattr-flush thread only (tests: the test thread). App threads never touch it.
+// Runs on: the gpuattr-flush thread only (tests: the test thread). App threads never touch it,
+// except that the thread stopping the shim may set the Outbox's deadline (set_deadline_ns).
 //
 // Drop policy: a message is one datagram. When the socket is full, Send waits for writability at
 // most `wait_ms`, then drops the message and counts it and its records; once the peer is gone
@@ -10,6 +11,7 @@
 #ifndef GPUATTR_INJECT_RUNTIME_TRANSPORT_H_
 #define GPUATTR_INJECT_RUNTIME_TRANSPORT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string_view>
 
@@ -71,8 +73,11 @@ class Outbox {
 
   // How long each send may wait for a full socket.
   void set_wait_ms(int wait_ms) noexcept { wait_ms_ = wait_ms; }
-  // From now on, the waits of all sends together end at `deadline_ns` (MonotonicNs).
-  void set_deadline_ns(uint64_t deadline_ns) noexcept { deadline_ns_ = deadline_ns; }
+  // From now on, the waits of all sends together end at `deadline_ns` (MonotonicNs). Runs on:
+  // any thread (the stopping thread cuts short a cycle that waits on a slow collector).
+  void set_deadline_ns(uint64_t deadline_ns) noexcept {
+    deadline_ns_.store(deadline_ns, std::memory_order_relaxed);
+  }
 
   template <typename Body>
   void Append(const Body& body, uint16_t flags = 0) noexcept {
@@ -107,7 +112,7 @@ class Outbox {
   wire::MessageWriter writer_;
   uint64_t sequence_ = 0;
   int wait_ms_ = 0;
-  uint64_t deadline_ns_ = 0;  // 0: none
+  std::atomic<uint64_t> deadline_ns_{0};  // 0: none
 };
 
 }  // namespace gpuattr::inject

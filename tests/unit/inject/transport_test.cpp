@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <thread>
 #include <vector>
 
+#include "runtime/clock.h"
 #include "runtime/transport.h"
 #include "wire/codec.h"
 
@@ -122,6 +124,45 @@ TEST_CASE("a bounded wait for a full socket gives up after about that long", "[t
   const auto elapsed = std::chrono::steady_clock::now() - begin;
   CHECK(elapsed >= std::chrono::milliseconds(90));
   CHECK(elapsed < std::chrono::milliseconds(1000));
+}
+
+TEST_CASE("a deadline set from another thread cuts short a flush loop waiting on a full socket",
+          "[transport]") {
+  // FlushThread::Stop does this while a cycle waits kCycleSendWaitMs per message on a slow
+  // collector; then the last word gets a deadline of its own and goes out once the peer reads.
+  SocketPair sockets;
+  const int small = 4096;
+  setsockopt(sockets.shim, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+  Transport transport;
+  transport.Adopt(sockets.shim);
+  Outbox outbox(&transport);
+  outbox.set_wait_ms(50);
+  constexpr int kMessages = 200;  // 10 s of waiting if nothing cut it short
+  const auto begin = std::chrono::steady_clock::now();
+  std::thread cycle([&] {
+    for (int message = 0; message < kMessages; ++message) {
+      for (int i = 0; i < 40; ++i) outbox.Append(wire::ApiExit{1, 2, 3});
+      outbox.Flush();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  outbox.set_deadline_ns(MonotonicNs());
+  cycle.join();
+  CHECK(std::chrono::steady_clock::now() - begin < std::chrono::seconds(3));
+  CHECK(transport.dropped_messages() > kMessages / 2);
+  CHECK(transport.sent_messages() + transport.dropped_messages() == kMessages);
+
+  std::vector<uint64_t> sequences;
+  std::vector<std::vector<uint8_t>> storage;
+  ReceiveAll(sockets.peer, &sequences, &storage);  // the collector catches up
+  outbox.set_deadline_ns(MonotonicNs() + 500'000'000ull);
+  outbox.Append(wire::Goodbye{1, 0, 0});
+  outbox.Flush();
+  sequences.clear();
+  const auto last = ReceiveAll(sockets.peer, &sequences, &storage);
+  REQUIRE(last.size() == 1);
+  CHECK(sequences.front() == kMessages);
+  CHECK(last.front().front().type == wire::RecordType::kGoodbye);
 }
 
 TEST_CASE("after the collector goes away every message is dropped and counted", "[transport]") {
