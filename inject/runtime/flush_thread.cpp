@@ -101,7 +101,7 @@ void FlushThread::Run() noexcept {
   if (armed) {
     if (window_open_) CloseWindow(wire::WindowEndReason::kProcessExit);
   } else {
-    Cycle();
+    Cycle(/*last=*/true);
   }
   outbox_.Flush();
   // The records may have spent their budget on a slow collector; the counts of what was dropped
@@ -163,9 +163,9 @@ void FlushThread::NameNewThread(ThreadState& state) noexcept {
   if (id != 0) thread_names_.push_back(wire::ThreadName{state.tid, id});
 }
 
-void FlushThread::Cycle() noexcept {
+void FlushThread::Cycle(bool last) noexcept {
   const bool cupti_active = shim_->cupti_active.load(std::memory_order_acquire);
-  if (cupti_active && cycles_ % kCuptiFlushEveryCycles == 0) {
+  if (cupti_active && (last || cycles_ % kCuptiFlushEveryCycles == 0)) {
     // No lock of ours is held here (rule: never call CUPTI under our locks).
     shim_->cupti.cuptiActivityFlushAll(0);
     size_t dropped = 0;
@@ -377,7 +377,7 @@ void FlushThread::CloseWindow(wire::WindowEndReason reason) noexcept {
     detach = window.detach_state() == CaptureWindow::kDetached ? wire::DetachOutcome::kFinalized
                                                                  : wire::DetachOutcome::kPending;
   }
-  Cycle();  // the last ring records and the buffers the forced flush delivered
+  Cycle(/*last=*/true);  // the last ring records and the buffers the forced flush delivered
   SendDiagnostics();
   wire::WindowEnd window_end{};
   window_end.timestamp_ns = end;

@@ -2,7 +2,7 @@
 //
 // Every flush period it turns what app threads and CUPTI produced into wire messages:
 //
-//   1. every kCuptiFlushEveryCycles cycles: cuptiActivityFlushAll(0) and
+//   1. every kCuptiFlushEveryCycles cycles, and in a stream's last: cuptiActivityFlushAll(0) and
 //      cuptiActivityGetNumDroppedRecords (CUPTI calls; no lock of ours is held, see §9.6 rule 6:
 //      bufferRequested runs under a CUPTI lock, so holding ours here could deadlock ABBA);
 //   2. snapshot every thread ring's published position;
@@ -82,7 +82,9 @@ class FlushThread final : private NameInterner {
   // The pieces of the thread's work, public so tests can drive them on a socketpair.
   void Adopt(int fd) noexcept { transport_.Adopt(fd); }
   void SendHello(const SessionInfo& info, wire::HelloMode mode = wire::HelloMode::kTraced) noexcept;
-  void Cycle() noexcept;
+  // `last`: the stream's final cycle, which always asks CUPTI for its dropped-record count so
+  // the Diagnostics sent after it are complete.
+  void Cycle(bool last = false) noexcept;
   // Armed mode's period: control messages, then the cycle while a window records.
   void ArmedCycle() noexcept;
   // Ends an open window (process exit, or the daemon's kCloseWindow).

@@ -86,11 +86,12 @@ TEST_CASE("64 threads launching inside NVTX ranges of three libraries lose nothi
     CHECK(kernels == kLaunches);
     CHECK(process["coverage"]["attributed_fraction"] == 1.0);
   } else {
+    // A kernel record is reported, dropped by CUPTI (its buffers declined), or dropped with a
+    // message the socket did not take (which also holds other records): the counts cover it.
     CHECK(kernels <= kLaunches);
-    CHECK(loss["ring_dropped_records"].get<uint64_t>() +
-              loss["socket_dropped_records"].get<uint64_t>() +
-              loss["cupti_dropped_records"].get<uint64_t>() >
-          0);
+    CHECK(kernels + loss["cupti_dropped_records"].get<uint64_t>() +
+              loss["socket_dropped_records"].get<uint64_t>() >=
+          kLaunches);
   }
 }
 

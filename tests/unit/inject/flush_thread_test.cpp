@@ -269,6 +269,36 @@ TEST_CASE("completed CUPTI buffers become Kernel records after their name defini
 }
 
 
+CUptiResult CUPTIAPI FlushAllNothing(uint32_t) { return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI SevenDropped(CUcontext, uint32_t, size_t* dropped) {
+  *dropped = 7;
+  return CUPTI_SUCCESS;
+}
+
+TEST_CASE("a stream's last cycle always collects CUPTI's dropped-record count", "[flush]") {
+  // CUPTI is polled every kCuptiFlushEveryCycles cycles; the records it dropped since, at exit,
+  // must still reach the final Diagnostics whatever the cycle count is then.
+  static_assert(kCuptiFlushEveryCycles > 2);
+  Harness harness;
+  ShimState& shim = Shim();
+  shim.cupti.cuptiActivityFlushAll = &FlushAllNothing;
+  shim.cupti.cuptiActivityGetNumDroppedRecords = &SevenDropped;
+  shim.cupti_bound.store(false);
+  shim.cupti_active.store(true);
+  harness.flush->SendHello(SessionInfo{});
+  harness.flush->Cycle();  // polls: the first of a period
+  harness.flush->Cycle();  // does not
+  harness.flush->Cycle(/*last=*/true);
+  harness.flush->SendDiagnostics();
+  harness.flush->FlushOutbox();
+  shim.cupti_active.store(false);
+  Peer peer{harness.peer_fd};
+  peer.ReceiveAll();
+  REQUIRE(peer.records.back().type == wire::RecordType::kDiagnostics);
+  CHECK(peer.records.back().As<wire::Diagnostics>().cupti_dropped_records == 14);
+}
+
+
 // Sends one control message to the shim, as the daemon does.
 void SendControl(int fd, const wire::Control& control) {
   uint8_t buffer[256];
