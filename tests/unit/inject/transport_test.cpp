@@ -28,6 +28,11 @@ struct SocketPair {
   ~SocketPair() {
     if (peer >= 0) close(peer);
   }
+  // A small send buffer, so that a peer that does not read fills it within a few messages.
+  void ShrinkShimSendBuffer() const {
+    const int small = 4096;
+    setsockopt(shim, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+  }
 };
 
 // Receives every queued datagram without blocking and decodes it.
@@ -86,8 +91,7 @@ TEST_CASE("the outbox splits records into valid messages with consecutive sequen
 
 TEST_CASE("a full socket drops and counts messages and never blocks", "[transport]") {
   SocketPair sockets;
-  const int small = 4096;
-  setsockopt(sockets.shim, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+  sockets.ShrinkShimSendBuffer();
   Transport transport;
   transport.Adopt(sockets.shim);
   Outbox outbox(&transport);
@@ -109,8 +113,7 @@ TEST_CASE("a full socket drops and counts messages and never blocks", "[transpor
 
 TEST_CASE("a bounded wait for a full socket gives up after about that long", "[transport]") {
   SocketPair sockets;
-  const int small = 4096;
-  setsockopt(sockets.shim, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+  sockets.ShrinkShimSendBuffer();
   Transport transport;
   transport.Adopt(sockets.shim);
   std::vector<uint8_t> datagram(8192);
@@ -131,8 +134,7 @@ TEST_CASE("a deadline set from another thread cuts short a flush loop waiting on
   // FlushThread::Stop does this while a cycle waits kCycleSendWaitMs per message on a slow
   // collector; then the last word gets a deadline of its own and goes out once the peer reads.
   SocketPair sockets;
-  const int small = 4096;
-  setsockopt(sockets.shim, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+  sockets.ShrinkShimSendBuffer();
   Transport transport;
   transport.Adopt(sockets.shim);
   Outbox outbox(&transport);
