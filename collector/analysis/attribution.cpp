@@ -42,18 +42,28 @@ bool RanksBefore(const ShapeStats& a, const ShapeStats& b) {
   return a.kernels != b.kernels ? a.kernels > b.kernels : a.total_ns > b.total_ns;
 }
 
+// Adds `count` kernels that ran `total_ns` in all, the shortest `min_ns` and the longest `max_ns`.
+void AddKernelCounts(FamilyStats& stats, uint64_t count, uint64_t total_ns, uint64_t min_ns,
+                     uint64_t max_ns) {
+  stats.min_ns = stats.kernels == 0 ? min_ns : std::min(stats.min_ns, min_ns);
+  stats.max_ns = std::max(stats.max_ns, max_ns);
+  stats.kernels += count;
+  stats.total_ns += total_ns;
+}
+
+// The entry of `shape` in `shapes`, appended with no kernels when it is new.
+std::vector<ShapeStats>::iterator ShapeEntry(std::vector<ShapeStats>& shapes,
+                                             const KernelShape& shape) {
+  auto it = std::find_if(shapes.begin(), shapes.end(),
+                         [&](const ShapeStats& mine) { return mine.shape == shape; });
+  return it != shapes.end() ? it : shapes.insert(shapes.end(), ShapeStats{shape, 0, 0});
+}
+
 }  // namespace
 
 void FamilyStats::AddKernel(const KernelShape& shape, uint64_t duration_ns) {
-  min_ns = kernels == 0 ? duration_ns : std::min(min_ns, duration_ns);
-  max_ns = std::max(max_ns, duration_ns);
-  ++kernels;
-  total_ns += duration_ns;
-  auto it = std::find_if(shapes.begin(), shapes.end(),
-                         [&](const ShapeStats& mine) { return mine.shape == shape; });
-  if (it == shapes.end()) {
-    it = shapes.insert(shapes.end(), ShapeStats{shape, 0, 0});
-  }
+  AddKernelCounts(*this, 1, duration_ns, duration_ns, duration_ns);
+  auto it = ShapeEntry(shapes, shape);
   ++it->kernels;
   it->total_ns += duration_ns;
   // Only this shape grew, so the stable order Merge sorts into is restored by moving it ahead
@@ -70,20 +80,12 @@ void FamilyStats::AddExample(const std::string& name) {
 }
 
 void FamilyStats::Merge(const FamilyStats& other) {
-  min_ns = kernels == 0 ? other.min_ns : std::min(min_ns, other.min_ns);
-  max_ns = std::max(max_ns, other.max_ns);
-  kernels += other.kernels;
-  total_ns += other.total_ns;
+  AddKernelCounts(*this, other.kernels, other.total_ns, other.min_ns, other.max_ns);
   for (const std::string& name : other.names) AddExample(name);
   for (const ShapeStats& shape : other.shapes) {
-    auto it = std::find_if(shapes.begin(), shapes.end(),
-                           [&](const ShapeStats& mine) { return mine.shape == shape.shape; });
-    if (it == shapes.end()) {
-      shapes.push_back(shape);
-    } else {
-      it->kernels += shape.kernels;
-      it->total_ns += shape.total_ns;
-    }
+    auto it = ShapeEntry(shapes, shape.shape);
+    it->kernels += shape.kernels;
+    it->total_ns += shape.total_ns;
   }
   std::stable_sort(shapes.begin(), shapes.end(), RanksBefore);
   api_samples.Merge(other.api_samples);
