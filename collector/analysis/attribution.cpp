@@ -74,7 +74,8 @@ void FamilyStats::AddKernel(const KernelShape& shape, uint64_t duration_ns) {
 }
 
 void FamilyStats::AddExample(const std::string& name) {
-  if (names.size() < kFamilyExamples && std::find(names.begin(), names.end(), name) == names.end()) {
+  if (names.size() < kFamilyExamples &&
+      std::find(names.begin(), names.end(), name) == names.end()) {
     names.push_back(name);
   }
 }
@@ -189,8 +190,9 @@ class ThreadRanges {
     auto it = data_.history.find(tid);
     if (it == data_.history.end()) return 0;
     const auto& entries = it->second;
-    auto after = std::upper_bound(entries.begin(), entries.end(), t,
-                                  [](uint64_t value, const HistoryEntry& e) { return value < e.start_ns; });
+    auto after =
+        std::upper_bound(entries.begin(), entries.end(), t,
+                         [](uint64_t value, const HistoryEntry& e) { return value < e.start_ns; });
     int64_t i = static_cast<int64_t>(after - entries.begin()) - 1;
     while (i >= 0) {
       const HistoryEntry& entry = entries[static_cast<size_t>(i)];
@@ -249,10 +251,11 @@ class PassTreeBuilder {
     out.instances = node.host_durations.count();
     if (out.instances > 0) {
       const Samples<uint64_t>& host = node.host_durations;
-      out.host = DurationStats{host.count(), host.total(), host.min(), host.median(), host.max(),
-                               host.exact()};
+      out.host = DurationStats{host.count(),  host.total(), host.min(),
+                               host.median(), host.max(),   host.exact()};
     }
-    out.busy_ns = node.busy_closed + (node.current_open ? node.current.second - node.current.first : 0);
+    out.busy_ns =
+        node.busy_closed + (node.current_open ? node.current.second - node.current.first : 0);
     out.total_ns = out.self_ns;
     for (auto& [key, context] : node.contexts) {
       context.path = key;
@@ -666,7 +669,8 @@ class ActivityFolder::Impl {
     if (device.pending && activity.start_ns != device.pending->end) FinishHole(device);
     if (activity.start_ns > device.segment.second) {
       device.stats.busy_ns += device.segment.second - device.segment.first;
-      device.pending = Hole{device.segment.second, activity.start_ns, GapKind::kUnknown, false, 0, 0};
+      device.pending =
+          Hole{device.segment.second, activity.start_ns, GapKind::kUnknown, false, 0, 0};
       device.segment.first = activity.start_ns;
     }
     if (device.pending && launch &&
@@ -879,8 +883,8 @@ class ActivityFolder::Impl {
     line["reason"] = outcome.reason ? Json(outcome.reason) : Json(nullptr);
     line["graph_node"] = activity.graph_node_id ? Json(activity.graph_node_id) : Json(nullptr);
     if (activity.graph_node_id != 0 && launch) {
-      line["launch_path"] = outcome.launch_node != 0 ? paths_.Names(outcome.launch_node)
-                                                     : std::vector<std::string>{};
+      line["launch_path"] =
+          outcome.launch_node != 0 ? paths_.Names(outcome.launch_node) : std::vector<std::string>{};
     } else {
       line["launch_path"] = nullptr;
     }
@@ -1080,7 +1084,7 @@ class ActivityFolder::Impl {
   std::map<std::string, FamilyStats> families_;
   std::unordered_map<uint32_t, std::vector<std::string>> graph_families_;
   size_t registered_ = 0;
-  size_t observed_ranges_ = 0;  // data_.host_ranges shown to the observer
+  size_t observed_ranges_ = 0;          // data_.host_ranges shown to the observer
   std::deque<StepInstance> instances_;  // grows with every step, like TraceData's ranges
   std::vector<std::pair<const StepKey*, size_t>> best_instances_;  // FoldStep's scratch
   std::map<std::string, StepKey> step_keys_;
