@@ -25,7 +25,7 @@
 
 namespace gpuattr::inject {
 
-constexpr uint32_t kDefaultRingBytes = 1u << 20;
+constexpr uint32_t kDefaultRingBytes = 4u << 20;
 constexpr uint32_t kMaxRangeDepth = 128;
 
 struct RangeFrame {
