@@ -19,6 +19,11 @@ inline uint64_t MonotonicNs() noexcept {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// The MonotonicNs() that is `ms` milliseconds from now: a deadline for bounded waits.
+inline uint64_t MonotonicNsAfterMs(int ms) noexcept {
+  return MonotonicNs() + static_cast<uint64_t>(ms) * 1000000ull;
+}
+
 inline uint64_t RealtimeNs() noexcept {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

@@ -49,7 +49,7 @@ void FlushThread::Stop(int join_timeout_ms) noexcept {
   if (!started_) return;
   // A cycle may be waiting on a slow collector message by message: from now on the sends of it
   // and of the final cycle share one budget, past which they are dropped and counted.
-  outbox_.set_deadline_ns(MonotonicNs() + static_cast<uint64_t>(kFinalSendBudgetMs) * 1000000ull);
+  outbox_.set_deadline_ns(MonotonicNsAfterMs(kFinalSendBudgetMs));
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
     stop_ = true;
@@ -106,7 +106,7 @@ void FlushThread::Run() noexcept {
   outbox_.Flush();
   // The records may have spent their budget on a slow collector; the counts of what was dropped
   // and the end of the stream get one of their own, so a report says what it lost.
-  outbox_.set_deadline_ns(MonotonicNs() + static_cast<uint64_t>(kLastWordBudgetMs) * 1000000ull);
+  outbox_.set_deadline_ns(MonotonicNsAfterMs(kLastWordBudgetMs));
   if (!armed) SendDiagnostics();
   SendGoodbye();
   outbox_.Flush();

@@ -17,7 +17,7 @@ namespace {
 // Waits until `fd` is writable or `wait_ms` has passed. True when writable.
 bool WaitWritable(int fd, int wait_ms) noexcept {
   if (wait_ms <= 0) return false;
-  const uint64_t deadline = MonotonicNs() + static_cast<uint64_t>(wait_ms) * 1000000ull;
+  const uint64_t deadline = MonotonicNsAfterMs(wait_ms);
   for (;;) {
     const uint64_t now = MonotonicNs();
     if (now >= deadline) return false;

@@ -157,7 +157,7 @@ TEST_CASE("a deadline set from another thread cuts short a flush loop waiting on
   std::vector<uint64_t> sequences;
   std::vector<std::vector<uint8_t>> storage;
   ReceiveAll(sockets.peer, &sequences, &storage);  // the collector catches up
-  outbox.set_deadline_ns(MonotonicNs() + 500'000'000ull);
+  outbox.set_deadline_ns(MonotonicNsAfterMs(500));
   outbox.Append(wire::Goodbye{1, 0, 0});
   outbox.Flush();
   sequences.clear();
