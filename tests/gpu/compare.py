@@ -46,6 +46,113 @@ def pass_total(report, suffix):
                for path, p in all_passes(report) if path[-len(suffix):] == suffix)
 
 
+def answer(questions, name):
+    """The first JSON line a cupti_questions child printed for `name`, or None."""
+    child = ((questions or {}).get("answers") or {}).get(name) or {}
+    lines = child.get("lines") or []
+    return lines[0] if lines else None
+
+
+def child_outcome(child):
+    if not child:
+        return "missing"
+    if child.get("timed_out"):
+        return "timed out"
+    if child.get("signal") is not None:
+        return f"signal {child['signal']}"
+    return f"exit {child.get('exit')}"
+
+
+def cupti_rows(questions, row, record):
+    """cupti-notes §10: checks of what the simulated GPU assumes, then the other answers recorded."""
+    launch = answer(questions, "launch_callbacks") or {}
+    chevron = launch.get("<<<>>>")
+    cbids = None if chevron is None else chevron.get("runtime_cbids_entered")
+    row("§10.1 <<<>>> enters __cudaLaunchKernel (505), not 211 (simgpu: 505)", cbids, "[505]",
+        None if cbids is None else (505 in cbids and 211 not in cbids))
+    nested = None if chevron is None else chevron.get("nested_driver_same_corr")
+    row("§10.1 nested driver launch callback shares the runtime id (simgpu default: same)",
+        nested, "true", None if chevron is None else nested is True)
+    sides = None if chevron is None else chevron.get("device_record_corr_is")
+    row("§10.2 kernel record correlationId is the runtime call's (simgpu: runtime)", sides,
+        "runtime", None if not sides else set(sides) <= {"runtime", "both"})
+    for label in ("cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx"):
+        ev = launch.get(label)
+        record(f"§10.1 {label}: runtime / driver cbids entered",
+               None if ev is None else f"{ev['runtime_cbids_entered']} / {ev['driver_cbids_entered']}")
+    copies = answer(questions, "memcpy_correlation") or {}
+    for label in ("cudaMemcpy pageable HtoD", "cudaMemcpyAsync pinned HtoD",
+                  "cudaMemcpyAsync pinned DtoH", "cudaMemsetAsync"):
+        ev = copies.get(label)
+        sides = None if ev is None else ev["device_record_corr_is"] + ev["memcpy_runtime_corr_field_is"]
+        row(f"§10.2 {label}: record ids are the runtime call's (simgpu: runtime)", sides, "runtime",
+            None if not sides else set(sides) <= {"runtime", "both"})
+    graphs = answer(questions, "graphs")
+    get = (lambda key: None) if graphs is None else graphs.get
+    row("§10.3 graph kernel graphNodeId is the instantiated clone's (simgpu: clone)",
+        get("kernel_graph_node_id_is"), "clone",
+        None if get("kernel_graph_node_id_is") is None else get("kernel_graph_node_id_is") == "clone")
+    row("§10.3 graph kernel graphId (simgpu: the clone graph's)", get("kernel_graph_id_is"),
+        "clone_graph", None if get("kernel_graph_id_is") is None
+        else "clone_graph" in get("kernel_graph_id_is"))
+    row("§10.3 graph kernels carry the graph launch's correlation id (simgpu: yes)",
+        get("kernel_corr_is_graph_launch_corr"), "true",
+        None if get("kernel_corr_is_graph_launch_corr") is None
+        else get("kernel_corr_is_graph_launch_corr") is True)
+    row("§10.3 capture-time launches produce no records (simgpu: none)",
+        get("capture_launches_produce_records"), "false",
+        None if get("capture_launches_produce_records") is None
+        else get("capture_launches_produce_records") is False)
+    trace = answer(questions, "graph_trace")
+    record("§10.3 with GRAPH_TRACE on: enable result, node-level kernel records, graph records",
+           None if trace is None else f"{trace.get('graph_trace_enable_result')}, "
+           f"{trace.get('graph_kernel_records_with_node_id')}, {len(trace.get('graph_trace_records', []))}")
+    done = answer(questions, "completed")
+    row("§10.4 kernel `completed` equals `end` (simgpu: equal)",
+        None if done is None else f"{done['completed_equals_end']} of {done['kernels']}",
+        "all", None if done is None else done["kernels"] > 0 and done["completed_equals_end"] == done["kernels"])
+    threads = answer(questions, "buffer_threads")
+    if threads is None:
+        record("§10.5 bufferCompleted threads", None)
+    else:
+        completes = [b for b in threads["buffers"] if b["event"] == "complete"]
+        record("§10.5 bufferCompleted without a flush: threads",
+               sorted({b["thread_name"] for b in completes if not b["during_flush"]}) or "none in 3 s")
+        record("§10.5 bufferCompleted during a flush: on the flushing thread / other",
+               f"{sum(b['count'] for b in completes if b['during_flush'] and b['on_main_thread'])} / "
+               f"{sum(b['count'] for b in completes if b['during_flush'] and not b['on_main_thread'])}")
+    injection = (questions or {}).get("answers", {}).get("injection")
+    for case in ("ld_preload_only", "injection_path_returning_1", "injection_path_returning_0",
+                 "both_naming_it"):
+        c = None if injection is None else injection.get(case)
+        kernel = None if c is None or not c["child"]["lines"] else c["child"]["lines"][0]["kernel_ran"]
+        record(f"§10.6 {case}: InitializeInjection calls, kernel ran",
+               None if c is None else f"{c['initialize_injection_calls']}, {kernel}")
+    twice = answer(questions, "register_twice")
+    record("§10.7 second RegisterCallbacks: result, records to first / second",
+           None if twice is None else f"{twice['second_register_result']}, "
+           f"{twice['kernel_records_to_first']} / {twice['kernel_records_to_second']}")
+    slot_child = (questions or {}).get("answers", {}).get("nvtx_slot")
+    slot = answer(questions, "nvtx_slot")
+    record("§10.8 NVTX_INJECTION64_PATH=libcupti, then cuptiSubscribe: result (39 = slot taken)",
+           None if slot is None else f"{slot['subscribe_result']} {slot['old_subscriber_name']!r}")
+    record("§10.8 nvtxNameOsThreadA with libcupti as NVTX injection (NVIDIA/NVTX#125)",
+           None if slot_child is None else ("survived" if len(slot_child.get("lines") or []) > 1
+                                            else child_outcome(slot_child)))
+    chain = (questions or {}).get("answers", {}).get("nvtx_chain")
+    chained = None if chain is None else (chain["child"]["lines"] or [None])[0]
+    record("§10.8 chaining through cuptiNvtxInitialize2 beside one's own handler",
+           None if chain is None else (chained["chaining_works"] if chained
+                                       else child_outcome(chain["child"])))
+    again = answer(questions, "reattach")
+    record("§10.9 graph correlation after cuptiFinalize + re-attach: session 1 / old graph / new graph",
+           None if again is None else f"{again['session_1_corr_matches']} / "
+           f"{again['session_2_old_graph_corr_matches']} / {again['session_2_new_graph_corr_matches']}")
+    for name, child in ((questions or {}).get("answers") or {}).items():
+        if isinstance(child, dict) and "lines" in child and child_outcome(child) != "exit 0":
+            record(f"cupti_questions {name}: child", child_outcome(child))
+
+
 def main():
     outdir = sys.argv[1]
     rows = []
@@ -53,6 +160,10 @@ def main():
     def row(check, value, target, ok):
         rows.append({"check": check, "value": value, "target": target,
                      "result": "not run" if ok is None else ("pass" if ok else "FAIL")})
+
+    def record(check, value):
+        rows.append({"check": check, "value": value, "target": "answer recorded",
+                     "result": "not run" if value is None else "recorded"})
 
     # 1. Per-family device time: gpuattr run vs gpuattr import of torch.profiler, same workload.
     for script in ("torch_lesson", "torch_train"):
@@ -122,6 +233,9 @@ def main():
         over = (t - b) / b
         row(f"{name}: per-step overhead ({b:.3f} -> {t:.3f} ms)", f"{over:.2%}",
             f"< {OVERHEAD_MAX:.0%}", over < OVERHEAD_MAX)
+
+    # 6. cupti-notes §10, from cupti_questions.
+    cupti_rows(load(outdir, "cupti_questions.json"), row, record)
 
     with open(os.path.join(outdir, "summary.json"), "w") as f:
         json.dump(rows, f, indent=1)

@@ -1,0 +1,216 @@
+// The real-GPU kit's comparison (tests/gpu/compare.py, docs/gpu-validation.md) on what it will
+// read after a GPU run, made here on the simulated GPU: reports of the scenarios that mirror the
+// PyTorch scripts (gpu_course_block for torch_lesson, autograd_threads for torch_train,
+// graph_microstep for torch_train_graph) under `gpuattr run`, torch.profiler's side as a Kineto
+// trace of the same kernels imported with `gpuattr import`, step-time truths, and
+// cupti_questions' output in tests/gpu/fixtures. Each check must pass, fail or stay `not run`
+// exactly when its inputs say so.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "scenario_check.h"
+#include "subprocess.h"
+#include "test_files.h"
+
+namespace gpuattr::e2e {
+namespace {
+
+using nlohmann::json;
+using test_support::ProcessResult;
+using test_support::ReadJson;
+using test_support::RunProcess;
+using test_support::TempDir;
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  REQUIRE(out.good());
+}
+
+// Microseconds with exactly three decimals, as a JSON number token: the importer reads the
+// decimal text, so the nanoseconds survive exactly.
+std::string Microseconds(uint64_t ns) {
+  const std::string fraction = std::to_string(1000 + ns % 1000).substr(1);
+  return std::to_string(ns / 1000) + "." + fraction;
+}
+
+// The truth's kernels as torch.profiler's chrome trace would list them; kernels whose name
+// contains `stretched` last `stretch_percent` % of their true duration.
+std::string KinetoTrace(const json& truth, const std::string& stretched = "",
+                        uint64_t stretch_percent = 100) {
+  std::string events;
+  for (const json& process : truth["processes"]) {
+    for (const json& a : process["activities"]) {
+      if (a["kind"] != "kernel") continue;
+      const std::string name = a["name"];
+      uint64_t duration = a["end_ns"].get<uint64_t>() - a["start_ns"].get<uint64_t>();
+      if (!stretched.empty() && name.find(stretched) != std::string::npos) {
+        duration = duration * stretch_percent / 100;
+      }
+      const std::string stream = std::to_string(a["stream"].get<int64_t>());
+      events += std::string(events.empty() ? "" : ",\n") + R"({"ph":"X","cat":"kernel","name":)" +
+                json(name).dump() + R"(,"pid":0,"tid":)" + stream + R"(,"ts":)" +
+                Microseconds(a["start_ns"]) + R"(,"dur":)" + Microseconds(duration) +
+                R"(,"args":{"device":0,"stream":)" + stream + R"(,"correlation":)" +
+                std::to_string(a["correlation_id"].get<uint64_t>()) + "}}";
+    }
+  }
+  return "{\"traceEvents\":[\n" + events + "\n]}\n";
+}
+
+// Runs `scenario` under gpuattr into OUT/NAME.report.json; with `profiler`, also imports the
+// Kineto trace of its truth into OUT/NAME.import.json.
+void MakeRun(const TempDir& dir, const std::string& out, const std::string& name,
+             const std::string& scenario, bool profiler, const std::string& stretched = "",
+             uint64_t stretch_percent = 100) {
+  const auto [report, truth] = RunScenario(dir, std::string(GPUATTR_SCENARIO_DIR) + "/" + scenario);
+  WriteText(out + "/" + name + ".report.json", report.dump());
+  if (!profiler) return;
+  const std::string trace = out + "/" + name + ".torch_trace.json";
+  WriteText(trace, KinetoTrace(truth, stretched, stretch_percent));
+  const ProcessResult imported = RunProcess(
+      {GPUATTR_BIN, "import", "--quiet", trace, "-o", out + "/" + name + ".import.json"});
+  INFO(imported.err);
+  REQUIRE(ExitStatus(imported) == 0);
+}
+
+void WriteStepTruth(const std::string& path, double step_median_ms) {
+  WriteText(path, "{\"step_median_ms\":" + std::to_string(step_median_ms) + "}\n");
+}
+
+struct Summary {
+  int exit_status = -1;
+  std::map<std::string, json> rows;  // by check
+};
+
+Summary Compare(const std::string& out) {
+  const ProcessResult run =
+      RunProcess({GPUATTR_PYTHON, GPUATTR_SOURCE_DIR "/tests/gpu/compare.py", out});
+  INFO(run.out << run.err);
+  Summary summary;
+  summary.exit_status = ExitStatus(run);
+  const json rows = ReadJson(out + "/summary.json");
+  REQUIRE(rows.is_array());
+  for (const json& row : rows) summary.rows[row["check"]] = row;
+  return summary;
+}
+
+std::string Result(const Summary& summary, const std::string& check) {
+  const auto row = summary.rows.find(check);
+  INFO("check: " << check);
+  REQUIRE(row != summary.rows.end());
+  return row->second["result"];
+}
+
+json CuptiQuestionsExample() {
+  return ReadJson(GPUATTR_SOURCE_DIR "/tests/gpu/fixtures/cupti_questions.example.json");
+}
+
+TEST_CASE("compare.py passes the simulated runs that agree with their own profiler traces",
+          "[e2e][gpu-kit]") {
+  TempDir dir;
+  const std::string out = dir.File("out");
+  REQUIRE(RunProcess({"mkdir", "-p", out}).exit_code == 0);
+  MakeRun(dir, out, "torch_lesson", "gpu_course_block.json", /*profiler=*/true);
+  MakeRun(dir, out, "torch_train", "autograd_threads.json", /*profiler=*/true);
+  MakeRun(dir, out, "torch_train_graph", "graph_microstep.json", /*profiler=*/false);
+  WriteStepTruth(out + "/torch_train.bare.truth.json", 10.0);
+  WriteStepTruth(out + "/torch_train.truth.json", 10.15);
+  WriteText(out + "/cupti_questions.json", CuptiQuestionsExample().dump());
+
+  const Summary summary = Compare(out);
+  CHECK(summary.exit_status == 0);
+  int family_rows = 0;
+  for (const auto& [check, row] : summary.rows) {
+    INFO(check << ": " << row.dump());
+    CHECK(row["result"] != "FAIL");
+    family_rows += check.rfind("torch_lesson: ", 0) == 0 &&
+                   check.find("vectorized_elementwise") != std::string::npos;
+  }
+  CHECK(family_rows == 4);  // mul, add, gelu, clamp: each compared with the profiler's
+  CHECK(Result(summary, "torch_lesson: cublas_gemm") == "pass");
+  CHECK(Result(summary, "torch_lesson: families in only one report") == "pass");
+  CHECK(Result(summary, "torch_train: families in only one report") == "pass");
+  // autograd_threads: the backward kernels come from a thread with no ranges; inheritance
+  // attributes all of them.
+  CHECK(Result(summary, "torch_train: coverage.by_phase.backward") == "pass");
+  CHECK(summary.rows.at("torch_train: coverage.by_phase.backward")["value"] == 1.0);
+  CHECK(Result(summary, "torch_train_graph: captured_ns / kernel_ns") == "pass");
+  // gpu_course_block: eager 1.512 ms against fused 0.410 ms.
+  CHECK(Result(summary, "torch_lesson: eager/fused device time") == "pass");
+  CHECK(summary.rows.at("torch_lesson: eager/fused device time")["value"].get<double>() ==
+        Approx(1512.0 / 410.0).epsilon(1e-9));
+  CHECK(Result(summary, "torch_train: per-step overhead (10.000 -> 10.150 ms)") == "pass");
+  // What the directory lacks is `not run`, never passed.
+  CHECK(Result(summary, "gpu_probe_all: captured share of kernel time") == "not run");
+  CHECK(Result(summary, "gpu_probe_steps: per-step overhead") == "not run");
+  CHECK(Result(summary, "torch_lesson: per-step overhead") == "not run");
+  // The simulator's own assumptions, in cupti_questions' format, agree with themselves.
+  CHECK(Result(summary, "§10.1 <<<>>> enters __cudaLaunchKernel (505), not 211 (simgpu: 505)") ==
+        "pass");
+  CHECK(Result(summary,
+               "§10.3 graph kernel graphNodeId is the instantiated clone's (simgpu: clone)") ==
+        "pass");
+  CHECK(Result(summary, "§10.4 kernel `completed` equals `end` (simgpu: equal)") == "pass");
+  CHECK(Result(summary, "§10.8 chaining through cuptiNvtxInitialize2 beside one's own handler") ==
+        "recorded");
+}
+
+TEST_CASE(
+    "compare.py fails a family off by 5 %, a 3 % step overhead and a simulator assumption the GPU "
+    "refutes",
+    "[e2e][gpu-kit]") {
+  TempDir dir;
+  const std::string out = dir.File("out");
+  REQUIRE(RunProcess({"mkdir", "-p", out}).exit_code == 0);
+  // torch.profiler's gelu kernels 5 % longer than gpuattr's.
+  MakeRun(dir, out, "torch_lesson", "gpu_course_block.json", /*profiler=*/true,
+          "GeluCUDAKernelImpl", 105);
+  WriteStepTruth(out + "/torch_lesson.bare.truth.json", 10.0);
+  WriteStepTruth(out + "/torch_lesson.truth.json", 10.3);
+  json questions = CuptiQuestionsExample();
+  json& launch = questions["answers"]["launch_callbacks"]["lines"][0]["<<<>>>"];
+  launch["nested_driver_same_corr"] = nullptr;  // a real driver with no nested launch callback
+  launch["runtime_cbids_entered"] = json::array({211, 505});  // both fire: a double count
+  questions["answers"]["nvtx_chain"]["child"] = {
+      {"exit", nullptr}, {"signal", 11}, {"timed_out", false}, {"lines", json::array()}};
+  WriteText(out + "/cupti_questions.json", questions.dump());
+
+  const Summary summary = Compare(out);
+  CHECK(summary.exit_status == 1);
+  CHECK(Result(summary, "torch_lesson: vectorized_elementwise_kernel<GeluCUDAKernelImpl>") ==
+        "FAIL");
+  CHECK(Result(summary, "torch_lesson: vectorized_elementwise_kernel<MulFunctor>") == "pass");
+  CHECK(Result(summary, "torch_lesson: per-step overhead (10.000 -> 10.300 ms)") == "FAIL");
+  CHECK(Result(summary, "§10.1 <<<>>> enters __cudaLaunchKernel (505), not 211 (simgpu: 505)") ==
+        "FAIL");
+  CHECK(
+      Result(summary,
+             "§10.1 nested driver launch callback shares the runtime id (simgpu default: same)") ==
+      "FAIL");
+  CHECK(Result(summary, "§10.4 kernel `completed` equals `end` (simgpu: equal)") == "pass");
+  const auto chain =
+      summary.rows.find("§10.8 chaining through cuptiNvtxInitialize2 beside one's own handler");
+  REQUIRE(chain != summary.rows.end());
+  CHECK(chain->second["value"] == "signal 11");
+  CHECK(chain->second["result"] == "recorded");
+}
+
+TEST_CASE("compare.py with no outputs at all runs nothing and passes nothing", "[e2e][gpu-kit]") {
+  TempDir dir;
+  const Summary summary = Compare(dir.path());
+  CHECK(summary.exit_status == 0);
+  REQUIRE_FALSE(summary.rows.empty());
+  for (const auto& [check, row] : summary.rows) {
+    INFO(check);
+    CHECK(row["result"] == "not run");
+    CHECK(row["value"].is_null());
+  }
+}
+
+}  // namespace
+}  // namespace gpuattr::e2e
