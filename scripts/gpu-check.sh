@@ -3,25 +3,36 @@
 #
 #   bash scripts/gpu-check.sh [--build DIR | DIR] [--out DIR]
 #
-# Builds gpuattr, the shim and tests/gpu into DIR (default build-gpu; a carried, already built DIR
-# is reused), runs gpu_probe and the PyTorch scripts under `gpuattr run`, the PyTorch scripts again
-# under torch.profiler in separate processes (the two cannot share CUPTI) and bare (no gpuattr) for
-# the overhead baseline, imports the profiler traces with `gpuattr import`, and writes the raw
-# outputs plus summary.md / summary.json into --out (default $OUT, else gpu-check-out). Budget:
-# well under 8 minutes on one H200. Without a GPU it refuses and exits 3 before doing anything.
+# Uses the build tree DIR (default build-gpu; a kit from scripts/gpu-kit.sh, carried to the GPU
+# machine, is such a tree), or builds it when it lacks a program (only where gpuattr's build
+# dependencies are installed). Runs cupti_questions (cupti-notes §10) bare; gpu_probe and the
+# PyTorch scripts under `gpuattr run`; the PyTorch scripts again under torch.profiler in separate
+# processes (the two cannot share CUPTI) and bare (no gpuattr) for the overhead baseline; imports
+# the profiler traces with `gpuattr import`; writes the raw outputs plus summary.md/summary.json
+# (tests/gpu/compare.py) into --out. Without --out, inside a device call ($OUT set, at most 8
+# files come back) it works in $TMPDIR and leaves in $OUT the summary, the log, cupti_questions.json
+# and three tarballs of the rest; elsewhere it writes gpu-check-out. Budget: well under 8 minutes
+# on one H200. Without a GPU it refuses and exits 3 before doing anything. Exit 0: every check that
+# ran passed; 1: a check or a program failed.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build-gpu"
-out="${OUT:-$root/gpu-check-out}"
+out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,17p "$0"; exit 0 ;;
     -*) echo "gpu-check.sh: unknown option $1" >&2; exit 2 ;;
     *) build="$1"; shift ;;
   esac
 done
+bundle_to=""
+if [[ -z "$out" && -n "${OUT:-}" ]]; then
+  bundle_to="$OUT"
+  out="${TMPDIR:-/tmp}/gpu-check-out"
+fi
+out="${out:-$root/gpu-check-out}"
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1 \
    || ! compgen -G "/dev/nvidia[0-9]*" >/dev/null; then
@@ -36,24 +47,54 @@ exec > >(tee -a "$log") 2>&1
 start=$SECONDS
 nvidia-smi -L
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+ldd --version | head -1
 
-if [[ ! -x "$build/collector/gpuattr" || ! -x "$build/tests/gpu/gpu_probe" ]]; then
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUATTR_BUILD_GPU_TESTS=ON \
-    || exit 1
-  cmake --build "$build" -j"$(nproc)" --target gpuattr gpuattr_inject gpu_probe || exit 1
-fi
 gpuattr="$build/collector/gpuattr"
 probe="$build/tests/gpu/gpu_probe"
+questions="$build/tests/gpu/cupti_questions"
+if [[ ! -x "$gpuattr" || ! -x "$probe" || ! -x "$questions" ]]; then
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUATTR_BUILD_GPU_TESTS=ON \
+    || exit 1
+  cmake --build "$build" -j"$(nproc)" \
+    --target gpuattr gpuattr_inject gpu_probe cupti_questions probe_injection || exit 1
+fi
+# A kit built on another machine fails here, once, if this machine's glibc or libstdc++ is older.
+"$gpuattr" --version || { echo "gpu-check.sh: $gpuattr does not run here (see above)"; exit 1; }
 py="${PYTHON:-python3}"
 gpu_dir="$root/tests/gpu"
 status=0
 
-# run NAME TIMEOUT CMD...: the command under gpuattr run; stdout (the truth) to NAME.truth.json.
+# The libcupti each kind of program must use. A PyTorch process must get the copy torch itself
+# loads (its nvidia-cuda-cupti wheel): the shim dlopens GPUATTR_CUPTI_LIBRARY by path, and a
+# second copy of CUPTI in one process would be two CUPTIs. Plain CUDA programs take the system's.
+torch_cupti="$("$py" - <<'PY' 2>/dev/null
+import glob, os, torch
+torch.zeros(1, device="cuda")
+loaded = [l.split()[-1] for l in open("/proc/self/maps") if "libcupti.so" in l]
+wheel = sorted(glob.glob(os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "**",
+                                      "libcupti.so.13*"), recursive=True))
+found = loaded or wheel
+print(os.path.realpath(found[0]) if found else "")
+PY
+)"
+system_cupti="$(ldconfig -p 2>/dev/null | awk '$1 == "libcupti.so.13" { print $NF; exit }')"
+if [[ -z "$system_cupti" ]]; then
+  for candidate in /usr/local/cuda*/{lib64,lib,extras/CUPTI/lib64,targets/x86_64-linux/lib}/libcupti.so.13; do
+    [[ -e "$candidate" ]] && { system_cupti="$(realpath "$candidate")"; break; }
+  done
+fi
+system_cupti="${system_cupti:-$torch_cupti}"
+torch_cupti="${torch_cupti:-$system_cupti}"
+echo "libcupti for CUDA programs: ${system_cupti:-none found}; for PyTorch: ${torch_cupti:-none found}"
+[[ -n "$system_cupti" ]] || { echo "gpu-check.sh: no libcupti.so.13 on this machine"; exit 1; }
+
+# traced NAME TIMEOUT CUPTI CMD...: CMD under gpuattr run; stdout (the truth) to NAME.truth.json.
 traced() {
-  local name="$1" limit="$2"; shift 2
+  local name="$1" limit="$2" cupti="$3"; shift 3
   echo "== $name (gpuattr run): $*"
-  timeout "$limit" "$gpuattr" run -o "$out/$name.report.json" --activities "$out/$name.activities.jsonl" \
-    -- "$@" >"$out/$name.truth.json" 2>"$out/$name.stderr" || { echo "   failed: rc=$?"; status=1; }
+  GPUATTR_CUPTI_LIBRARY="$cupti" timeout "$limit" "$gpuattr" run -o "$out/$name.report.json" \
+    --activities "$out/$name.activities.jsonl" -- "$@" \
+    >"$out/$name.truth.json" 2>"$out/$name.stderr" || { echo "   failed: rc=$?"; status=1; }
 }
 bare() {
   local name="$1" limit="$2"; shift 2
@@ -73,21 +114,37 @@ profiled() {
   fi
 }
 
+# cupti-notes §10 first, bare: it is a CUPTI subscriber itself (one child process per question).
+echo "== cupti_questions"
+LD_LIBRARY_PATH="$(dirname "$system_cupti")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 300 \
+  "$questions" >"$out/cupti_questions.json" 2>"$out/cupti_questions.stderr" \
+  || { echo "   failed: rc=$?"; status=1; }
+
 for sub in chevron runtime driver streams memcpy memset graph nvtx all; do
-  traced "gpu_probe_$sub" 60 "$probe" "$sub"
+  traced "gpu_probe_$sub" 60 "$system_cupti" "$probe" "$sub"
 done
 bare gpu_probe_steps 60 "$probe" steps
-traced gpu_probe_steps 60 "$probe" steps
+traced gpu_probe_steps 60 "$system_cupti" "$probe" steps
 
 cd "$gpu_dir" || exit 1
 bare torch_lesson 120 "$py" torch_lesson.py
-traced torch_lesson 120 "$py" torch_lesson.py
+traced torch_lesson 120 "$torch_cupti" "$py" torch_lesson.py
 profiled torch_lesson 120 "$py" torch_lesson.py
 bare torch_train 120 "$py" torch_train.py
-traced torch_train 120 "$py" torch_train.py
+traced torch_train 120 "$torch_cupti" "$py" torch_train.py
 profiled torch_train 120 "$py" torch_train.py
-traced torch_train_graph 120 "$py" torch_train.py --cuda-graph
+traced torch_train_graph 120 "$torch_cupti" "$py" torch_train.py --cuda-graph
 
 "$py" "$gpu_dir/compare.py" "$out" || status=1
-echo "gpu-check.sh: done in $((SECONDS - start)) s; outputs in $out"
+echo "gpu-check.sh: done in $((SECONDS - start)) s, exit $status; outputs in $out"
+
+if [[ -n "$bundle_to" ]]; then
+  cp "$out/summary.md" "$out/summary.json" "$out/cupti_questions.json" "$log" "$bundle_to/" 2>/dev/null
+  (cd "$out" && tar -czf "$bundle_to/gpu-check-raw.tar.gz" --exclude='*.activities.jsonl' \
+     --exclude='*.torch_trace.json' .)
+  # Separate, so that one over the 16 MiB a returned file may have does not hold back the others.
+  (cd "$out" && tar -czf "$bundle_to/gpu-check-activities.tar.gz" ./*.activities.jsonl)
+  (cd "$out" && tar -czf "$bundle_to/gpu-check-torch-traces.tar.gz" ./*.torch_trace.json)
+  ls -la "$bundle_to"
+fi
 exit $status
