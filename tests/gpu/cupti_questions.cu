@@ -416,6 +416,14 @@ bool Attach(const std::vector<CUpti_ActivityKind>& kinds, bool resource_callback
   return true;
 }
 
+// Kernel records only, through buffer pair A; no callbacks.
+bool AttachKernelRecords() {
+  if (!Subscribe()) return false;
+  CUPTI(cuptiActivityRegisterCallbacks(RequestA, CompleteA));
+  CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  return true;
+}
+
 void FlushAll(uint32_t flags) {
   cudaDeviceSynchronize();
   {
@@ -432,6 +440,10 @@ float* DeviceBuffer() {
   CUDA(cudaMalloc(&d, sizeof(float) * kThreads));
   CUDA(cudaMemset(d, 0, sizeof(float) * kThreads));
   return d;
+}
+
+void LaunchTiny(int count, float* d) {
+  for (int i = 0; i < count; ++i) q_tiny<<<1, kThreads>>>(d);
 }
 
 using LaunchKernelFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -706,6 +718,15 @@ CapturedGraph CaptureGraph(cudaStream_t stream, float* d, const std::string& pre
   return out;
 }
 
+// One graph launch under each label.
+void ReplayUnder(const std::vector<std::string>& labels, cudaGraphExec_t exec,
+                 cudaStream_t stream) {
+  for (const std::string& label : labels) {
+    Label(label);
+    CUDA(cudaGraphLaunch(exec, stream));
+  }
+}
+
 bool IsGraphKernel(const std::string& name) { return name.find("q_graph_") != std::string::npos; }
 
 // Per replay label: the graph-launch callbacks' ids and the graph kernel records that carry them;
@@ -877,10 +898,7 @@ void Graphs(bool with_graph_trace) {
   uint32_t graph_id = 0, exec_id = 0;
   CUPTI(cuptiGetGraphId(graph.graph, &graph_id));
   CUPTI(cuptiGetGraphExecId(graph.exec, &exec_id));
-  for (const char* label : {"replay 1", "replay 2"}) {
-    Label(label);
-    CUDA(cudaGraphLaunch(graph.exec, stream));
-  }
+  ReplayUnder({"replay 1", "replay 2"}, graph.exec, stream);
   Label("flush");
   FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   Object body;
@@ -893,12 +911,10 @@ void Graphs(bool with_graph_trace) {
 }
 
 void Completed() {
-  if (!Subscribe()) return Answer("completed", Object());
-  CUPTI(cuptiActivityRegisterCallbacks(RequestA, CompleteA));
-  CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  if (!AttachKernelRecords()) return Answer("completed", Object());
   float* d = DeviceBuffer();
   Label("kernels");
-  for (int i = 0; i < 20; ++i) q_tiny<<<1, kThreads>>>(d);
+  LaunchTiny(20, d);
   FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   int equal = 0, zero = 0, other = 0;
   std::string example = "null";
@@ -958,12 +974,10 @@ std::string BufferRows() {
 
 void BufferThreads() {
   g.buffer_bytes = 64 << 10;  // a few hundred kernel records per buffer: the launches fill many
-  if (!Subscribe()) return Answer("buffer_threads", Object());
-  CUPTI(cuptiActivityRegisterCallbacks(RequestA, CompleteA));
-  CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  if (!AttachKernelRecords()) return Answer("buffer_threads", Object());
   float* d = DeviceBuffer();
   Label("launch without flush");
-  for (int i = 0; i < 3000; ++i) q_tiny<<<1, kThreads>>>(d);
+  LaunchTiny(3000, d);
   CUDA(cudaDeviceSynchronize());
   Label("wait without flush");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
@@ -977,7 +991,7 @@ void BufferThreads() {
   Label("flush");
   FlushAll(0);
   Label("launch, then forced flush");
-  for (int i = 0; i < 10; ++i) q_tiny<<<1, kThreads>>>(d);
+  LaunchTiny(10, d);
   FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   Label("done");
   size_t kernels = 0;
@@ -997,17 +1011,15 @@ void BufferThreads() {
 }
 
 void RegisterTwice() {
-  if (!Subscribe()) return Answer("register_twice", Object());
-  CUPTI(cuptiActivityRegisterCallbacks(RequestA, CompleteA));
-  CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  if (!AttachKernelRecords()) return Answer("register_twice", Object());
   float* d = DeviceBuffer();
   Label("before second register");
-  for (int i = 0; i < 50; ++i) q_tiny<<<1, kThreads>>>(d);
+  LaunchTiny(50, d);
   CUDA(cudaDeviceSynchronize());
   Label("second register");
   const CUptiResult second = cuptiActivityRegisterCallbacks(RequestB, CompleteB);
   Label("after second register");
-  for (int i = 0; i < 50; ++i) q_tiny<<<1, kThreads>>>(d);
+  LaunchTiny(50, d);
   FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   int kernels[2] = {0, 0};
   std::string rows;
@@ -1034,10 +1046,7 @@ void Reattach() {
   cudaStream_t stream = nullptr;
   CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const CapturedGraph first = CaptureGraph(stream, d, "session 1 ");
-  for (const char* label : {"session 1 replay 1", "session 1 replay 2"}) {
-    Label(label);
-    CUDA(cudaGraphLaunch(first.exec, stream));
-  }
+  ReplayUnder({"session 1 replay 1", "session 1 replay 2"}, first.exec, stream);
   Label("session 1 flush");
   FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   Label("detach");
@@ -1048,16 +1057,10 @@ void Reattach() {
   CUDA(cudaGraphLaunch(first.exec, stream));
   CUDA(cudaStreamSynchronize(stream));
   const bool reattached = Attach(kinds, true);
-  for (const char* label :
-       {"session 2 replay of session 1 graph 1", "session 2 replay of session 1 graph 2"}) {
-    Label(label);
-    CUDA(cudaGraphLaunch(first.exec, stream));
-  }
+  ReplayUnder({"session 2 replay of session 1 graph 1", "session 2 replay of session 1 graph 2"},
+              first.exec, stream);
   const CapturedGraph second = CaptureGraph(stream, d, "session 2 ");
-  for (const char* label : {"session 2 replay 1", "session 2 replay 2"}) {
-    Label(label);
-    CUDA(cudaGraphLaunch(second.exec, stream));
-  }
+  ReplayUnder({"session 2 replay 1", "session 2 replay 2"}, second.exec, stream);
   Label("session 2 flush");
   FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   bool first_match = false, old_match = false, new_match = false;

@@ -21,8 +21,15 @@ using nlohmann::json;
 std::vector<json> JsonLines(const std::string& text) {
   std::vector<json> lines;
   std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line, nullptr, false));
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(json::parse(line, nullptr, false));
   return lines;
+}
+
+// One question's child, against the fake CUPTI.
+ProcessResult RunQuestion(const std::string& question) {
+  return RunProcess({CUPTI_QUESTIONS, "--question", question},
+                    {{"LD_LIBRARY_PATH", FAKE_CUPTI_DIR}}, 60);
 }
 
 TEST_CASE("cupti_questions refuses with exit 3 without a GPU, or answers all eleven questions",
@@ -41,14 +48,14 @@ TEST_CASE("cupti_questions refuses with exit 3 without a GPU, or answers all ele
   CHECK(lines[0]["answers"].size() == 11);
 }
 
-TEST_CASE("each cupti_questions child runs its analysis to one JSON answer when CUDA fails under it",
-          "[gpu-kit]") {
-  const std::string question = GENERATE(as<std::string>{}, "launch_callbacks", "memcpy_correlation",
-                                        "graphs", "graph_trace", "completed", "buffer_threads",
-                                        "register_twice", "reattach", "nvtx_chain");
+TEST_CASE(
+    "each cupti_questions child runs its analysis to one JSON answer when CUDA fails under it",
+    "[gpu-kit]") {
+  const std::string question =
+      GENERATE(as<std::string>{}, "launch_callbacks", "memcpy_correlation", "graphs", "graph_trace",
+               "completed", "buffer_threads", "register_twice", "reattach", "nvtx_chain");
   INFO(question);
-  const ProcessResult run = RunProcess({CUPTI_QUESTIONS, "--question", question},
-                                       {{"LD_LIBRARY_PATH", FAKE_CUPTI_DIR}}, 60);
+  const ProcessResult run = RunQuestion(question);
   INFO(run.err);
   REQUIRE(run.exited);
   CHECK(run.exit_code == 0);
@@ -64,8 +71,7 @@ TEST_CASE("each cupti_questions child runs its analysis to one JSON answer when 
 
 TEST_CASE("the nvtx_slot child prints its answer, then a line of its own after nvtxNameOsThreadA",
           "[gpu-kit]") {
-  const ProcessResult run = RunProcess({CUPTI_QUESTIONS, "--question", "nvtx_slot"},
-                                       {{"LD_LIBRARY_PATH", FAKE_CUPTI_DIR}}, 60);
+  const ProcessResult run = RunQuestion("nvtx_slot");
   INFO(run.err);
   REQUIRE(run.exited);
   CHECK(run.exit_code == 0);
