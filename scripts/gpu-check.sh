@@ -10,10 +10,11 @@
 # processes (the two cannot share CUPTI) and bare (no gpuattr) for the overhead baseline; imports
 # the profiler traces with `gpuattr import`; writes the raw outputs plus summary.md/summary.json
 # (tests/gpu/compare.py) into --out. Without --out, inside a device call ($OUT set, at most 8
-# files come back) it works in $TMPDIR and leaves in $OUT the summary, the log, cupti_questions.json
-# and three tarballs of the rest; elsewhere it writes gpu-check-out. Budget: well under 8 minutes
-# on one H200. Without a GPU it refuses and exits 3 before doing anything. Exit 0: every check that
-# ran passed; 1: a check or a program failed.
+# files come back) it works in $TMPDIR and leaves in $OUT the log, cupti_questions.json, the
+# summary and three tarballs of the rest; elsewhere it writes gpu-check-out. Budget: about 3
+# minutes on one H200; every step's timeout is cut to fit GPU_CHECK_SECONDS (default 480) in all.
+# Without a GPU it refuses and exits 3 before doing anything. Exit 0: every check that ran
+# passed; 1: a check or a program failed, or a step was skipped for want of time.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build-gpu"
@@ -42,9 +43,19 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1 \
 fi
 
 mkdir -p "$out"
-log="$out/gpu-check.log"
+# In a device call the log goes straight to $OUT, so that it comes back even if the call is cut.
+log="${bundle_to:-$out}/gpu-check.log"
 exec > >(tee -a "$log") 2>&1
 start=$SECONDS
+# Every step's timeout is cut to what is left of GPU_CHECK_SECONDS (default 480), so that the
+# comparison and the bundle still happen inside a device call's limit when something hangs.
+deadline=$((SECONDS + ${GPU_CHECK_SECONDS:-480}))
+# within LIMIT: LIMIT, or the seconds left before the deadline if fewer (0: none left).
+within() {
+  local left=$((deadline - SECONDS))
+  (( left < 0 )) && left=0
+  echo $(( $1 < left ? $1 : left ))
+}
 nvidia-smi -L
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 ldd --version | head -1
@@ -90,21 +101,24 @@ echo "libcupti for CUDA programs: ${system_cupti:-none found}; for PyTorch: ${to
 
 # traced NAME TIMEOUT CUPTI CMD...: CMD under gpuattr run; stdout (the truth) to NAME.truth.json.
 traced() {
-  local name="$1" limit="$2" cupti="$3"; shift 3
-  echo "== $name (gpuattr run): $*"
+  local name="$1" limit cupti="$3"; limit="$(within "$2")"; shift 3
+  echo "== $name (gpuattr run, ${limit} s): $*"
+  (( limit > 0 )) || { echo "   skipped: out of time"; status=1; return; }
   GPUATTR_CUPTI_LIBRARY="$cupti" timeout "$limit" "$gpuattr" run -o "$out/$name.report.json" \
     --activities "$out/$name.activities.jsonl" -- "$@" \
     >"$out/$name.truth.json" 2>"$out/$name.stderr" || { echo "   failed: rc=$?"; status=1; }
 }
 bare() {
-  local name="$1" limit="$2"; shift 2
-  echo "== $name (bare): $*"
+  local name="$1" limit; limit="$(within "$2")"; shift 2
+  echo "== $name (bare, ${limit} s): $*"
+  (( limit > 0 )) || { echo "   skipped: out of time"; status=1; return; }
   timeout "$limit" "$@" >"$out/$name.bare.truth.json" 2>"$out/$name.bare.stderr" \
     || { echo "   failed: rc=$?"; status=1; }
 }
 profiled() {
-  local name="$1" limit="$2"; shift 2
-  echo "== $name (torch.profiler): $*"
+  local name="$1" limit; limit="$(within "$2")"; shift 2
+  echo "== $name (torch.profiler, ${limit} s): $*"
+  (( limit > 0 )) || { echo "   skipped: out of time"; status=1; return; }
   if timeout "$limit" "$@" --torch-profiler "$out/$name.torch_trace.json" \
        >"$out/$name.profiler.truth.json" 2>"$out/$name.profiler.stderr"; then
     "$gpuattr" import "$out/$name.torch_trace.json" -o "$out/$name.import.json" \
@@ -116,9 +130,10 @@ profiled() {
 
 # cupti-notes §10 first, bare: it is a CUPTI subscriber itself (one child process per question).
 echo "== cupti_questions"
-LD_LIBRARY_PATH="$(dirname "$system_cupti")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 300 \
-  "$questions" >"$out/cupti_questions.json" 2>"$out/cupti_questions.stderr" \
+LD_LIBRARY_PATH="$(dirname "$system_cupti")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  timeout "$(within 300)" "$questions" >"$out/cupti_questions.json" 2>"$out/cupti_questions.stderr" \
   || { echo "   failed: rc=$?"; status=1; }
+[[ -n "$bundle_to" ]] && cp "$out/cupti_questions.json" "$bundle_to/"
 
 for sub in chevron runtime driver streams memcpy memset graph nvtx all; do
   traced "gpu_probe_$sub" 60 "$system_cupti" "$probe" "$sub"
@@ -139,7 +154,7 @@ traced torch_train_graph 120 "$torch_cupti" "$py" torch_train.py --cuda-graph
 echo "gpu-check.sh: done in $((SECONDS - start)) s, exit $status; outputs in $out"
 
 if [[ -n "$bundle_to" ]]; then
-  cp "$out/summary.md" "$out/summary.json" "$out/cupti_questions.json" "$log" "$bundle_to/" 2>/dev/null
+  cp "$out/summary.md" "$out/summary.json" "$bundle_to/"
   (cd "$out" && tar -czf "$bundle_to/gpu-check-raw.tar.gz" --exclude='*.activities.jsonl' \
      --exclude='*.torch_trace.json' .)
   # Separate, so that one over the 16 MiB a returned file may have does not hold back the others.
