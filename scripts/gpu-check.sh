@@ -34,6 +34,9 @@ if [[ -z "$out" && -n "${OUT:-}" ]]; then
   out="${TMPDIR:-/tmp}/gpu-check-out"
 fi
 out="${out:-$root/gpu-check-out}"
+# Absolute: the PyTorch steps run from tests/gpu.
+build="$(realpath -m "$build")"
+out="$(realpath -m "$out")"
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1 \
    || ! compgen -G "/dev/nvidia[0-9]*" >/dev/null; then
@@ -158,8 +161,10 @@ if [[ -n "$bundle_to" ]]; then
   (cd "$out" && tar -czf "$bundle_to/gpu-check-raw.tar.gz" --exclude='*.activities.jsonl' \
      --exclude='*.torch_trace.json' .)
   # Separate, so that one over the 16 MiB a returned file may have does not hold back the others.
-  (cd "$out" && tar -czf "$bundle_to/gpu-check-activities.tar.gz" ./*.activities.jsonl)
-  (cd "$out" && tar -czf "$bundle_to/gpu-check-torch-traces.tar.gz" ./*.torch_trace.json)
+  for kind in activities.jsonl torch_trace.json; do
+    (cd "$out" && find . -maxdepth 1 -name "*.$kind" -print0 \
+       | tar -czf "$bundle_to/gpu-check-${kind%%.*}.tar.gz" --null -T -)
+  done
   ls -la "$bundle_to"
 fi
 exit $status

@@ -200,8 +200,16 @@ TEST_CASE(
   CHECK(chain->second["result"] == "recorded");
 }
 
-TEST_CASE("compare.py with no outputs at all runs nothing and passes nothing", "[e2e][gpu-kit]") {
+TEST_CASE(
+    "compare.py with no outputs, or only what failed programs leave, runs nothing and passes "
+    "nothing",
+    "[e2e][gpu-kit]") {
   TempDir dir;
+  // What a program that refused or crashed leaves behind: an empty truth, a cut-off report.
+  WriteText(dir.File("torch_train.truth.json"), "");
+  WriteText(dir.File("torch_train.bare.truth.json"), "{\"step_median_ms\":");
+  WriteText(dir.File("torch_train.report.json"), "{\"processes\": [");
+  WriteText(dir.File("cupti_questions.json"), "");
   const Summary summary = Compare(dir.path());
   CHECK(summary.exit_status == 0);
   REQUIRE_FALSE(summary.rows.empty());

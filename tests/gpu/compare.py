@@ -17,12 +17,19 @@ BYTE_RATIO = 11 / 3
 
 
 def load(outdir, name):
+    """The file's JSON (a truth file's last line), or None when it is missing, empty or not JSON:
+    a program that failed leaves such files, and its checks are then `not run`."""
     path = os.path.join(outdir, name)
     if not os.path.exists(path):
         return None
     with open(path) as f:
         text = f.read().strip()
-    return json.loads(text.splitlines()[-1]) if name.endswith(".truth.json") else json.loads(text)
+    if not text:
+        return None
+    try:
+        return json.loads(text.splitlines()[-1] if name.endswith(".truth.json") else text)
+    except json.JSONDecodeError:
+        return None
 
 
 def families(report):
