@@ -1,12 +1,16 @@
 // The real-GPU kit's comparison (tests/gpu/compare.py, docs/gpu-validation.md) on what it will
 // read after a GPU run, made here on the simulated GPU: reports of the scenarios that mirror the
 // PyTorch scripts (gpu_course_block for torch_lesson, autograd_threads for torch_train,
-// graph_microstep for torch_train_graph) under `gpuattr run`, torch.profiler's side as a Kineto
-// trace of the same kernels imported with `gpuattr import`, step-time truths, and
-// cupti_questions' output in tests/gpu/fixtures. Each check must pass, fail or stay `not run`
+// graph_microstep for torch_train_graph; two_streams_overlap and graph_microstep again as gpu_probe
+// runs, with the simulator's truth in gpu_probe's format) under `gpuattr run`, torch.profiler's
+// side as a Kineto trace of the same kernels imported with `gpuattr import`, step-time truths,
+// and cupti_questions' output in tests/gpu/fixtures. Each check must pass, fail or stay `not run`
 // exactly when its inputs say so.
+#include <cxxabi.h>
+
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -78,6 +82,62 @@ void MakeRun(const TempDir& dir, const std::string& out, const std::string& name
   REQUIRE(ExitStatus(imported) == 0);
 }
 
+// A kernel's bare function name, as gpu_probe names its operations: `_Z7computePfi` is `compute`.
+std::string FunctionName(const std::string& mangled) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  const std::string name = status == 0 && demangled != nullptr ? demangled : mangled;
+  std::free(demangled);
+  return name.substr(0, name.find('('));
+}
+
+// The simulator's truth in gpu_probe's format: one op per kind, kernel name and range path, with
+// its count and summed device time as the "event" time.
+std::string ProbeTruth(const json& truth) {
+  std::map<std::string, json> ops;
+  std::string launch_path;
+  for (const json& a : truth["processes"][0]["activities"]) {
+    std::string path;
+    for (const json& part : a["range_path"])
+      path += (path.empty() ? "" : "/") + part.get<std::string>();
+    const bool captured = a["attribution"] == "captured";
+    const std::string name = FunctionName(a["name"]);
+    json& op = ops[a["kind"].get<std::string>() + "|" + name + "|" + path];
+    if (op.is_null()) {
+      op = {{"kind", a["kind"]}, {"name", name}, {"path", path},        {"stream", "0"},
+            {"count", 0},        {"ms", 0.0},    {"captured", captured}};
+    }
+    op["count"] = op["count"].get<int>() + 1;
+    op["ms"] =
+        op["ms"].get<double>() +
+        static_cast<double>(a["end_ns"].get<uint64_t>() - a["start_ns"].get<uint64_t>()) / 1e6;
+    if (captured) {
+      launch_path.clear();
+      for (const json& part : a["launch_path"]) {
+        launch_path += (launch_path.empty() ? "" : "/") + part.get<std::string>();
+      }
+    }
+  }
+  json out = {{"program", "gpu_probe"}, {"ops", json::array()}};
+  for (const auto& [key, op] : ops) out["ops"].push_back(op);
+  if (!launch_path.empty()) out["graph_launch_path"] = launch_path;
+  return out.dump() + "\n";
+}
+
+// `scenario` under gpuattr with --activities, as gpu-check.sh runs gpu_probe: OUT/NAME.report.json,
+// NAME.activities.jsonl and NAME.truth.json (the simulator's truth as gpu_probe would print it).
+void MakeProbeRun(const TempDir& dir, const std::string& out, const std::string& name,
+                  const std::string& scenario) {
+  const std::string truth_path = dir.File(name + ".simgpu-truth.json");
+  const ProcessResult run =
+      RunProcess({GPUATTR_BIN, "run", "--quiet", "-o", out + "/" + name + ".report.json",
+                  "--activities", out + "/" + name + ".activities.jsonl", "--", SIMGPU_RUN,
+                  std::string(GPUATTR_SCENARIO_DIR) + "/" + scenario, "--truth", truth_path});
+  INFO(run.err);
+  REQUIRE(ExitStatus(run) == 0);
+  WriteText(out + "/" + name + ".truth.json", ProbeTruth(ReadJson(truth_path)));
+}
+
 void WriteStepTruth(const std::string& path, double step_median_ms) {
   WriteText(path, "{\"step_median_ms\":" + std::to_string(step_median_ms) + "}\n");
 }
@@ -110,14 +170,17 @@ json CuptiQuestionsExample() {
   return ReadJson(GPUATTR_SOURCE_DIR "/tests/gpu/fixtures/cupti_questions.example.json");
 }
 
-TEST_CASE("compare.py passes the simulated runs that agree with their own profiler traces",
-          "[e2e][gpu-kit]") {
+TEST_CASE(
+    "compare.py passes the simulated runs that agree with their own truths and profiler traces",
+    "[e2e][gpu-kit]") {
   TempDir dir;
   const std::string out = dir.File("out");
   REQUIRE(RunProcess({"mkdir", "-p", out}).exit_code == 0);
   MakeRun(dir, out, "torch_lesson", "gpu_course_block.json", /*profiler=*/true);
   MakeRun(dir, out, "torch_train", "autograd_threads.json", /*profiler=*/true);
   MakeRun(dir, out, "torch_train_graph", "graph_microstep.json", /*profiler=*/false);
+  MakeProbeRun(dir, out, "gpu_probe_streams", "two_streams_overlap.json");
+  MakeProbeRun(dir, out, "gpu_probe_graph", "graph_microstep.json");
   WriteStepTruth(out + "/torch_train.bare.truth.json", 10.0);
   WriteStepTruth(out + "/torch_train.truth.json", 10.15);
   WriteText(out + "/cupti_questions.json", CuptiQuestionsExample().dump());
@@ -145,6 +208,21 @@ TEST_CASE("compare.py passes the simulated runs that agree with their own profil
   CHECK(summary.rows.at("torch_lesson: eager/fused device time")["value"].get<double>() ==
         Approx(1512.0 / 410.0).epsilon(1e-9));
   CHECK(Result(summary, "torch_train: per-step overhead (10.000 -> 10.150 ms)") == "pass");
+  // The probe runs against their truths: two kernels and two copies on two overlapping streams,
+  // and graph kernels under four capture ranges, each count exact.
+  int probe_counts = 0;
+  for (const auto& [check, row] : summary.rows) {
+    if (check.rfind("gpu_probe_", 0) == 0 && check.size() > 7 &&
+        check.substr(check.size() - 7) == ": count") {
+      ++probe_counts;
+      CHECK(row["result"] == "pass");
+    }
+  }
+  CHECK(probe_counts ==
+        4 + 5);  // streams: compute, side, HtoD, DtoH; graph: 5 kernel names by range
+  CHECK(Result(summary, "gpu_probe_streams: device 0 busy_ns = union of its activities") == "pass");
+  CHECK(Result(summary, "gpu_probe_graph: device 0 busy_ns = union of its activities") == "pass");
+  CHECK(Result(summary, "gpu_probe_chevron: activities against the program's truth") == "not run");
   // What the directory lacks is `not run`, never passed.
   CHECK(Result(summary, "gpu_probe_all: captured share of kernel time") == "not run");
   CHECK(Result(summary, "gpu_probe_steps: per-step overhead") == "not run");
@@ -161,8 +239,8 @@ TEST_CASE("compare.py passes the simulated runs that agree with their own profil
 }
 
 TEST_CASE(
-    "compare.py fails a family off by 5 %, a 3 % step overhead and a simulator assumption the GPU "
-    "refutes",
+    "compare.py fails a family 5 % off, a 3 % step overhead, a lost kernel, a busy time 1 ns off, "
+    "a graph kernel not captured and a simulator assumption the GPU refutes",
     "[e2e][gpu-kit]") {
   TempDir dir;
   const std::string out = dir.File("out");
@@ -180,8 +258,43 @@ TEST_CASE(
       {"exit", nullptr}, {"signal", 11}, {"timed_out", false}, {"lines", json::array()}};
   WriteText(out + "/cupti_questions.json", questions.dump());
 
+  // A kernel record lost between the device and the report, and a busy time off by 1 ns.
+  MakeProbeRun(dir, out, "gpu_probe_streams", "two_streams_overlap.json");
+  const std::string activities_path = out + "/gpu_probe_streams.activities.jsonl";
+  std::string activities = test_support::ReadFile(activities_path);
+  const size_t side_kernel = activities.find("\"name\":\"side(float*, int)\"");
+  REQUIRE(side_kernel != std::string::npos);
+  const size_t line_start = activities.rfind('\n', side_kernel) + 1;
+  activities.erase(line_start, activities.find('\n', side_kernel) + 1 - line_start);
+  WriteText(activities_path, activities);
+  json probe_report = ReadJson(out + "/gpu_probe_streams.report.json");
+  json& busy = probe_report["processes"][0]["devices"][0]["busy_ns"];
+  busy = busy.get<uint64_t>() + 1;
+  WriteText(out + "/gpu_probe_streams.report.json", probe_report.dump());
+
+  // One graph kernel attributed as if launched directly.
+  MakeProbeRun(dir, out, "gpu_probe_graph", "graph_microstep.json");
+  const std::string graph_path = out + "/gpu_probe_graph.activities.jsonl";
+  std::string graph_activities = test_support::ReadFile(graph_path);
+  const size_t captured = graph_activities.find("\"attribution\":\"captured\"");
+  REQUIRE(captured != std::string::npos);
+  graph_activities.replace(captured, std::string("\"attribution\":\"captured\"").size(),
+                           "\"attribution\":\"direct\"");
+  WriteText(graph_path, graph_activities);
+
   const Summary summary = Compare(out);
   CHECK(summary.exit_status == 1);
+  int captured_rows = 0, captured_failures = 0;
+  for (const auto& [check, row] : summary.rows) {
+    if (check.find(": captured, launched under train_step") == std::string::npos) continue;
+    ++captured_rows;
+    captured_failures += row["result"] == "FAIL" ? 1 : 0;
+  }
+  CHECK(captured_rows == 6);
+  CHECK(captured_failures == 1);
+  CHECK(Result(summary, "gpu_probe_streams: side under step: count") == "FAIL");
+  CHECK(Result(summary, "gpu_probe_streams: compute under step: count") == "pass");
+  CHECK(Result(summary, "gpu_probe_streams: device 0 busy_ns = union of its activities") == "FAIL");
   CHECK(Result(summary, "torch_lesson: vectorized_elementwise_kernel<GeluCUDAKernelImpl>") ==
         "FAIL");
   CHECK(Result(summary, "torch_lesson: vectorized_elementwise_kernel<MulFunctor>") == "pass");

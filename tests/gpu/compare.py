@@ -32,6 +32,77 @@ def load(outdir, name):
         return None
 
 
+def activities(outdir, name):
+    """NAME.activities.jsonl as a list of rows, or None when missing or unreadable."""
+    path = os.path.join(outdir, f"{name}.activities.jsonl")
+    if not os.path.exists(path):
+        return None
+    rows = []
+    with open(path) as f:
+        for line in f:
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                return None
+    return rows
+
+
+def union_ns(intervals):
+    """Length of the union of [start, end) intervals."""
+    total, reach = 0, None
+    for start, end in sorted(intervals):
+        if reach is None or start >= reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
+
+
+PROBE_RUNS = ("chevron", "runtime", "driver", "streams", "memcpy", "memset", "graph", "nvtx", "all")
+
+
+def probe_rows(outdir, row):
+    """Each gpu_probe run against its own truth, exactly: per truth operation the activities of
+    that kind (kernels also by name) attributed to its NVTX path, their count, their device time
+    inside the program's event span, graph kernels `captured` with the replay as launch path; and
+    each device's busy time against the union of the run's activities."""
+    for sub in PROBE_RUNS:
+        name = f"gpu_probe_{sub}"
+        truth, report, acts = (load(outdir, f"{name}.truth.json"), load(outdir, f"{name}.report.json"),
+                               activities(outdir, name))
+        if truth is None or report is None or acts is None:
+            row(f"{name}: activities against the program's truth", None, "exact counts", None)
+            continue
+        expected = {}  # (kind, kernel name or None, path) -> [count, event ms, captured]
+        for op in truth["ops"]:
+            key = (op["kind"], op["name"] if op["kind"] == "kernel" else None,
+                   tuple(op["path"].split("/")) if op["path"] else ())
+            entry = expected.setdefault(key, [0, 0.0, op["captured"]])
+            entry[0] += op["count"]
+            entry[1] += op["ms"]
+        launch_path = truth.get("graph_launch_path", "").split("/")
+        for (kind, kernel, path), (count, ms, captured) in sorted(expected.items(), key=str):
+            got = [a for a in acts if a["kind"] == kind and tuple(a.get("path") or ()) == path
+                   and (kernel is None or kernel in a["name"])]
+            what = f"{name}: {kernel or kind} under {'/'.join(path) or '(no range)'}"
+            row(f"{what}: count", f"{len(got)} of {count}", "equal", len(got) == count)
+            device_ns = sum(a["end_ns"] - a["start_ns"] for a in got)
+            row(f"{what}: device ns within the event span", device_ns, f"<= {ms * 1e6:.0f}",
+                bool(got) and device_ns <= ms * 1e6 * (1 + TOLERANCE))
+            if captured:
+                ok = all(a["attribution"] == "captured" and a.get("launch_path") == launch_path
+                         for a in got)
+                row(f"{what}: captured, launched under {'/'.join(launch_path)}", ok, "true",
+                    bool(got) and ok)
+        for device in (report["processes"][0].get("devices") or []) if report["processes"] else []:
+            union = union_ns([(a["start_ns"], a["end_ns"]) for a in acts
+                              if a.get("device") == device["id"]])
+            row(f"{name}: device {device['id']} busy_ns = union of its activities",
+                f"{device['busy_ns']} vs {union}", "equal", device["busy_ns"] == union)
+
+
 def families(report):
     return {f["family"]: f["total_ns"] for f in (report["summary"].get("families") or [])}
 
@@ -201,19 +272,10 @@ def main():
             continue
         captured = sum((p.get("attribution") or {}).get("captured_ns", 0) for _, p in all_passes(rep))
         if name == "gpu_probe_all":
-            truth = load(outdir, "gpu_probe_all.truth.json")
             fam = families(rep).get("probe_graph_kernel")
             share = captured / fam if fam else None
             row("gpu_probe graph: captured_ns / probe_graph_kernel family", share, ">= 0.99",
                 None if share is None else share >= 0.99)
-            if truth:
-                for op in truth["ops"]:
-                    if op["kind"] == "kernel":
-                        got = families(rep).get(op["name"])
-                        truth_ns = op["ms"] * 1e6
-                        row(f"gpu_probe {op['path']}: {op['name']} ns vs event span",
-                            got, f"<= {truth_ns:.0f} (kernels inside the events)",
-                            None if got is None else got <= truth_ns * (1 + TOLERANCE))
         else:
             kernel_ns = rep["summary"]["totals"].get("kernel_ns")
             share = captured / kernel_ns if kernel_ns else None
@@ -241,7 +303,10 @@ def main():
         row(f"{name}: per-step overhead ({b:.3f} -> {t:.3f} ms)", f"{over:.2%}",
             f"< {OVERHEAD_MAX:.0%}", over < OVERHEAD_MAX)
 
-    # 6. cupti-notes §10, from cupti_questions.
+    # 6. Every gpu_probe run against its own truth.
+    probe_rows(outdir, row)
+
+    # 7. cupti-notes §10, from cupti_questions.
     cupti_rows(load(outdir, "cupti_questions.json"), row, record)
 
     with open(os.path.join(outdir, "summary.json"), "w") as f:

@@ -283,8 +283,8 @@ void Memcpy(Truth& t) {
 }
 
 void Memset(Truth& t) {
+  float* d = Buffer();  // before the range: its own memset is not one of the counted ones
   Range r("memset");
-  float* d = Buffer();
   constexpr int kSets = 10;
   Timer timer(nullptr);
   for (int i = 0; i < kSets; ++i)
