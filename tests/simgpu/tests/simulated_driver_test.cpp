@@ -1,12 +1,14 @@
 // A small CUPTI subscriber, written here like a client would write one (dlopen of the fake), driven
 // by the real simulated driver: callback order and ids, symbol names, records joined by
-// correlation id, graph launches 1:N with the clone node ids, captured launches without records,
-// and buffer completion on the fake's worker thread.
-#include <catch2/catch.hpp>
-
+// correlation id, graph launches 1:N with the clone node ids and the clone graph's id, captured
+// launches without records, `completed` equal to `end`, copies carrying the runtime call's id in
+// both id fields, and buffer completion on the fake's worker thread. Several of these are what
+// tests/gpu/compare.py checks a real device against (docs/gpu-validation.md).
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -36,6 +38,7 @@ struct Event {
   const uint64_t* correlation_data;
   uint64_t node_id;           // GRAPHNODE_* callbacks
   uint64_t original_node_id;  // GRAPHNODE_CLONED
+  uint32_t graph_id;          // graph resource callbacks: the graph's id (the clone's when cloned)
   std::thread::id thread;
 };
 
@@ -46,6 +49,9 @@ struct Record {
   uint64_t end;
   uint64_t graph_node_id;
   std::string name;
+  uint64_t completed = 0;               // kernels
+  uint32_t graph_id = 0;                // kernels
+  uint32_t runtime_correlation_id = 0;  // memcpys
 };
 
 // Everything the subscriber saw. Callbacks run on app threads and the fake's worker thread.
@@ -66,7 +72,7 @@ using gpuattr::simgpu::testing::Fake;
 
 // Runs on: the app thread making the API call.
 void OnCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  Event e{static_cast<int>(domain), cbid, -1, 0, {}, {}, nullptr, 0, 0,
+  Event e{static_cast<int>(domain),  cbid, -1, 0, {}, {}, nullptr, 0, 0, 0,
           std::this_thread::get_id()};
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     const auto* d = static_cast<const CUpti_CallbackData*>(data);
@@ -78,10 +84,13 @@ void OnCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     const auto* d = static_cast<const CUpti_ResourceData*>(data);
     const auto* graph = static_cast<const CUpti_GraphData*>(d->resourceDescriptor);
-    if (graph != nullptr && graph->node != nullptr) Fake().cuptiGetGraphNodeId(graph->node, &e.node_id);
+    if (graph != nullptr && graph->node != nullptr)
+      Fake().cuptiGetGraphNodeId(graph->node, &e.node_id);
     if (graph != nullptr && graph->originalNode != nullptr) {
       Fake().cuptiGetGraphNodeId(graph->originalNode, &e.original_node_id);
     }
+    if (graph != nullptr && graph->graph != nullptr)
+      Fake().cuptiGetGraphId(graph->graph, &e.graph_id);
   }
   std::lock_guard<std::mutex> lock(State().mu);
   State().events.push_back(e);
@@ -102,8 +111,12 @@ void OnCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   while (Fake().cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
     if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      records.push_back({record->kind, k->correlationId, k->start, k->end, k->graphNodeId,
-                         k->name});
+      records.push_back({record->kind, k->correlationId, k->start, k->end, k->graphNodeId, k->name,
+                         k->completed, k->graphId});
+    } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+      records.push_back({record->kind, m->correlationId, m->start, m->end, m->graphNodeId, "", 0,
+                         m->graphId, m->runtimeCorrelationId});
     }
   }
   std::free(buffer);
@@ -139,6 +152,7 @@ struct Session {
     REQUIRE(f.cuptiActivityRegisterTimestampCallback(MonotonicClock) == CUPTI_SUCCESS);
     REQUIRE(f.cuptiActivityRegisterCallbacks(OnRequested, OnCompleted) == CUPTI_SUCCESS);
     REQUIRE(f.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS);
+    REQUIRE(f.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY) == CUPTI_SUCCESS);
   }
   ~Session() {
     Fake().cuptiUnsubscribe(subscriber);
@@ -224,7 +238,32 @@ TEST_CASE("a launch fires 505, then cuLaunchKernel nested with the same id, then
   CHECK(records[0].name == "_Z4gemmPfS_");
   CHECK(records[0].start == result.start_ns);
   CHECK(records[0].end == result.end_ns);
+  CHECK(records[0].completed == records[0].end);  // compare.py's §10.4 row checks this on a GPU
   CHECK(records[0].graph_node_id == 0);
+}
+
+TEST_CASE("a copy's record carries the runtime call's id as correlationId and runtimeCorrelationId",
+          "[simgpu][callbacks]") {
+  Session session;
+  DeviceWork copy;
+  copy.type = SIMGPU_ACTIVITY_MEMCPY;
+  copy.name = "HtoD";
+  copy.bytes = 1 << 20;
+  copy.duration_ns = 10000;
+  const auto result = session.driver.Submit(copy, CaptureSite{});
+  REQUIRE(result.correlation_id.has_value());
+  const std::vector<Record> records = session.WaitForRecords(1, /*flush=*/true);
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].kind == CUPTI_ACTIVITY_KIND_MEMCPY);
+  CHECK(records[0].correlation_id == *result.correlation_id);
+  CHECK(records[0].runtime_correlation_id == *result.correlation_id);
+  bool runtime_call = false;
+  for (const Event& e : session.Events()) {
+    runtime_call = runtime_call || (e.domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+                                    e.cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 &&
+                                    e.correlation_id == *result.correlation_id);
+  }
+  CHECK(runtime_call);
 }
 
 TEST_CASE("one stream is FIFO, and captured launches become graph nodes with no records",
@@ -252,8 +291,8 @@ TEST_CASE("one stream is FIFO, and captured launches become graph nodes with no 
         e.cbid == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000) {
       inside_launch = e.site == CUPTI_API_ENTER;
     }
-    if (e.domain == CUPTI_CB_DOMAIN_RESOURCE &&
-        e.cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && inside_launch) {
+    if (e.domain == CUPTI_CB_DOMAIN_RESOURCE && e.cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED &&
+        inside_launch) {
       originals.push_back(e.node_id);
     }
   }
@@ -288,6 +327,21 @@ TEST_CASE("one stream is FIFO, and captured launches become graph nodes with no 
     }
   }
   CHECK(graph_nodes == std::set<uint64_t>{clone_of[originals[0]], clone_of[originals[1]]});
+  // graphId in the records is the id of the graph that holds the clones (compare.py: clone_graph).
+  std::set<uint32_t> clone_graphs, captured_graphs;
+  for (const Event& e : events) {
+    if (e.cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) clone_graphs.insert(e.graph_id);
+    if (e.cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && e.original_node_id == 0 &&
+        std::find(originals.begin(), originals.end(), e.node_id) != originals.end()) {
+      captured_graphs.insert(e.graph_id);
+    }
+  }
+  REQUIRE(clone_graphs.size() == 1);
+  REQUIRE(captured_graphs.size() == 1);
+  CHECK(*clone_graphs.begin() != *captured_graphs.begin());
+  for (const Record& r : records) {
+    if (r.graph_node_id != 0) CHECK(r.graph_id == *clone_graphs.begin());
+  }
 }
 
 TEST_CASE("without a flush, full buffers complete on the fake's worker thread",
