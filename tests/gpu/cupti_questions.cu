@@ -835,10 +835,13 @@ void GraphAnswer(uint32_t graph_id, uint32_t exec_id, Object* body) {
     }
     node_id_is = Quote(all_clone ? "clone" : all_original ? "original" : "other");
   }
-  // The graph GRAPH_CLONED made during instantiation: the simulator puts its id in the records.
+  // The graph that holds the instantiated clones: named by GRAPH_CLONED if CUPTI fires it, and by
+  // the GRAPHNODE_CLONED callbacks' graph. The simulator puts its id in the kernel records.
   std::set<uint32_t> clone_graph_ids;
-  for (const CallbackEvent& e : ResourceEvents("instantiate", "GRAPH_CLONED"))
-    clone_graph_ids.insert(e.graph);
+  for (const char* callback : {"GRAPH_CLONED", "GRAPHNODE_CLONED"}) {
+    for (const CallbackEvent& e : ResourceEvents("instantiate", callback))
+      clone_graph_ids.insert(e.graph);
+  }
   std::string graph_id_is = "null";
   if (!record_graph_ids.empty()) {
     const uint32_t id = *record_graph_ids.begin();
