@@ -7,7 +7,6 @@ Writes OUTDIR/summary.md and OUTDIR/summary.json; exit 0 when every check that c
 """
 import json
 import os
-import statistics
 import sys
 
 TOLERANCE = 0.02
@@ -85,7 +84,7 @@ def probe_rows(outdir, row):
         launch_path = truth.get("graph_launch_path", "").split("/")
         for (kind, kernel, path), (count, ms, captured) in sorted(expected.items(), key=str):
             got = [a for a in acts if a["kind"] == kind and tuple(a.get("path") or ()) == path
-                   and (kernel is None or kernel in a["name"])]
+                   and (kernel is None or kernel in (a.get("name") or ""))]
             what = f"{name}: {kernel or kind} under {'/'.join(path) or '(no range)'}"
             row(f"{what}: count", f"{len(got)} of {count}", "equal", len(got) == count)
             device_ns = sum(a["end_ns"] - a["start_ns"] for a in got)
@@ -124,11 +123,14 @@ def pass_total(report, suffix):
                for path, p in all_passes(report) if path[-len(suffix):] == suffix)
 
 
-def answer(questions, name):
-    """The first JSON line a cupti_questions child printed for `name`, or None."""
-    child = ((questions or {}).get("answers") or {}).get(name) or {}
+def answer(questions, name, *fields):
+    """The first JSON line a cupti_questions child printed for `name`, or None; None too when it
+    lacks one of `fields` (a child whose CUPTI setup failed answers with its errors only)."""
+    answers = questions.get("answers") if isinstance(questions, dict) else None
+    child = (answers or {}).get(name) or {}
     lines = child.get("lines") or []
-    return lines[0] if lines else None
+    first = lines[0] if lines and isinstance(lines[0], dict) else None
+    return first if first is not None and all(f in first for f in fields) else None
 
 
 def child_outcome(child):
@@ -165,7 +167,7 @@ def cupti_rows(questions, row, record):
         sides = None if ev is None else ev["device_record_corr_is"] + ev["memcpy_runtime_corr_field_is"]
         row(f"§10.2 {label}: record ids are the runtime call's (simgpu: runtime)", sides, "runtime",
             None if not sides else set(sides) <= {"runtime", "both"})
-    graphs = answer(questions, "graphs")
+    graphs = answer(questions, "graphs", "kernel_graph_node_id_is")
     get = (lambda key: None) if graphs is None else graphs.get
     row("§10.3 graph kernel graphNodeId is the instantiated clone's (simgpu: clone)",
         get("kernel_graph_node_id_is"), "clone",
@@ -181,15 +183,15 @@ def cupti_rows(questions, row, record):
         get("capture_launches_produce_records"), "false",
         None if get("capture_launches_produce_records") is None
         else get("capture_launches_produce_records") is False)
-    trace = answer(questions, "graph_trace")
+    trace = answer(questions, "graph_trace", "graph_trace_enable_result")
     record("§10.3 with GRAPH_TRACE on: enable result, node-level kernel records, graph records",
            None if trace is None else f"{trace.get('graph_trace_enable_result')}, "
            f"{trace.get('graph_kernel_records_with_node_id')}, {len(trace.get('graph_trace_records', []))}")
-    done = answer(questions, "completed")
+    done = answer(questions, "completed", "kernels", "completed_equals_end")
     row("§10.4 kernel `completed` equals `end` (simgpu: equal)",
         None if done is None else f"{done['completed_equals_end']} of {done['kernels']}",
         "all", None if done is None else done["kernels"] > 0 and done["completed_equals_end"] == done["kernels"])
-    threads = answer(questions, "buffer_threads")
+    threads = answer(questions, "buffer_threads", "buffers")
     if threads is None:
         record("§10.5 bufferCompleted threads", None)
     else:
@@ -206,23 +208,28 @@ def cupti_rows(questions, row, record):
         kernel = None if c is None or not c["child"]["lines"] else c["child"]["lines"][0]["kernel_ran"]
         record(f"§10.6 {case}: InitializeInjection calls, kernel ran",
                None if c is None else f"{c['initialize_injection_calls']}, {kernel}")
-    twice = answer(questions, "register_twice")
+    twice = answer(questions, "register_twice", "second_register_result")
     record("§10.7 second RegisterCallbacks: result, records to first / second",
            None if twice is None else f"{twice['second_register_result']}, "
            f"{twice['kernel_records_to_first']} / {twice['kernel_records_to_second']}")
     slot_child = (questions or {}).get("answers", {}).get("nvtx_slot")
-    slot = answer(questions, "nvtx_slot")
+    slot = answer(questions, "nvtx_slot", "subscribe_result")
     record("§10.8 NVTX_INJECTION64_PATH=libcupti, then cuptiSubscribe: result (39 = slot taken)",
            None if slot is None else f"{slot['subscribe_result']} {slot['old_subscriber_name']!r}")
+    # Survived: its own second line; a crash there: the signal; neither: not known.
+    name_os_thread = None
+    if slot_child is not None:
+        name_os_thread = ("survived" if len(slot_child.get("lines") or []) > 1
+                          else None if child_outcome(slot_child) == "exit 0"
+                          else child_outcome(slot_child))
     record("§10.8 nvtxNameOsThreadA with libcupti as NVTX injection (NVIDIA/NVTX#125)",
-           None if slot_child is None else ("survived" if len(slot_child.get("lines") or []) > 1
-                                            else child_outcome(slot_child)))
+           name_os_thread)
     chain = (questions or {}).get("answers", {}).get("nvtx_chain")
     chained = None if chain is None else (chain["child"]["lines"] or [None])[0]
     record("§10.8 chaining through cuptiNvtxInitialize2 beside one's own handler",
            None if chain is None else (chained["chaining_works"] if chained
                                        else child_outcome(chain["child"])))
-    again = answer(questions, "reattach")
+    again = answer(questions, "reattach", "session_1_corr_matches")
     record("§10.9 graph correlation after cuptiFinalize + re-attach: session 1 / old graph / new graph",
            None if again is None else f"{again['session_1_corr_matches']} / "
            f"{again['session_2_old_graph_corr_matches']} / {again['session_2_new_graph_corr_matches']}")
