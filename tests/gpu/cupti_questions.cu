@@ -1232,8 +1232,11 @@ ChildResult RunChild(const std::vector<std::string>& args,
   waitpid(pid, &status, 0);
   std::istringstream stream(out);
   std::string line;
+  // Complete answer lines only: a cut-off last line, or anything a library printed, is left out.
   while (std::getline(stream, line)) {
-    if (!stream.eof() && !line.empty()) result.lines.push_back(line);  // complete lines only
+    if (!stream.eof() && line.size() >= 2 && line.front() == '{' && line.back() == '}') {
+      result.lines.push_back(line);
+    }
   }
   Object o;
   o.Raw("exit", WIFEXITED(status) ? std::to_string(WEXITSTATUS(status)) : "null")
