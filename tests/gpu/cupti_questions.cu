@@ -815,11 +815,12 @@ void GraphAnswer(uint32_t graph_id, uint32_t exec_id, Object* body) {
   std::set<uint32_t> record_graph_ids;
   for (const KernelRecord& k : g.kernels) {
     capture_records += capture_ids.count(k.corr) != 0 ? 1 : 0;
-    if (!IsGraphKernel(k.name) || k.graph_id == 0) continue;
+    // Launched through a graph: either id set (whether CUPTI always sets both is part of §10.3).
+    if (!IsGraphKernel(k.name) || (k.graph_id == 0 && k.graph_node_id == 0)) continue;
     ++graph_kernels;
     node_records += k.graph_node_id != 0 ? 1 : 0;
-    record_nodes.insert(k.graph_node_id);
-    record_graph_ids.insert(k.graph_id);
+    if (k.graph_node_id != 0) record_nodes.insert(k.graph_node_id);
+    if (k.graph_id != 0) record_graph_ids.insert(k.graph_id);
   }
   const auto created = ResourceEvents("capture", "GRAPHNODE_CREATED");
   const auto cloned = ResourceEvents("instantiate", "GRAPHNODE_CLONED");
