@@ -1,11 +1,12 @@
 // probe_injection: the injection library cupti_questions loads into its children to answer
 // cupti-notes §10 questions 6 and 8 (docs/gpu-validation.md). Test equipment only: gpuattr never
-// loads it, and it is built only with -DGPUATTR_BUILD_GPU_TESTS=ON.
+// loads it; it is built with the GPU tier (GPUATTR_BUILD_GPU_TESTS).
 //
-//   InitializeInjection       - appends "InitializeInjection <pid>" to $PROBE_INJECTION_LOG and
-//                               returns $PROBE_INJECTION_RETURN (default 1). Question 6: is it
-//                               found under LD_PRELOAD alone, how often is it called when both
-//                               LD_PRELOAD and CUDA_INJECTION64_PATH name it, what does 0 do?
+//   InitializeInjection       - appends "InitializeInjection pid P returning R" to
+//                               $PROBE_INJECTION_LOG and returns $PROBE_INJECTION_RETURN
+//                               (default 1). Question 6: is it found under LD_PRELOAD alone, how
+//                               often is it called when both LD_PRELOAD and CUDA_INJECTION64_PATH
+//                               name it, what does 0 do?
 //   InitializeInjectionNvtx2  - when $PROBE_NVTX_CHAIN_CUPTI names a libcupti, calls its
 //                               cuptiNvtxInitialize2 first, reads back the RangePushA handler
 //                               CUPTI installed and wraps it with a counting handler that calls
