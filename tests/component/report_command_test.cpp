@@ -3,7 +3,6 @@
 // come from tests/component/CMakeLists.txt.
 #include <catch2/catch.hpp>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -19,6 +18,7 @@ using test_support::ProcessResult;
 using test_support::ReadJson;
 using test_support::RunProcess;
 using test_support::TempDir;
+using test_support::WriteFile;
 
 std::vector<std::string> Gpuattr(std::vector<std::string> args) {
   args.insert(args.begin(), GPUATTR_BINARY);
@@ -29,12 +29,6 @@ std::string Ms(const json& ns) {
   char out[32];
   std::snprintf(out, sizeof(out), "%.3f", ns.get<double>() / 1e6);
   return out;
-}
-
-void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out << bytes;
-  REQUIRE(out.good());
 }
 
 // nested_ranges.json under `gpuattr run` on the simulated GPU; the report's path.

@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -28,6 +27,7 @@ using test_support::ReadJson;
 using test_support::RunProcess;
 using test_support::Subprocess;
 using test_support::TempDir;
+using test_support::WriteFile;
 
 // One process: a graph captured under "setup", then top-level steps (forward, backward with a
 // copy, optimizer replaying the graph) until `stop_file` exists.
@@ -64,11 +64,6 @@ json LongRunningScenario(const std::string& stop_file) {
   return {{"processes", json::array({{{"name", "trainer"},
                                       {"threads", json::array({{{"name", "main"},
                                                                 {"ops", ops}}})}}})}};
-}
-
-void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
 }
 
 bool WaitForPath(const std::string& path, double seconds) {

@@ -11,7 +11,6 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -28,12 +27,7 @@ using test_support::ProcessResult;
 using test_support::ReadJson;
 using test_support::RunProcess;
 using test_support::TempDir;
-
-void WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  REQUIRE(out.good());
-}
+using test_support::WriteFile;
 
 // Microseconds with exactly three decimals, as a JSON number token: the importer reads the
 // decimal text, so the nanoseconds survive exactly.
@@ -72,10 +66,10 @@ void MakeRun(const TempDir& dir, const std::string& out, const std::string& name
              const std::string& scenario, bool profiler, const std::string& stretched = "",
              uint64_t stretch_percent = 100) {
   const auto [report, truth] = RunScenario(dir, std::string(GPUATTR_SCENARIO_DIR) + "/" + scenario);
-  WriteText(out + "/" + name + ".report.json", report.dump());
+  WriteFile(out + "/" + name + ".report.json", report.dump());
   if (!profiler) return;
   const std::string trace = out + "/" + name + ".torch_trace.json";
-  WriteText(trace, KinetoTrace(truth, stretched, stretch_percent));
+  WriteFile(trace, KinetoTrace(truth, stretched, stretch_percent));
   const ProcessResult imported = RunProcess(
       {GPUATTR_BIN, "import", "--quiet", trace, "-o", out + "/" + name + ".import.json"});
   INFO(imported.err);
@@ -135,11 +129,11 @@ void MakeProbeRun(const TempDir& dir, const std::string& out, const std::string&
                   std::string(GPUATTR_SCENARIO_DIR) + "/" + scenario, "--truth", truth_path});
   INFO(run.err);
   REQUIRE(ExitStatus(run) == 0);
-  WriteText(out + "/" + name + ".truth.json", ProbeTruth(ReadJson(truth_path)));
+  WriteFile(out + "/" + name + ".truth.json", ProbeTruth(ReadJson(truth_path)));
 }
 
 void WriteStepTruth(const std::string& path, double step_median_ms) {
-  WriteText(path, "{\"step_median_ms\":" + std::to_string(step_median_ms) + "}\n");
+  WriteFile(path, "{\"step_median_ms\":" + std::to_string(step_median_ms) + "}\n");
 }
 
 struct Summary {
@@ -183,7 +177,7 @@ TEST_CASE(
   MakeProbeRun(dir, out, "gpu_probe_graph", "graph_microstep.json");
   WriteStepTruth(out + "/torch_train.bare.truth.json", 10.0);
   WriteStepTruth(out + "/torch_train.truth.json", 10.15);
-  WriteText(out + "/cupti_questions.json", CuptiQuestionsExample().dump());
+  WriteFile(out + "/cupti_questions.json", CuptiQuestionsExample().dump());
 
   const Summary summary = Compare(out);
   CHECK(summary.exit_status == 0);
@@ -256,7 +250,7 @@ TEST_CASE(
   launch["runtime_cbids_entered"] = json::array({211, 505});  // both fire: a double count
   questions["answers"]["nvtx_chain"]["child"] = {
       {"exit", nullptr}, {"signal", 11}, {"timed_out", false}, {"lines", json::array()}};
-  WriteText(out + "/cupti_questions.json", questions.dump());
+  WriteFile(out + "/cupti_questions.json", questions.dump());
 
   // A kernel record lost between the device and the report, and a busy time off by 1 ns.
   MakeProbeRun(dir, out, "gpu_probe_streams", "two_streams_overlap.json");
@@ -266,11 +260,11 @@ TEST_CASE(
   REQUIRE(side_kernel != std::string::npos);
   const size_t line_start = activities.rfind('\n', side_kernel) + 1;
   activities.erase(line_start, activities.find('\n', side_kernel) + 1 - line_start);
-  WriteText(activities_path, activities);
+  WriteFile(activities_path, activities);
   json probe_report = ReadJson(out + "/gpu_probe_streams.report.json");
   json& busy = probe_report["processes"][0]["devices"][0]["busy_ns"];
   busy = busy.get<uint64_t>() + 1;
-  WriteText(out + "/gpu_probe_streams.report.json", probe_report.dump());
+  WriteFile(out + "/gpu_probe_streams.report.json", probe_report.dump());
 
   // One graph kernel attributed as if launched directly.
   MakeProbeRun(dir, out, "gpu_probe_graph", "graph_microstep.json");
@@ -280,7 +274,7 @@ TEST_CASE(
   REQUIRE(captured != std::string::npos);
   graph_activities.replace(captured, std::string("\"attribution\":\"captured\"").size(),
                            "\"attribution\":\"direct\"");
-  WriteText(graph_path, graph_activities);
+  WriteFile(graph_path, graph_activities);
 
   const Summary summary = Compare(out);
   CHECK(summary.exit_status == 1);
@@ -319,9 +313,9 @@ TEST_CASE(
     "[e2e][gpu-kit]") {
   TempDir dir;
   // What a program that refused or crashed leaves behind: an empty truth, a cut-off report.
-  WriteText(dir.File("torch_train.truth.json"), "");
-  WriteText(dir.File("torch_train.bare.truth.json"), "{\"step_median_ms\":");
-  WriteText(dir.File("torch_train.report.json"), "{\"processes\": [");
+  WriteFile(dir.File("torch_train.truth.json"), "");
+  WriteFile(dir.File("torch_train.bare.truth.json"), "{\"step_median_ms\":");
+  WriteFile(dir.File("torch_train.report.json"), "{\"processes\": [");
   // cupti_questions where CUPTI would not subscribe: every child answers with its errors only.
   json questions = {{"answers", json::object()}};
   for (const char* question :
@@ -335,7 +329,7 @@ TEST_CASE(
          {{{"question", question},
            {"errors", {"cuptiSubscribe(...) = 999 CUPTI_ERROR_UNKNOWN"}}}}}};
   }
-  WriteText(dir.File("cupti_questions.json"), questions.dump());
+  WriteFile(dir.File("cupti_questions.json"), questions.dump());
   const Summary summary = Compare(dir.path());
   CHECK(summary.exit_status == 0);
   REQUIRE_FALSE(summary.rows.empty());

@@ -38,6 +38,12 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+  REQUIRE(out.good());
+}
+
 nlohmann::json ReadJson(const std::string& path) {
   return nlohmann::json::parse(ReadFile(path), nullptr, /*allow_exceptions=*/false);
 }

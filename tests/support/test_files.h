@@ -30,6 +30,9 @@ class TempDir {
 // The file's bytes; empty when it cannot be read.
 std::string ReadFile(const std::string& path);
 
+// Writes `bytes` to the file, replacing it; fails the running test when it cannot.
+void WriteFile(const std::string& path, const std::string& bytes);
+
 // The file parsed as JSON; a discarded value when it is missing or not JSON.
 nlohmann::json ReadJson(const std::string& path);
 
