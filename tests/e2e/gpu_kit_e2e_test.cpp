@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -169,7 +170,7 @@ TEST_CASE(
     "[e2e][gpu-kit]") {
   TempDir dir;
   const std::string out = dir.File("out");
-  REQUIRE(RunProcess({"mkdir", "-p", out}).exit_code == 0);
+  REQUIRE(std::filesystem::create_directories(out));
   MakeRun(dir, out, "torch_lesson", "gpu_course_block.json", /*profiler=*/true);
   MakeRun(dir, out, "torch_train", "autograd_threads.json", /*profiler=*/true);
   MakeRun(dir, out, "torch_train_graph", "graph_microstep.json", /*profiler=*/false);
@@ -238,7 +239,7 @@ TEST_CASE(
     "[e2e][gpu-kit]") {
   TempDir dir;
   const std::string out = dir.File("out");
-  REQUIRE(RunProcess({"mkdir", "-p", out}).exit_code == 0);
+  REQUIRE(std::filesystem::create_directories(out));
   // torch.profiler's gelu kernels 5 % longer than gpuattr's.
   MakeRun(dir, out, "torch_lesson", "gpu_course_block.json", /*profiler=*/true,
           "GeluCUDAKernelImpl", 105);
