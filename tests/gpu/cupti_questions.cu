@@ -55,7 +55,14 @@
 #include <utility>
 #include <vector>
 
+#include "probe_support.h"
+
 namespace {
+
+using gpuattr::gpu_tier::DriverSymbol;
+using gpuattr::gpu_tier::JsonQuote;
+using gpuattr::gpu_tier::LaunchKernelExFn;
+using gpuattr::gpu_tier::LaunchKernelFn;
 
 constexpr int kExitNoDevice = 3;
 constexpr int kChildTimeoutSeconds = 20;  // 14 children: a hang in every one fits in 300 s
@@ -73,31 +80,14 @@ __global__ void q_tiny(float* d) { d[threadIdx.x] -= 1.0f; }
 
 // ---- JSON text (the answers are small; values are numbers, booleans, strings or nested text)
 
-std::string Quote(const std::string& text) {
-  std::string out = "\"";
-  for (const unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
-      out += escaped;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
 // Builds one JSON object member by member; values are already JSON text.
 class Object {
  public:
   Object& Raw(const char* key, const std::string& json) {
-    text_ += (text_.empty() ? "" : ",") + Quote(key) + ":" + json;
+    text_ += (text_.empty() ? "" : ",") + JsonQuote(key) + ":" + json;
     return *this;
   }
-  Object& Str(const char* key, const std::string& value) { return Raw(key, Quote(value)); }
+  Object& Str(const char* key, const std::string& value) { return Raw(key, JsonQuote(value)); }
   Object& Num(const char* key, unsigned long long value) { return Raw(key, std::to_string(value)); }
   Object& Int(const char* key, long long value) { return Raw(key, std::to_string(value)); }
   Object& Bool(const char* key, bool value) { return Raw(key, value ? "true" : "false"); }
@@ -446,18 +436,6 @@ void LaunchTiny(int count, float* d) {
   for (int i = 0; i < count; ++i) q_tiny<<<1, kThreads>>>(d);
 }
 
-using LaunchKernelFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                    unsigned, unsigned, CUstream, void**, void**);
-using LaunchKernelExFn = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
-
-// libcuda is present whenever a device is (the parent refused otherwise); dlopen keeps this
-// program loadable on machines without a driver.
-void* DriverSymbol(const char* name) {
-  void* libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (libcuda == nullptr) libcuda = dlopen("libcuda.so.1", RTLD_NOW);
-  return libcuda != nullptr ? dlsym(libcuda, name) : nullptr;
-}
-
 // Resolved before the labelled launch, so that cudaGetFuncBySymbol's own callbacks stay out of it.
 CUfunction FunctionOf(const void* kernel) {
   cudaFunction_t function = nullptr;
@@ -584,7 +562,7 @@ std::string LabelEvidence(const std::string& label) {
   }
   auto names = [](const std::set<std::string>& values) {
     std::vector<std::string> quoted;
-    for (const std::string& v : values) quoted.push_back(Quote(v));
+    for (const std::string& v : values) quoted.push_back(JsonQuote(v));
     return Array(quoted);
   };
   auto numbers = [](const std::set<uint32_t>& values) {
@@ -607,7 +585,7 @@ std::string LabelEvidence(const std::string& label) {
 
 std::string Errors() {
   std::vector<std::string> quoted;
-  for (const std::string& e : g.errors) quoted.push_back(Quote(e));
+  for (const std::string& e : g.errors) quoted.push_back(JsonQuote(e));
   return Array(quoted);
 }
 
@@ -834,7 +812,7 @@ void GraphAnswer(uint32_t graph_id, uint32_t exec_id, Object* body) {
       all_clone = all_clone && clone_ids.count(id) != 0;
       all_original = all_original && original_ids.count(id) != 0;
     }
-    node_id_is = Quote(all_clone ? "clone" : all_original ? "original" : "other");
+    node_id_is = JsonQuote(all_clone ? "clone" : all_original ? "original" : "other");
   }
   // The graph that holds the instantiated clones: named by GRAPH_CLONED if CUPTI fires it, and by
   // the GRAPHNODE_CLONED callbacks' graph. The simulator puts its id in the kernel records.
@@ -850,9 +828,9 @@ void GraphAnswer(uint32_t graph_id, uint32_t exec_id, Object* body) {
     if (id == graph_id) matches.push_back("captured_graph");
     if (clone_graph_ids.count(id) != 0) matches.push_back("clone_graph");
     if (id == exec_id) matches.push_back("exec");
-    graph_id_is = Quote(record_graph_ids.size() > 1 ? "several"
-                        : matches.empty()           ? "other"
-                                                    : matches.front());
+    graph_id_is = JsonQuote(record_graph_ids.size() > 1 ? "several"
+                            : matches.empty()           ? "other"
+                                                        : matches.front());
     for (size_t i = 1; i < matches.size(); ++i)
       graph_id_is.insert(graph_id_is.size() - 1, "+" + matches[i]);
   }
@@ -1307,7 +1285,7 @@ std::string NvtxChainCase(const std::string& library, const std::string& cupti) 
                                               {"PROBE_INJECTION_LOG", log.c_str()}});
   std::vector<std::string> log_lines;
   std::ifstream in(log);
-  for (std::string line; std::getline(in, line);) log_lines.push_back(Quote(line));
+  for (std::string line; std::getline(in, line);) log_lines.push_back(JsonQuote(line));
   std::remove(log.c_str());
   return Object().Raw("child", child.json).Raw("injection_log", Array(log_lines)).Json();
 }

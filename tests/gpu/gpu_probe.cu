@@ -27,7 +27,13 @@
 #include <thread>
 #include <vector>
 
+#include "probe_support.h"
+
 namespace {
+
+using gpuattr::gpu_tier::DriverSymbol;
+using gpuattr::gpu_tier::JsonQuote;
+using gpuattr::gpu_tier::LaunchKernelFn;
 
 constexpr int kExitNoDevice = 3;
 constexpr int kElems = 1 << 22;  // 16 MiB of floats: each kernel runs tens of microseconds.
@@ -171,19 +177,11 @@ void Runtime(Truth& t) {
 }
 
 void Driver(Truth& t) {
-  // libcuda.so.1 is present whenever a device is (the refusal ran before this), so dlopen only
-  // fails on a broken install. The symbol is the same one a linked call resolves to.
-  void* libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (libcuda == nullptr) libcuda = dlopen("libcuda.so.1", RTLD_NOW);
-  if (libcuda == nullptr) {
-    std::fprintf(stderr, "gpu_probe: dlopen(libcuda.so.1): %s\n", dlerror());
-    std::exit(1);
-  }
-  using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                unsigned, unsigned, CUstream, void**, void**);
-  auto launch = reinterpret_cast<LaunchFn>(dlsym(libcuda, "cuLaunchKernel"));
+  // libcuda.so.1 is present whenever a device is (the refusal ran before this), so this only
+  // fails on a broken install.
+  auto launch = reinterpret_cast<LaunchKernelFn>(DriverSymbol("cuLaunchKernel"));
   if (launch == nullptr) {
-    std::fprintf(stderr, "gpu_probe: no cuLaunchKernel in libcuda.so.1\n");
+    std::fprintf(stderr, "gpu_probe: no cuLaunchKernel from libcuda.so.1: %s\n", dlerror());
     std::exit(1);
   }
   Range r("driver");
@@ -384,15 +382,6 @@ void Steps(Truth& t) {
   GPUATTR_CHECK(cudaFree(d));
 }
 
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 void Print(const std::string& sub, const Truth& t) {
   cudaDeviceProp prop{};
   int device = 0;
@@ -403,18 +392,19 @@ void Print(const std::string& sub, const Truth& t) {
   GPUATTR_CHECK(cudaRuntimeGetVersion(&runtime));
   std::printf("{\"program\": \"gpu_probe\", \"subcommand\": %s, \"device\": %s, "
               "\"driver_version\": %d, \"runtime_version\": %d, %s\"ops\": [",
-              Quote(sub).c_str(), Quote(prop.name).c_str(), driver, runtime, t.extra.c_str());
+              JsonQuote(sub).c_str(), JsonQuote(prop.name).c_str(), driver, runtime,
+              t.extra.c_str());
   for (size_t i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
     std::printf("%s{\"kind\": %s, \"name\": %s, \"path\": %s, \"stream\": %s, \"count\": %d, "
                 "\"ms\": %.6f, \"captured\": %s}",
-                i == 0 ? "" : ", ", Quote(o.kind).c_str(), Quote(o.name).c_str(),
-                Quote(o.path).c_str(), Quote(o.stream).c_str(), o.count, o.ms,
+                i == 0 ? "" : ", ", JsonQuote(o.kind).c_str(), JsonQuote(o.name).c_str(),
+                JsonQuote(o.path).c_str(), JsonQuote(o.stream).c_str(), o.count, o.ms,
                 o.captured ? "true" : "false");
   }
   std::printf("], \"notes\": [");
   for (size_t i = 0; i < t.notes.size(); ++i)
-    std::printf("%s%s", i == 0 ? "" : ", ", Quote(t.notes[i]).c_str());
+    std::printf("%s%s", i == 0 ? "" : ", ", JsonQuote(t.notes[i]).c_str());
   std::printf("]}\n");
 }
 
