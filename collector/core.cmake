@@ -27,6 +27,7 @@ add_library(gpuattr_collector_core STATIC
   report/refusal_catalogue.cpp
   report/render_summary.cpp
   report/report_builder.cpp
+  report/report_writer.cpp
   report/report_view.cpp
   ${GPUATTR_COLLECTOR_EMBEDDED}
 )

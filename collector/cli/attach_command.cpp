@@ -79,10 +79,10 @@ Status WriteRefusalReport(const AttachOptions& options, const RefusalEntry& refu
   inputs.capture.started_at_realtime_ns = NowNs(CLOCK_REALTIME);
   inputs.window_request = WindowRequestFromWire(RequestFor(options), options.step_name);
   inputs.processes.push_back(&trace);
-  nlohmann::json report = BuildReport(inputs);
+  Report report = BuildReport(inputs);
   std::string cause = refusal.cause;
   if (!seen.empty()) cause += " Seen: " + seen + ".";
-  for (nlohmann::json& process : report["processes"]) {
+  for (nlohmann::json& process : report.without_step_rows["processes"]) {
     process["refusals"] = nlohmann::json::array({{{"code", refusal.code},
                                                   {"cause", cause},
                                                   {"remedy", refusal.remedy},

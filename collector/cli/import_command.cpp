@@ -114,7 +114,7 @@ Status RunImport(const ImportOptions& options) {
     GPUATTR_RETURN_IF_ERROR(WriteTextAtomically(activities, options.activities_path));
   }
   if (!options.quiet) {
-    std::fputs(RenderSummary(result.report).c_str(), stderr);
+    std::fputs(RenderSummary(result.report.without_step_rows).c_str(), stderr);
     if (result.skipped_events > 0 || result.clipped_ranges > 0) {
       std::fprintf(stderr,
                    "gpuattr import: %llu events skipped (fields of the wrong type), %llu ranges "

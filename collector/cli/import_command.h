@@ -15,12 +15,12 @@
 #define GPUATTR_COLLECTOR_CLI_IMPORT_COMMAND_H_
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "analysis/process_trace.h"
 #include "base/status.h"
+#include "report/report_builder.h"
 
 namespace gpuattr::collector {
 
@@ -37,7 +37,7 @@ struct ImportOptions {
 };
 
 struct ImportResult {
-  nlohmann::json report;
+  Report report;
   uint64_t json_bytes = 0;     // uncompressed JSON read (Kineto inputs)
   uint64_t skipped_events = 0; // events with fields of the wrong type
   uint64_t clipped_ranges = 0; // ranges clipped to nest (trace_replay.h)

@@ -271,7 +271,7 @@ StatusOr<int> RunCapture(const RunOptions& options) {
   inputs.options = analysis;
   inputs.rejected_connections = server->stats().rejected_connections;
   inputs.rejected_messages = server->stats().rejected_messages;
-  const nlohmann::json report = BuildReport(inputs);
+  const Report report = BuildReport(inputs);
   GPUATTR_RETURN_IF_ERROR(WriteReportAtomically(report, options.output));
   if (activities) {
     GPUATTR_RETURN_IF_ERROR(activities->Commit());
@@ -279,7 +279,7 @@ StatusOr<int> RunCapture(const RunOptions& options) {
   if (exports) GPUATTR_RETURN_IF_ERROR(exports->Commit());
 
   if (!options.quiet) {
-    std::fputs(RenderSummary(report).c_str(), stderr);
+    std::fputs(RenderSummary(report.without_step_rows).c_str(), stderr);
     for (const std::string& note : server->stats().rejection_notes) {
       std::fprintf(stderr, "gpuattr: %s\n", note.c_str());
     }

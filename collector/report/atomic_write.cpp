@@ -1,4 +1,5 @@
-// WriteReportAtomically, WriteTextAtomically and AtomicTextFile (report_builder.h): temp file in the target's directory, fsync, rename.
+// WriteTextAtomically and AtomicTextFile (report_builder.h): temp file in the target's directory,
+// fsync, rename.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,15 +38,6 @@ Status WriteAll(int fd, const std::string& bytes, const std::string& path) {
 }
 
 }  // namespace
-
-Status WriteReportAtomically(const nlohmann::json& report, const std::string& path) {
-  if (path.empty()) return InvalidArgumentError("the report path is empty");
-  // Strings in the report were sanitised to UTF-8 on receipt; `replace` keeps dump() from
-  // throwing should one ever slip through.
-  std::string text = report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-  text.push_back('\n');
-  return WriteTextAtomically(text, path);
-}
 
 StatusOr<AtomicTextFile> AtomicTextFile::Create(const std::string& path) {
   if (path.empty()) return InvalidArgumentError("the output path is empty");

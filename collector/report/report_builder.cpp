@@ -248,21 +248,12 @@ std::vector<uint64_t> StepTerms(const StepRow& row) {
           row.gaps_ns()};
 }
 
+// steps with its rows left [] (report_builder.h): they are rendered by StepRowJson when written.
 Json StepsJson(bool measured, const Steps& steps) {
-  Json rows = Json::array();
   std::vector<std::vector<uint64_t>> columns(std::size(kStepTerms));
   for (const StepRow& row : steps.rows) {
-    Json out = {{"index", row.index},
-                {"name", row.name},
-                {"start_ns", row.start_ns},
-                {"end_ns", row.end_ns}};
     const std::vector<uint64_t> terms = StepTerms(row);
-    for (size_t i = 0; i < terms.size(); ++i) {
-      // host_ns is measured on the host; every other term needs device time.
-      out[kStepTerms[i]] = measured || i == 0 ? Json(terms[i]) : Json(nullptr);
-      columns[i].push_back(terms[i]);
-    }
-    rows.push_back(std::move(out));
+    for (size_t i = 0; i < terms.size(); ++i) columns[i].push_back(terms[i]);
   }
   Json summary = Json::object();
   for (size_t i = 0; i < columns.size(); ++i) {
@@ -274,7 +265,7 @@ Json StepsJson(bool measured, const Steps& steps) {
           {"detected", steps.detected},
           {"instances", steps.instances},
           {"skipped", steps.skipped},
-          {"rows", std::move(rows)},
+          {"rows", Json::array()},
           {"summary", std::move(summary)}};
 }
 
@@ -368,6 +359,7 @@ Json RefusalJson(const RefusalEntry& entry, const std::string& detail, int32_t c
 // Everything one process contributes: its JSON and the numbers the summary merges.
 struct ProcessReport {
   Json json;
+  StepRowTable step_rows;
   Json summary_row;  // this process's line of summary.ranks
   std::string status;
   int rank_sort = 0;
@@ -530,6 +522,8 @@ ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs
                         {"coverage", process["coverage"]["attributed_fraction"]}};
   report.status = status;
   report.json = std::move(process);
+  report.step_rows.device_measured = measured;
+  if (analysis.steps) report.step_rows.rows = std::move(analysis.steps->rows);
   report.rank_sort = hello.rank >= 0 ? hello.rank : INT32_MAX;
   report.pid = hello.pid;
   report.ppid = hello.ppid;
@@ -683,7 +677,20 @@ Json LaunchersJson(std::vector<ProcessReport>& processes, const ReportInputs& in
 
 }  // namespace
 
-nlohmann::json BuildReport(const ReportInputs& inputs) {
+Json StepRowJson(const StepRow& row, bool device_measured) {
+  Json out = {{"index", row.index},
+              {"name", row.name},
+              {"start_ns", row.start_ns},
+              {"end_ns", row.end_ns}};
+  const std::vector<uint64_t> terms = StepTerms(row);
+  for (size_t i = 0; i < terms.size(); ++i) {
+    // host_ns is measured on the host; every other term needs device time.
+    out[kStepTerms[i]] = device_measured || i == 0 ? Json(terms[i]) : Json(nullptr);
+  }
+  return out;
+}
+
+Report BuildReport(const ReportInputs& inputs) {
   std::vector<ProcessReport> processes;
   uint64_t without_hello = 0;
   for (const ProcessTrace* trace : inputs.processes) {
@@ -698,7 +705,8 @@ nlohmann::json BuildReport(const ReportInputs& inputs) {
                      return a.rank_sort != b.rank_sort ? a.rank_sort < b.rank_sort : a.pid < b.pid;
                    });
 
-  Json report;
+  Report built;
+  Json& report = built.without_step_rows;
   report["schema_version"] = kSchemaVersion;
   report["tool"] = {{"name", "gpuattr"}, {"version", kToolVersion}};
   report["capture"] = {{"mode", inputs.capture.mode},
@@ -713,13 +721,16 @@ nlohmann::json BuildReport(const ReportInputs& inputs) {
   report["summary"] = SummaryJson(processes, inputs);
   Json launchers = LaunchersJson(processes, inputs);
   Json process_json = Json::array();
-  for (ProcessReport& process : processes) process_json.push_back(std::move(process.json));
+  for (ProcessReport& process : processes) {
+    process_json.push_back(std::move(process.json));
+    built.step_rows.push_back(std::move(process.step_rows));
+  }
   report["processes"] = std::move(process_json);
   report["launchers"] = std::move(launchers);
   report["diagnostics"] = {{"rejected_connections", inputs.rejected_connections},
                            {"rejected_messages", inputs.rejected_messages},
                            {"connections_without_hello", without_hello}};
-  return report;
+  return built;
 }
 
 }  // namespace gpuattr::collector

@@ -1,6 +1,11 @@
 // Builds the JSON report (schemas/report.schema.json, "gpuattr.report/1") from finished
 // ProcessTraces, renders its short terminal summary, and writes it atomically.
 //
+// The report is one nlohmann DOM except for the step rows: their number grows with the run (a row
+// per step instance; at 1.4 KB per row as DOM, 700,000 auto-detected steps cost 1 GB), so they
+// stay as the analysis made them and are rendered one at a time as the text is written. Nothing
+// else in the report grows with the run's length.
+//
 // Called once, on the collector's main thread, after every connection ended or timed out.
 #ifndef GPUATTR_COLLECTOR_REPORT_REPORT_BUILDER_H_
 #define GPUATTR_COLLECTOR_REPORT_REPORT_BUILDER_H_
@@ -12,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/attribution.h"
 #include "analysis/process_trace.h"
 #include "base/status.h"
 
@@ -54,14 +60,36 @@ struct ReportInputs {
   std::string* activities_jsonl = nullptr;
 };
 
-nlohmann::json BuildReport(const ReportInputs& inputs);
+// One process's steps.rows, kept out of the DOM until written.
+struct StepRowTable {
+  bool device_measured = false;  // false: every device term of a row is null
+  std::vector<StepRow> rows;
+};
+
+struct Report {
+  // The whole report except the step rows: each processes[i].steps.rows is [] here, and its rows
+  // are step_rows[i] (`steps` null: step_rows[i] is empty). Read the rows from the written text.
+  nlohmann::json without_step_rows;
+  std::vector<StepRowTable> step_rows;  // one per element of without_step_rows["processes"]
+};
+
+Report BuildReport(const ReportInputs& inputs);
+
+// One element of steps.rows (docs/attribution.md §Steps).
+nlohmann::json StepRowJson(const StepRow& row, bool device_measured);
 
 // A short human table for stderr: per process, devices busy/idle, top passes, coverage, loss.
+// Reads no step row.
 std::string RenderSummary(const nlohmann::json& report);
 
-// Writes `report` to `path` through a temporary file in the same directory and rename(2), so a
-// reader sees the old file, the new file, or none, never half of one.
-Status WriteReportAtomically(const nlohmann::json& report, const std::string& path);
+// The report's text, pretty-printed (two-space indent, keys sorted) with its step rows in place:
+// what WriteReportAtomically writes, as a string (tests, fuzzers, benchmarks).
+std::string SerializeReport(const Report& report);
+
+// Writes SerializeReport's text to `path` in 1 MiB pieces through a temporary file in the same
+// directory and rename(2), so a reader sees the old file, the new file, or none, never half of
+// one, and the collector never holds the whole text.
+Status WriteReportAtomically(const Report& report, const std::string& path);
 // The same for any text.
 Status WriteTextAtomically(const std::string& text, const std::string& path);
 

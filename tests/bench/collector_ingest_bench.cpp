@@ -251,7 +251,7 @@ size_t Report(const ProcessTrace& trace) {
   ReportInputs inputs;
   inputs.capture.mode = "run";
   inputs.processes.push_back(&trace);
-  return BuildReport(inputs).dump().size();
+  return SerializeReport(BuildReport(inputs)).size();
 }
 
 // The whole stream of `kernels` kernels, encoded up front so the timed loops below measure the
@@ -311,8 +311,8 @@ int RssMode(uint64_t kernels, uint64_t every) {
   ReportInputs inputs;
   inputs.capture.mode = "run";
   inputs.processes.push_back(&trace);
-  const nlohmann::json report = BuildReport(inputs);
-  const nlohmann::json& process = report["processes"][0];
+  const Report report = BuildReport(inputs);
+  const nlohmann::json& process = report.without_step_rows["processes"][0];
   // The numbers that show the stream was understood: every kernel joined and attributed.
   std::printf("report: kernels=%s unmatched_launches=%s orphan_activities=%s steps=%s "
               "coverage=%s\n",
@@ -321,7 +321,8 @@ int RssMode(uint64_t kernels, uint64_t every) {
               process["loss"]["orphan_activities"].dump().c_str(),
               process["steps"].is_null() ? "null" : process["steps"]["instances"].dump().c_str(),
               process["coverage"]["attributed_fraction"].dump().c_str());
-  std::printf("report_bytes=%zu VmHWM_kib=%ld\n", report.dump().size(), StatusKib("VmHWM"));
+  std::printf("report_bytes=%zu VmHWM_kib=%ld\n", SerializeReport(report).size(),
+              StatusKib("VmHWM"));
   return 0;
 }
 

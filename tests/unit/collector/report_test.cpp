@@ -20,7 +20,7 @@ using test_support::TempDir;
 // Writes `report` as `name` and returns the validator's exit status: 0 valid, 1 invalid.
 int Validate(const Json& report, const TempDir& dir, const std::string& name) {
   const std::string path = dir.File(name);
-  REQUIRE(WriteReportAtomically(report, path).ok());
+  REQUIRE(WriteReportAtomically(Report{report, {}}, path).ok());
   const test_support::SchemaCheck check = test_support::ValidateReport(path);
   INFO(check.output);
   return check.exit_code;
@@ -77,7 +77,7 @@ struct Fixture {
     inputs.exit_statuses = {{200, 0}, {202, 3}};
     inputs.rejected_connections = 1;
     inputs.rejected_messages = 2;
-    return BuildReport(inputs);
+    return ReportAsWritten(BuildReport(inputs));
   }
 };
 
@@ -177,12 +177,59 @@ TEST_CASE("the text summary names processes, devices, passes and families", "[un
   CHECK_THAT(RenderSummary(Json::array()), Contains("no traced process"));
 }
 
+TEST_CASE("the written text is dump(2) of the whole report with the step rows in place",
+          "[unit][report]") {
+  // Process 1 has 20,000 rows (about 9 MB of text: many 1 MiB pieces), process 2 no steps,
+  // process 3 rows without device time.
+  const Json steps = {{"range", "step \"quoted\""}, {"rows", Json::array()}, {"summary", 5}};
+  Report report;
+  report.without_step_rows = {
+      {"schema_version", "gpuattr.report/1"},
+      {"processes", Json::array({{{"pid", 1}, {"steps", steps}},
+                                 {{"pid", 2}, {"steps", nullptr}},
+                                 {{"pid", 3}, {"steps", steps}}})},
+      {"summary", {{"ranks", Json::array()}}}};
+  report.step_rows.resize(3);
+  report.step_rows[0].device_measured = true;
+  for (uint64_t i = 0; i < 20000; ++i) {
+    StepRow row;
+    row.index = i;
+    row.name = "step \"quoted\"";
+    row.start_ns = 1000 * i;
+    row.end_ns = 1000 * i + 900;
+    row.phases.ns[static_cast<size_t>(Phase::kForward)] = 300;
+    row.busy_ns = 400;
+    report.step_rows[0].rows.push_back(row);
+  }
+  report.step_rows[2].rows = {report.step_rows[0].rows[0]};
+
+  Json whole = report.without_step_rows;
+  for (size_t p = 0; p < 3; ++p) {
+    for (const StepRow& row : report.step_rows[p].rows) {
+      whole["processes"][p]["steps"]["rows"].push_back(
+          StepRowJson(row, report.step_rows[p].device_measured));
+    }
+  }
+  const std::string expected = whole.dump(2) + "\n";
+  CHECK(SerializeReport(report) == expected);
+  TempDir dir;
+  const std::string path = dir.File("report.json");
+  REQUIRE(WriteReportAtomically(report, path).ok());
+  CHECK(ReadFile(path) == expected);
+
+  const Json read = Json::parse(expected);
+  REQUIRE(read["processes"][0]["steps"]["rows"].size() == 20000);
+  CHECK(read["processes"][0]["steps"]["rows"][19999]["gaps_ns"] == 500);
+  CHECK(read["processes"][2]["steps"]["rows"][0]["host_ns"] == 900);
+  CHECK(read["processes"][2]["steps"]["rows"][0]["busy_ns"].is_null());
+}
+
 TEST_CASE("reports are written atomically", "[unit][report]") {
   TempDir dir;
   const std::string path = dir.path() + "/report.json";
   SECTION("a new file, then a replacement; no temporary file left") {
-    REQUIRE(WriteReportAtomically(Json{{"a", 1}}, path).ok());
-    REQUIRE(WriteReportAtomically(Json{{"a", 2}}, path).ok());
+    REQUIRE(WriteReportAtomically(Report{Json{{"a", 1}}, {}}, path).ok());
+    REQUIRE(WriteReportAtomically(Report{Json{{"a", 2}}, {}}, path).ok());
     const Json read = Json::parse(ReadFile(path), nullptr, false);
     REQUIRE_FALSE(read.is_discarded());
     CHECK(read["a"] == 2);
@@ -193,21 +240,23 @@ TEST_CASE("reports are written atomically", "[unit][report]") {
   }
   SECTION("a missing directory fails with a status and leaves nothing") {
     const Status status =
-        WriteReportAtomically(Json{{"a", 1}}, dir.path() + "/missing/report.json");
+        WriteReportAtomically(Report{Json{{"a", 1}}, {}}, dir.path() + "/missing/report.json");
     CHECK(status.code() == StatusCode::kNotFound);
     CHECK(dir.Entries().empty());
   }
   SECTION("a rename onto a directory fails and removes the temporary file") {
     REQUIRE(::mkdir(path.c_str(), 0700) == 0);
-    CHECK_FALSE(WriteReportAtomically(Json{{"a", 1}}, path).ok());
+    CHECK_FALSE(WriteReportAtomically(Report{Json{{"a", 1}}, {}}, path).ok());
     CHECK(dir.Entries() == std::vector<std::string>{"report.json"});
     ::rmdir(path.c_str());
   }
   SECTION("invalid UTF-8 never makes writing throw") {
-    REQUIRE(WriteReportAtomically(Json{{"name", std::string("bad \xFF")}}, path).ok());
+    const Report invalid_utf8{Json{{"name", std::string("bad \xFF")}}, {}};
+    REQUIRE(WriteReportAtomically(invalid_utf8, path).ok());
     CHECK_FALSE(Json::parse(ReadFile(path), nullptr, false).is_discarded());
   }
-  CHECK(WriteReportAtomically(Json::object(), "").code() == StatusCode::kInvalidArgument);
+  CHECK(WriteReportAtomically(Report{Json::object(), {}}, "").code() ==
+        StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -13,6 +13,9 @@ namespace gpuattr::collector::testing {
 
 using Json = nlohmann::json;
 
+// The report as the collector writes it, parsed back: the step rows in place.
+inline Json ReportAsWritten(const Report& report) { return Json::parse(SerializeReport(report)); }
+
 inline Json ReportFor(const std::vector<const ProcessTrace*>& traces,
                       AnalysisOptions options = {}) {
   ReportInputs inputs;
@@ -23,7 +26,7 @@ inline Json ReportFor(const std::vector<const ProcessTrace*>& traces,
   inputs.capture.duration_ns = 5000;
   inputs.processes = traces;
   inputs.options = options;
-  return BuildReport(inputs);
+  return ReportAsWritten(BuildReport(inputs));
 }
 
 inline Json ProcessReportOf(const ProcessTrace& trace, AnalysisOptions options = {}) {

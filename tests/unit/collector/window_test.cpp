@@ -51,7 +51,7 @@ Json AttachReport(const std::vector<const ProcessTrace*>& traces,
   inputs.attach_indices = std::move(attach_indices);
   inputs.processes = traces;
   inputs.options = std::move(options);
-  return BuildReport(inputs);
+  return ReportAsWritten(BuildReport(inputs));
 }
 
 Json WindowProcess(const ProcessTrace& trace, AnalysisOptions options = {}) {
@@ -119,7 +119,7 @@ TEST_CASE("window: a stream ended by WindowEnd is complete and reports its windo
 
   test_support::TempDir dir;
   const std::string path = dir.File("window.json");
-  REQUIRE(WriteReportAtomically(report, path).ok());
+  REQUIRE(WriteReportAtomically(Report{report, {}}, path).ok());
   const test_support::SchemaCheck check = test_support::ValidateReport(path);
   INFO(check.output);
   CHECK(check.valid);

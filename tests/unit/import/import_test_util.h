@@ -1,5 +1,5 @@
-// Test helper: imports trace files written into a TempDir and returns the report and the
-// per-activity export. Test-only; single-threaded.
+// Test helper: imports trace files written into a TempDir and returns the report (as written and
+// read back) and the per-activity export. Test-only; single-threaded.
 #ifndef GPUATTR_TESTS_UNIT_IMPORT_IMPORT_TEST_UTIL_H_
 #define GPUATTR_TESTS_UNIT_IMPORT_IMPORT_TEST_UTIL_H_
 
@@ -36,7 +36,7 @@ inline Imported ImportPaths(const std::vector<std::string>& paths,
   const test_support::SchemaCheck schema = test_support::ValidateReport(report_path);
   INFO(schema.output);
   CHECK(schema.valid);
-  Imported out{result->report, {}};
+  Imported out{nlohmann::json::parse(test_support::ReadFile(report_path)), {}};
   std::istringstream stream(lines);
   for (std::string line; std::getline(stream, line);) {
     out.activities.push_back(nlohmann::json::parse(line));

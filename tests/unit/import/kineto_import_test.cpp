@@ -164,7 +164,8 @@ TEST_CASE("Kineto import: ranges that do not nest are clipped into their parent"
   REQUIRE(result.ok());
   CHECK(result->clipped_ranges == 1);
   // The launch at 12 µs is after the clipped range's end (10 µs): no range is open.
-  CHECK(result->report["processes"][0]["coverage"]["unattributed"][0]["reason"] == "no_open_range");
+  const nlohmann::json& process = result->report.without_step_rows["processes"][0];
+  CHECK(process["coverage"]["unattributed"][0]["reason"] == "no_open_range");
 }
 
 TEST_CASE("Kineto import: one file per rank makes one report, ordered by rank",
@@ -202,7 +203,7 @@ TEST_CASE("Kineto import: events with fields of the wrong type are skipped and c
   StatusOr<ImportResult> result = BuildImportReport(options, nullptr);
   REQUIRE(result.ok());
   CHECK(result->skipped_events == 3);
-  CHECK(result->report["processes"][0]["totals"]["kernels"] == 1);
+  CHECK(result->report.without_step_rows["processes"][0]["totals"]["kernels"] == 1);
 }
 
 TEST_CASE("Kineto import: malformed and missing inputs are data errors", "[import][kineto]") {

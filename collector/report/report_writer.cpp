@@ -1,0 +1,154 @@
+// SerializeReport and WriteReportAtomically (report_builder.h): the report's text, written the way
+// nlohmann's dump(2) writes a DOM, with each process's step rows rendered in place one at a time.
+#include <cstddef>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include "report/report_builder.h"
+
+namespace gpuattr::collector {
+
+namespace {
+
+using Json = nlohmann::json;
+using Output = nlohmann::detail::output_adapter_protocol<char>;
+
+// Collects the text in 1 MiB pieces and appends each to an AtomicTextFile.
+class ChunkedFileOutput final : public Output {
+ public:
+  explicit ChunkedFileOutput(AtomicTextFile* file) : file_(file) { pending_.reserve(kChunkBytes); }
+
+  void write_character(char c) override {
+    pending_.push_back(c);
+    if (pending_.size() >= kChunkBytes) Flush();
+  }
+  void write_characters(const char* s, std::size_t length) override {
+    pending_.append(s, length);
+    if (pending_.size() >= kChunkBytes) Flush();
+  }
+  void Flush() {
+    file_->Append(pending_);
+    pending_.clear();
+  }
+
+ private:
+  static constexpr size_t kChunkBytes = size_t{1} << 20;
+  AtomicTextFile* file_;
+  std::string pending_;
+};
+
+// Pretty-prints without_step_rows as dump(2) would, except that at each process's steps.rows
+// (an empty array there) it writes that process's StepRowTable, one row's DOM at a time. Only the
+// containers on the way to a rows array are walked here; every other value goes to nlohmann's
+// serializer whole.
+class ReportTextWriter {
+ public:
+  ReportTextWriter(std::shared_ptr<Output> output, const Report& report)
+      : output_(output),
+        // Strings in the report were sanitised to UTF-8 on receipt; `replace` keeps the
+        // serializer from throwing should one ever slip through.
+        serializer_(std::move(output), ' ', Json::error_handler_t::replace) {
+    const Json* processes = Member(report.without_step_rows, "processes");
+    if (processes == nullptr || !processes->is_array()) return;
+    for (size_t i = 0; i < processes->size() && i < report.step_rows.size(); ++i) {
+      const Json* steps = Member((*processes)[i], "steps");
+      const Json* rows = steps == nullptr ? nullptr : Member(*steps, "rows");
+      if (rows == nullptr || report.step_rows[i].rows.empty()) continue;
+      rows_at_[rows] = &report.step_rows[i];
+      on_the_way_.insert({&report.without_step_rows, processes, &(*processes)[i], steps});
+    }
+  }
+
+  void Write(const Json& value, unsigned indent) {
+    const auto rows = rows_at_.find(&value);
+    if (rows != rows_at_.end()) {
+      WriteRows(*rows->second, indent);
+    } else if (on_the_way_.count(&value) == 0) {
+      serializer_.dump(value, /*pretty_print=*/true, /*ensure_ascii=*/false, kIndentStep, indent);
+    } else if (value.is_object()) {
+      output_->write_characters("{\n", 2);
+      size_t written = 0;
+      for (auto member = value.begin(); member != value.end(); ++member) {
+        if (written++ > 0) output_->write_characters(",\n", 2);
+        Indent(indent + kIndentStep);
+        serializer_.dump(Json(member.key()), false, false, 0);
+        output_->write_characters(": ", 2);
+        Write(member.value(), indent + kIndentStep);
+      }
+      Close('}', indent);
+    } else {  // an array: `processes`
+      output_->write_characters("[\n", 2);
+      size_t written = 0;
+      for (const Json& element : value) {
+        if (written++ > 0) output_->write_characters(",\n", 2);
+        Indent(indent + kIndentStep);
+        Write(element, indent + kIndentStep);
+      }
+      Close(']', indent);
+    }
+  }
+
+ private:
+  static constexpr unsigned kIndentStep = 2;
+
+  static const Json* Member(const Json& object, const char* key) {
+    if (!object.is_object()) return nullptr;
+    const auto found = object.find(key);
+    return found == object.end() ? nullptr : &*found;
+  }
+
+  void WriteRows(const StepRowTable& table, unsigned indent) {
+    output_->write_characters("[\n", 2);
+    for (size_t i = 0; i < table.rows.size(); ++i) {
+      if (i > 0) output_->write_characters(",\n", 2);
+      Indent(indent + kIndentStep);
+      serializer_.dump(StepRowJson(table.rows[i], table.device_measured), true, false, kIndentStep,
+                       indent + kIndentStep);
+    }
+    Close(']', indent);
+  }
+
+  void Close(char bracket, unsigned indent) {
+    output_->write_character('\n');
+    Indent(indent);
+    output_->write_character(bracket);
+  }
+
+  void Indent(unsigned width) {
+    if (spaces_.size() < width) spaces_.resize(width, ' ');
+    output_->write_characters(spaces_.data(), width);
+  }
+
+  std::shared_ptr<Output> output_;
+  nlohmann::detail::serializer<Json> serializer_;
+  std::unordered_map<const Json*, const StepRowTable*> rows_at_;
+  std::set<const Json*> on_the_way_;
+  std::string spaces_;
+};
+
+void WriteReportText(const Report& report, const std::shared_ptr<Output>& output) {
+  ReportTextWriter writer(output, report);
+  writer.Write(report.without_step_rows, 0);
+  output->write_character('\n');
+}
+
+}  // namespace
+
+std::string SerializeReport(const Report& report) {
+  std::string text;
+  WriteReportText(report, std::make_shared<nlohmann::detail::output_string_adapter<char>>(text));
+  return text;
+}
+
+Status WriteReportAtomically(const Report& report, const std::string& path) {
+  if (path.empty()) return InvalidArgumentError("the report path is empty");
+  GPUATTR_ASSIGN_OR_RETURN(AtomicTextFile file, AtomicTextFile::Create(path));
+  auto output = std::make_shared<ChunkedFileOutput>(&file);
+  WriteReportText(report, output);
+  output->Flush();
+  return file.Commit();
+}
+
+}  // namespace gpuattr::collector
