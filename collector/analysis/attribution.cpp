@@ -102,6 +102,13 @@ namespace {
 
 using Interval = std::pair<uint64_t, uint64_t>;
 
+// §Steps auto-detection's preferred names, by StepRangeKey: every name of a key agrees.
+bool StepLikeKey(const std::string& key) {
+  static const std::regex kStepLike("(train_?)?step|iteration|iter",
+                                    std::regex::ECMAScript | std::regex::icase);
+  return key == "ProfilerStep#*" || std::regex_match(key, kStepLike);
+}
+
 // `later - earlier` of two wire timestamps as a signed count, clamped to int64: a broken or
 // hostile stream can put them anywhere in uint64, where casting first would overflow.
 int64_t SignedDifferenceNs(uint64_t later, uint64_t earlier) {
@@ -526,14 +533,19 @@ class ActivityFolder::Impl {
   // whether a path qualifies once per node rather than once per instance.
   struct StepKey {
     bool tracked = false;
+    bool step_like = false;  // StepLikeKey
     std::map<uint32_t, RangeIndex> by_node;
+    uint64_t top_level_closed = 0;  // auto-detection, until settled: seen closed so far
   };
   static_assert(RangeIndex::kOpenEnd == HistoryEntry::kOpenEnd);
 
   static uint64_t EndOf(const StepInstance& instance) { return instance.range->end_ns; }
 
   // Instances of step-like ranges pushed since the last call, resolved now that their names
-  // are more likely known. Tracked keys: --step, else every key seen at the top level.
+  // are more likely known. Tracked keys: --step, else every key seen at the top level. Only
+  // instances that can still become rows are kept: with --step those of its key; when
+  // auto-detecting, all until a step-like key has two closed top-level instances (it then
+  // outranks every other kind of name, §Steps), and from then on those of step-like keys.
   void RegisterStepInstances() {
     while (registered_ < data_.pushes.size()) {
       const auto [tid, index] = data_.pushes[registered_++];
@@ -541,12 +553,43 @@ class ActivityFolder::Impl {
       if (entry.node == 0) continue;
       const std::vector<std::string>& names = paths_.Names(entry.node);
       if (names.empty()) continue;
-      const std::string key = StepRangeKey(names.back());
-      StepKey& step_key = step_keys_[key];
-      if (step_key_ ? key == *step_key_ : names.size() == 1) step_key.tracked = true;
+      const std::string& key = KeysOf(entry.node).back();
+      if (step_key_ && key != *step_key_) continue;
+      auto [found, added] = step_keys_.try_emplace(key);
+      StepKey& step_key = found->second;
+      if (added) step_key.step_like = StepLikeKey(key);
+      if (only_step_like_keys_ && !step_key.step_like) continue;
+      if (step_key_ || names.size() == 1) step_key.tracked = true;
       const size_t id = instances_.size();
       instances_.push_back({tid, &entry, entry.node, entry.start_ns, {}, 0, 0});
       step_key.by_node[entry.node].Add(id, entry.start_ns, &entry.end_ns);
+      if (!step_key_ && !only_step_like_keys_ && step_key.step_like && names.size() == 1) {
+        step_like_open_.emplace_back(&step_key, id);
+      }
+    }
+    if (!step_like_open_.empty()) DropKeysThatCannotWin();
+  }
+
+  // Auto-detection: once a step-like key has two closed top-level instances, the instances of
+  // keys that are not step-like can never be rows; they stop being tracked and kept.
+  void DropKeysThatCannotWin() {
+    bool settled = false;
+    size_t kept = 0;
+    for (const auto& [key, id] : step_like_open_) {
+      if (EndOf(instances_[id]) == HistoryEntry::kOpenEnd) {
+        step_like_open_[kept++] = {key, id};
+      } else {
+        settled = settled || ++key->top_level_closed >= 2;
+      }
+    }
+    step_like_open_.resize(kept);
+    if (!settled) return;
+    only_step_like_keys_ = true;
+    step_like_open_ = {};
+    for (auto& [name, key] : step_keys_) {
+      if (key.step_like) continue;
+      key.tracked = false;
+      key.by_node.clear();
     }
   }
 
@@ -975,17 +1018,16 @@ class ActivityFolder::Impl {
       uint64_t host_ns = 0;
       bool step_like = false;
     };
-    static const std::regex kStepLike("(train_?)?step|iteration|iter|ProfilerStep#\\d+",
-                                      std::regex::ECMAScript | std::regex::icase);
     std::map<std::string, Candidate> top_level;
     for (const HostRange& range : data_.host_ranges) {
       if (range.node == 0) continue;
       const std::vector<std::string>& names = paths_.Names(range.node);
       if (names.size() != 1) continue;
-      Candidate& candidate = top_level[StepRangeKey(names[0])];
+      const std::string& key = KeysOf(range.node).back();
+      Candidate& candidate = top_level[key];
       candidate.instances += 1;
       candidate.host_ns += range.end_ns - range.start_ns;
-      candidate.step_like = candidate.step_like || std::regex_match(names[0], kStepLike);
+      candidate.step_like = StepLikeKey(key);
     }
     const std::pair<const std::string, Candidate>* best = nullptr;
     auto better = [&](const std::pair<const std::string, Candidate>& entry) {
@@ -1084,6 +1126,9 @@ class ActivityFolder::Impl {
   std::map<std::string, FamilyStats> families_;
   std::unordered_map<uint32_t, std::vector<std::string>> graph_families_;
   size_t registered_ = 0;
+  bool only_step_like_keys_ = false;  // DropKeysThatCannotWin settled auto-detection
+  // Auto-detection, until settled: top-level instances of step-like keys not yet seen closed.
+  std::vector<std::pair<StepKey*, size_t>> step_like_open_;
   size_t observed_ranges_ = 0;          // data_.host_ranges shown to the observer
   std::deque<StepInstance> instances_;  // grows with every step, like TraceData's ranges
   std::vector<std::pair<const StepKey*, size_t>> best_instances_;  // FoldStep's scratch

@@ -645,6 +645,8 @@ ProcessAnalysis ProcessTrace::TakeAnalysis(const AnalysisOptions& options,
     state.ReleaseBelow(std::numeric_limits<uint64_t>::max());
     state.FlushLines();
     state.analysis = state.folder->Finish();
+    // Its per-instance step state is in the analysis now; nothing more can be released.
+    if (state.data.finished) state.folder.reset();
   }
   return *state.analysis;
 }

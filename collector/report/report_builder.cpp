@@ -8,6 +8,7 @@
 #include "report/report_builder.h"
 
 #include <algorithm>
+#include <array>
 #include <cinttypes>
 #include <climits>
 #include <cstdio>
@@ -234,7 +235,7 @@ constexpr const char* kStepTerms[] = {"host_ns",      "forward_ns", "backward_ns
                                       "other_ns",     "unattributed_ns", "busy_ns",
                                       "gaps_ns"};
 
-std::vector<uint64_t> StepTerms(const StepRow& row) {
+std::array<uint64_t, std::size(kStepTerms)> StepTerms(const StepRow& row) {
   const auto& ns = row.phases.ns;
   return {row.host_ns(),
           ns[static_cast<size_t>(Phase::kForward)],
@@ -250,15 +251,15 @@ std::vector<uint64_t> StepTerms(const StepRow& row) {
 
 // steps with its rows left [] (report_builder.h): they are rendered by StepRowJson when written.
 Json StepsJson(bool measured, const Steps& steps) {
-  std::vector<std::vector<uint64_t>> columns(std::size(kStepTerms));
-  for (const StepRow& row : steps.rows) {
-    const std::vector<uint64_t> terms = StepTerms(row);
-    for (size_t i = 0; i < terms.size(); ++i) columns[i].push_back(terms[i]);
-  }
   Json summary = Json::object();
-  for (size_t i = 0; i < columns.size(); ++i) {
+  std::vector<uint64_t> column;  // one term at a time: a run can have millions of rows
+  for (size_t i = 0; i < std::size(kStepTerms); ++i) {
     Json median = nullptr;
-    if (!columns[i].empty() && (measured || i == 0)) median = Summarize(columns[i]).median;
+    if (!steps.rows.empty() && (measured || i == 0)) {
+      column.clear();
+      for (const StepRow& row : steps.rows) column.push_back(StepTerms(row)[i]);
+      median = Summarize(column).median;
+    }
     summary[kStepTerms[i]] = std::move(median);
   }
   return {{"range", steps.range},
@@ -682,7 +683,7 @@ Json StepRowJson(const StepRow& row, bool device_measured) {
               {"name", row.name},
               {"start_ns", row.start_ns},
               {"end_ns", row.end_ns}};
-  const std::vector<uint64_t> terms = StepTerms(row);
+  const auto terms = StepTerms(row);
   for (size_t i = 0; i < terms.size(); ++i) {
     // host_ns is measured on the host; every other term needs device time.
     out[kStepTerms[i]] = device_measured || i == 0 ? Json(terms[i]) : Json(nullptr);

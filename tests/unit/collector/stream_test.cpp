@@ -220,6 +220,75 @@ TEST_CASE("streaming: the step range is chosen at the end, its rows filled while
   CHECK(U(row["busy_ns"]) == 550);
 }
 
+// `steps` warm-up ranges (not step-like) and `steps` step ranges, one of each per message, each
+// with a kernel: warmup [b, b+100] launches at b+10 (kernel b+20..b+40); step [b+200, b+900]
+// holds forward [b+300, b+600] launching at b+310 (kernel b+400..b+500) and launches itself at
+// b+700 (kernel b+750..b+800).
+std::vector<Message> WarmupsAndSteps(uint64_t warmups, uint64_t steps) {
+  std::vector<Message> messages;
+  messages.push_back(Preamble());
+  uint32_t correlation = 1;
+  auto launch = [&](Message& message, uint64_t at, uint32_t node, uint64_t start, uint64_t end) {
+    message.Add(MakeLaunch(correlation, at, 1, node));
+    message.Add(MakeKernel(correlation++, start, end, 7, kGemm));
+  };
+  for (uint64_t i = 0; i < std::max(warmups, steps); ++i) {
+    Message message;
+    const uint64_t b = 10000 * (i + 1);
+    if (i < warmups) {
+      message.Push(b, 1, kNodeWarmup);
+      launch(message, b + 10, kNodeWarmup, b + 20, b + 40);
+      message.Pop(b + 100, 1, kNodeWarmup);
+    }
+    if (i < steps) {
+      message.Push(b + 200, 1, kNodeStep).Push(b + 300, 1, kNodeForward);
+      launch(message, b + 310, kNodeForward, b + 400, b + 500);
+      message.Pop(b + 600, 1, kNodeForward);
+      launch(message, b + 700, kNodeStep, b + 750, b + 800);
+      message.Pop(b + 900, 1, kNodeStep);
+    }
+    messages.push_back(std::move(message));
+  }
+  Message bye;
+  bye.Add(Bye(10000 * (std::max(warmups, steps) + 2)));
+  messages.push_back(std::move(bye));
+  return messages;
+}
+
+TEST_CASE("streaming: auto-detection stops keeping names that can no longer be the step range",
+          "[unit][stream]") {
+  // Each message's activities are released by the next one, so instances are registered while
+  // the stream runs. Whatever is no longer kept, the result must be the deferred analysis's.
+  SECTION("two closed step instances settle it: warmup and the nested forward are dropped") {
+    const auto [streamed, deferred] = BothWays([] { return WarmupsAndSteps(6, 6); });
+    CHECK(streamed == deferred);
+    REQUIRE(streamed["steps"].is_object());
+    CHECK(streamed["steps"]["range"] == "step");
+    REQUIRE(streamed["steps"]["rows"].size() == 6);
+    for (const Json& row : streamed["steps"]["rows"]) {
+      CHECK(U(row["forward_ns"]) == 100);
+      CHECK(U(row["other_ns"]) == 50);
+      CHECK(U(row["busy_ns"]) == 150);
+    }
+  }
+  SECTION("one step instance never settles it: the warm-up range wins, rows complete") {
+    const auto [streamed, deferred] = BothWays([] { return WarmupsAndSteps(6, 1); });
+    CHECK(streamed == deferred);
+    REQUIRE(streamed["steps"].is_object());
+    CHECK(streamed["steps"]["range"] == "warmup");
+    REQUIRE(streamed["steps"]["rows"].size() == 6);
+    for (const Json& row : streamed["steps"]["rows"]) CHECK(U(row["other_ns"]) == 20);
+  }
+  SECTION("--step keeps only its own name's instances, at any depth") {
+    AnalysisOptions options = Streaming();
+    options.step = "forward";
+    const auto [streamed, deferred] = BothWays([] { return WarmupsAndSteps(6, 6); }, options);
+    CHECK(streamed == deferred);
+    REQUIRE(streamed["steps"]["rows"].size() == 6);
+    CHECK(U(streamed["steps"]["rows"][5]["forward_ns"]) == 100);
+  }
+}
+
 TEST_CASE("streaming: state stays bounded by the window over 200,000 kernels", "[unit][stream]") {
   constexpr uint64_t kKernels = 200000;
   constexpr uint64_t kPerMessage = 100;
