@@ -1071,6 +1071,8 @@ class ActivityFolder::Impl {
     steps.instances = ids.size();
     steps.skipped = options_.skip_steps;
     const size_t skip = static_cast<size_t>(std::min<uint64_t>(options_.skip_steps, ids.size()));
+    auto rows = std::make_shared<std::vector<StepRow>>();
+    rows->reserve(ids.size() - skip);
     for (size_t i = skip; i < ids.size(); ++i) {
       const StepInstance& instance = instances_[ids[i]];
       StepRow row;
@@ -1081,8 +1083,9 @@ class ActivityFolder::Impl {
       row.phases = instance.phases;
       row.unattributed_ns = instance.unattributed_ns;
       row.busy_ns = instance.busy_ns;
-      steps.rows.push_back(std::move(row));
+      rows->push_back(std::move(row));
     }
+    steps.rows = std::move(rows);
     result.steps = std::move(steps);
   }
 

@@ -299,7 +299,9 @@ struct Steps {
   bool detected = false;  // auto-detected rather than --step
   uint64_t instances = 0;
   uint64_t skipped = 0;
-  std::vector<StepRow> rows;  // kept rows, by start
+  // Kept rows, by start; never null. Shared, not copied: a streaming trace keeps its analysis for
+  // later reports while the report being written holds the same rows.
+  std::shared_ptr<const std::vector<StepRow>> rows = std::make_shared<std::vector<StepRow>>();
 };
 
 struct ProcessAnalysis {

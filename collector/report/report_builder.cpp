@@ -255,9 +255,9 @@ Json StepsJson(bool measured, const Steps& steps) {
   std::vector<uint64_t> column;  // one term at a time: a run can have millions of rows
   for (size_t i = 0; i < std::size(kStepTerms); ++i) {
     Json median = nullptr;
-    if (!steps.rows.empty() && (measured || i == 0)) {
+    if (!steps.rows->empty() && (measured || i == 0)) {
       column.clear();
-      for (const StepRow& row : steps.rows) column.push_back(StepTerms(row)[i]);
+      for (const StepRow& row : *steps.rows) column.push_back(StepTerms(row)[i]);
       median = Summarize(column).median;
     }
     summary[kStepTerms[i]] = std::move(median);
@@ -524,7 +524,7 @@ ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs
   report.status = status;
   report.json = std::move(process);
   report.step_rows.device_measured = measured;
-  if (analysis.steps) report.step_rows.rows = std::move(analysis.steps->rows);
+  if (analysis.steps) report.step_rows.rows = analysis.steps->rows;
   report.rank_sort = hello.rank >= 0 ? hello.rank : INT32_MAX;
   report.pid = hello.pid;
   report.ppid = hello.ppid;

@@ -63,7 +63,7 @@ struct ReportInputs {
 // One process's steps.rows, kept out of the DOM until written.
 struct StepRowTable {
   bool device_measured = false;  // false: every device term of a row is null
-  std::vector<StepRow> rows;
+  std::shared_ptr<const std::vector<StepRow>> rows;  // null: no steps
 };
 
 struct Report {

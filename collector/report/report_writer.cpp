@@ -55,8 +55,9 @@ class ReportTextWriter {
     for (size_t i = 0; i < processes->size() && i < report.step_rows.size(); ++i) {
       const Json* steps = Member((*processes)[i], "steps");
       const Json* rows = steps == nullptr ? nullptr : Member(*steps, "rows");
-      if (rows == nullptr || report.step_rows[i].rows.empty()) continue;
-      rows_at_[rows] = &report.step_rows[i];
+      const StepRowTable& table = report.step_rows[i];
+      if (rows == nullptr || table.rows == nullptr || table.rows->empty()) continue;
+      rows_at_[rows] = &table;
       on_the_way_.insert({&report.without_step_rows, processes, &(*processes)[i], steps});
     }
   }
@@ -101,10 +102,11 @@ class ReportTextWriter {
 
   void WriteRows(const StepRowTable& table, unsigned indent) {
     output_->write_characters("[\n", 2);
-    for (size_t i = 0; i < table.rows.size(); ++i) {
+    const std::vector<StepRow>& rows = *table.rows;
+    for (size_t i = 0; i < rows.size(); ++i) {
       if (i > 0) output_->write_characters(",\n", 2);
       Indent(indent + kIndentStep);
-      serializer_.dump(StepRowJson(table.rows[i], table.device_measured), true, false, kIndentStep,
+      serializer_.dump(StepRowJson(rows[i], table.device_measured), true, false, kIndentStep,
                        indent + kIndentStep);
     }
     Close(']', indent);

@@ -189,8 +189,7 @@ TEST_CASE("the written text is dump(2) of the whole report with the step rows in
                                  {{"pid", 2}, {"steps", nullptr}},
                                  {{"pid", 3}, {"steps", steps}}})},
       {"summary", {{"ranks", Json::array()}}}};
-  report.step_rows.resize(3);
-  report.step_rows[0].device_measured = true;
+  std::vector<StepRow> rows;
   for (uint64_t i = 0; i < 20000; ++i) {
     StepRow row;
     row.index = i;
@@ -199,13 +198,16 @@ TEST_CASE("the written text is dump(2) of the whole report with the step rows in
     row.end_ns = 1000 * i + 900;
     row.phases.ns[static_cast<size_t>(Phase::kForward)] = 300;
     row.busy_ns = 400;
-    report.step_rows[0].rows.push_back(row);
+    rows.push_back(row);
   }
-  report.step_rows[2].rows = {report.step_rows[0].rows[0]};
+  report.step_rows = {{true, std::make_shared<std::vector<StepRow>>(rows)},
+                      {true, nullptr},
+                      {false, std::make_shared<std::vector<StepRow>>(1, rows[0])}};
 
   Json whole = report.without_step_rows;
   for (size_t p = 0; p < 3; ++p) {
-    for (const StepRow& row : report.step_rows[p].rows) {
+    if (report.step_rows[p].rows == nullptr) continue;
+    for (const StepRow& row : *report.step_rows[p].rows) {
       whole["processes"][p]["steps"]["rows"].push_back(
           StepRowJson(row, report.step_rows[p].device_measured));
     }
