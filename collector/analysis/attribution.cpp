@@ -342,7 +342,7 @@ class ActivityFolder::Impl {
       kernel_names_.clear();
     }
     RegisterStepInstances();
-    ObserveHostRanges();
+    FoldClosedRanges();
     if (launch == nullptr) ++result_.loss.orphan_activities;
     if (!activity.complete()) {
       ++result_.loss.incomplete_records;
@@ -484,12 +484,12 @@ class ActivityFolder::Impl {
       result.loss.dropped_records =
           d.ring_dropped_records + d.socket_dropped_records + d.cupti_dropped_records;
     }
-    if (options_.observer) {
-      ObserveHostRanges();
-      options_.observer->ProcessFinished(data_, result);
-    }
+    if (options_.observer) options_.observer->ProcessFinished(data_, result);
     return std::move(result_);
   }
+
+  uint64_t folded_host_ranges() const { return folded_ranges_; }
+  uint64_t folded_pushes() const { return registered_; }
 
  private:
   struct KernelNames {
@@ -547,8 +547,9 @@ class ActivityFolder::Impl {
   // auto-detecting, all until a step-like key has two closed top-level instances (it then
   // outranks every other kind of name, §Steps), and from then on those of step-like keys.
   void RegisterStepInstances() {
-    while (registered_ < data_.pushes.size()) {
-      const auto [tid, index] = data_.pushes[registered_++];
+    while (registered_ < data_.pushes_dropped + data_.pushes.size()) {
+      const auto [tid, index] =
+          data_.pushes[static_cast<size_t>(registered_++ - data_.pushes_dropped)];
       const HistoryEntry& entry = data_.history.at(tid)[index];
       if (entry.node == 0) continue;
       const std::vector<std::string>& names = paths_.Names(entry.node);
@@ -819,13 +820,18 @@ class ActivityFolder::Impl {
 
   uint32_t pid() const { return data_.hello ? data_.hello->pid : 0; }
 
-  // Closed push/pop ranges not yet shown to the observer, now that their names are known.
-  void ObserveHostRanges() {
-    if (!options_.observer) return;
-    while (observed_ranges_ < data_.host_ranges.size()) {
-      const HostRange& range = data_.host_ranges[observed_ranges_++];
+  // Closed push/pop ranges not yet folded: their host durations by path node (paths are named
+  // at the end), and the observer, now that their names are known.
+  void FoldClosedRanges() {
+    const uint64_t available = data_.host_ranges_dropped + data_.host_ranges.size();
+    while (folded_ranges_ < available) {
+      const HostRange& range =
+          data_.host_ranges[static_cast<size_t>(folded_ranges_++ - data_.host_ranges_dropped)];
       if (range.node == 0) continue;
-      options_.observer->RangeClosed(pid(), range, paths_.Names(range.node));
+      host_durations_[range.node].Add(range.end_ns - range.start_ns);
+      if (options_.observer) {
+        options_.observer->RangeClosed(pid(), range, paths_.Names(range.node));
+      }
     }
   }
 
@@ -937,9 +943,11 @@ class ActivityFolder::Impl {
   }
 
   void AddHostRanges() {
-    for (const HostRange& range : data_.host_ranges) {
-      if (range.node == 0) continue;
-      tree_.At(paths_.Names(range.node)).host_durations.Add(range.end_ns - range.start_ns);
+    FoldClosedRanges();
+    // Merging into a path's empty samples copies them: with one node per path (the usual case;
+    // paths merge domains) they are exactly what adding each duration in closing order gives.
+    for (const auto& [node, durations] : host_durations_) {
+      tree_.At(paths_.Names(node)).host_durations.Merge(durations);
     }
   }
 
@@ -1019,14 +1027,12 @@ class ActivityFolder::Impl {
       bool step_like = false;
     };
     std::map<std::string, Candidate> top_level;
-    for (const HostRange& range : data_.host_ranges) {
-      if (range.node == 0) continue;
-      const std::vector<std::string>& names = paths_.Names(range.node);
-      if (names.size() != 1) continue;
-      const std::string& key = KeysOf(range.node).back();
+    for (const auto& [node, durations] : host_durations_) {
+      if (paths_.Names(node).size() != 1) continue;
+      const std::string& key = KeysOf(node).back();
       Candidate& candidate = top_level[key];
-      candidate.instances += 1;
-      candidate.host_ns += range.end_ns - range.start_ns;
+      candidate.instances += durations.count();
+      candidate.host_ns += durations.total();
       candidate.step_like = StepLikeKey(key);
     }
     const std::pair<const std::string, Candidate>* best = nullptr;
@@ -1128,11 +1134,13 @@ class ActivityFolder::Impl {
   RunningUnion busy_;  // all devices: the step rows' busy time
   std::map<std::string, FamilyStats> families_;
   std::unordered_map<uint32_t, std::vector<std::string>> graph_families_;
-  size_t registered_ = 0;
+  uint64_t registered_ = 0;  // data_.pushes registered, counted from the first ever
   bool only_step_like_keys_ = false;  // DropKeysThatCannotWin settled auto-detection
   // Auto-detection, until settled: top-level instances of step-like keys not yet seen closed.
   std::vector<std::pair<StepKey*, size_t>> step_like_open_;
-  size_t observed_ranges_ = 0;          // data_.host_ranges shown to the observer
+  uint64_t folded_ranges_ = 0;  // data_.host_ranges folded, counted from the first ever
+  // Closed instances' host durations by path node (folded into the pass tree by path at the end).
+  std::map<uint32_t, Samples<uint64_t>> host_durations_;
   std::deque<StepInstance> instances_;  // grows with every step, like TraceData's ranges
   std::vector<std::pair<const StepKey*, size_t>> best_instances_;  // FoldStep's scratch
   std::map<std::string, StepKey> step_keys_;
@@ -1155,5 +1163,9 @@ void ActivityFolder::ForgetLaunch(uint32_t correlation_id, const LaunchRecord& l
 void ActivityFolder::ExcludeOutsideWindow() { impl_->ExcludeOutsideWindow(); }
 
 ProcessAnalysis ActivityFolder::Finish() { return impl_->Finish(); }
+
+uint64_t ActivityFolder::folded_host_ranges() const { return impl_->folded_host_ranges(); }
+
+uint64_t ActivityFolder::folded_pushes() const { return impl_->folded_pushes(); }
 
 }  // namespace gpuattr::collector

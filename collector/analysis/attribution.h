@@ -362,6 +362,11 @@ class ActivityFolder {
   // Once, after the last Release, with `data` finished.
   ProcessAnalysis Finish();
 
+  // How many of data.host_ranges and data.pushes, counted from the first ever, are folded: the
+  // owner may drop them from the front (TraceData::host_ranges_dropped, pushes_dropped).
+  uint64_t folded_host_ranges() const;
+  uint64_t folded_pushes() const;
+
  private:
   class Impl;
   std::unique_ptr<Impl> impl_;

@@ -193,6 +193,19 @@ struct ProcessTrace::State {
     if (!streaming || data.last_timestamp_ns < options.reorder_window_ns) return;
     ReleaseBelow(data.last_timestamp_ns - options.reorder_window_ns);
     if (lines.size() >= kLinesBatch) FlushLines();
+    DropFoldedHostRecords();
+  }
+
+  // Streaming: closed ranges and pushes the fold has consumed are not read again.
+  void DropFoldedHostRecords() {
+    for (const uint64_t folded = folder->folded_host_ranges(); data.host_ranges_dropped < folded;
+         ++data.host_ranges_dropped) {
+      data.host_ranges.pop_front();
+    }
+    for (const uint64_t folded = folder->folded_pushes(); data.pushes_dropped < folded;
+         ++data.pushes_dropped) {
+      data.pushes.pop_front();
+    }
   }
 
   void FlushLines() {
@@ -649,6 +662,10 @@ ProcessAnalysis ProcessTrace::TakeAnalysis(const AnalysisOptions& options,
     if (state.data.finished) state.folder.reset();
   }
   return *state.analysis;
+}
+
+size_t ProcessTrace::host_records_held() const {
+  return state_->data.host_ranges.size() + state_->data.pushes.size();
 }
 
 size_t ProcessTrace::in_flight() const {

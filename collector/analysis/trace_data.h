@@ -8,7 +8,8 @@
 // Memory: device activities are not kept here. ProcessTrace holds them in its reorder window
 // and folds each one, when released, into the aggregates of attribution.h (ActivityFolder);
 // `launches` holds only launches in flight (a launch leaves on its first match, or when the
-// window passes it). Host-side records (ranges, graph nodes, strings) are kept whole.
+// window passes it). Host-side records (graph nodes, strings, thread histories) are kept whole;
+// a streaming trace drops closed ranges and pushes once folded.
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_TRACE_DATA_H_
 #define GPUATTR_COLLECTOR_ANALYSIS_TRACE_DATA_H_
 
@@ -142,9 +143,14 @@ struct TraceData {
   // deques: a vector's reallocation would copy all of them at once and stall ingest for
   // milliseconds late in a long run, long enough for the shim's socket to overflow.
   std::unordered_map<uint32_t, std::vector<OpenHostRange>> open_stacks;  // per tid
-  std::deque<HostRange> host_ranges;  // closed instances, in closing order
+  // Closed instances in closing order, and instance pushes, (tid, history index) in arrival
+  // order. A streaming trace drops from the front what its fold consumed; *_dropped count those,
+  // so the n-th ever is at [n - *_dropped].
+  std::deque<HostRange> host_ranges;
+  uint64_t host_ranges_dropped = 0;
   std::unordered_map<uint32_t, std::deque<HistoryEntry>> history;  // per tid, push order
-  std::deque<std::pair<uint32_t, uint32_t>> pushes;  // (tid, history index), arrival order
+  std::deque<std::pair<uint32_t, uint32_t>> pushes;
+  uint64_t pushes_dropped = 0;
   std::optional<uint32_t> main_tid;    // tid of the earliest RangePush seen
   uint64_t main_tid_first_push_ns = 0;
 

@@ -289,6 +289,26 @@ TEST_CASE("streaming: auto-detection stops keeping names that can no longer be t
   }
 }
 
+TEST_CASE("streaming: closed ranges and pushes are dropped once folded", "[unit][stream]") {
+  // 150 ranges over 50 messages: each message's activities, released by the next one, fold
+  // every range closed so far, so no more than one message's ranges and pushes are ever held.
+  ProcessTrace streamed(Streaming());
+  std::vector<Message> messages = WarmupsAndSteps(50, 50);
+  std::vector<size_t> held;
+  FeedAll(streamed, messages,
+          [&](const ProcessTrace& t) { held.push_back(t.host_records_held()); });
+  REQUIRE(held.size() == 52);
+  CHECK(*std::max_element(held.begin(), held.end()) <= 6);
+  ProcessTrace deferred;
+  std::vector<Message> again = WarmupsAndSteps(50, 50);
+  FeedAll(deferred, again);
+  CHECK(deferred.host_records_held() == 300);  // kept: it may be analysed again
+  const Json process = ProcessReportOf(streamed, Streaming());
+  CHECK(process == ProcessReportOf(deferred, Streaming()));
+  CHECK(U(Pass(process, {"step", "forward"})["instances"]) == 50);
+  CHECK(U(process["steps"]["instances"]) == 50);
+}
+
 TEST_CASE("streaming: state stays bounded by the window over 200,000 kernels", "[unit][stream]") {
   constexpr uint64_t kKernels = 200000;
   constexpr uint64_t kPerMessage = 100;
