@@ -32,9 +32,12 @@ fi
 # The CUDA toolkit (headers, CUPTI, NVTX3) is not a Debian package: it must already be installed.
 # CMake's FindCUDAToolkit looks for nvcc on PATH, in CUDAToolkit_ROOT / CUDA_PATH, and in the
 # standard /usr/local/cuda location; the project's configure step fails if it finds none.
+# The benchmarks (tests/bench) are compiled here too, never run by ctest: code they call cannot
+# change under them unnoticed. scripts/bench.sh builds and runs them in Release.
 configure_log="$(mktemp)"
 trap 'rm -f "${configure_log}"' EXIT
-if ! cmake -S "${repo}" -B "${build_dir}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"${configure_log}" 2>&1; then
+if ! cmake -S "${repo}" -B "${build_dir}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DGPUATTR_BUILD_BENCH=ON >"${configure_log}" 2>&1; then
   if grep -q "CUDAToolkit" "${configure_log}"; then
     cat >&2 <<'MSG'
 setup: the CUDA 13 toolkit was not found.

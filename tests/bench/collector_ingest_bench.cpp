@@ -247,7 +247,7 @@ void Ingest(ProcessTrace& trace, uint64_t kernels, uint64_t report_every) {
 }
 
 // The report of one trace, as `gpuattr run` builds it; its size keeps the work observable.
-size_t Report(const ProcessTrace& trace) {
+size_t ReportBytes(const ProcessTrace& trace) {
   ReportInputs inputs;
   inputs.capture.mode = "run";
   inputs.processes.push_back(&trace);
@@ -295,7 +295,7 @@ void BM_IngestAndReport(benchmark::State& state) {
   for (auto _ : state) {
     ProcessTrace trace{AnalysisOptions{}};
     Feed(trace, messages);
-    benchmark::DoNotOptimize(Report(trace));
+    benchmark::DoNotOptimize(ReportBytes(trace));
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) *
                           static_cast<int64_t>(StreamGenerator::RecordsFor(kernels)));
@@ -345,7 +345,7 @@ int RecordedMode(uint64_t kernels) {
   ProcessTrace trace{AnalysisOptions{}};  // streaming, as `gpuattr run` creates it
   Feed(trace, messages);
   const uint64_t ingested = ThreadCpuNs();
-  const size_t report_bytes = Report(trace);
+  const size_t report_bytes = ReportBytes(trace);
   const uint64_t end = ThreadCpuNs();
   const double records = static_cast<double>(StreamGenerator::RecordsFor(kernels));
   std::printf("ingest %.3f s, report %.3f s: %.2fM records/s on one core (ingest alone %.2fM/s); "
