@@ -54,22 +54,56 @@ StatusOr<std::string> ReadReportFile(const std::string& path) {
   return text;
 }
 
+// Whether some value (or key) of `text` lies inside more than `limit` arrays and objects, read
+// as JSON would be; text that is not JSON gets some answer, and the parse refuses it. One pass,
+// no allocation: checked before parsing, which nlohmann's depth-reporting callback parser slows
+// twentyfold (a 459 MB report: 2 minutes instead of 4 s).
+bool NestedDeeperThan(const std::string& text, size_t limit) {
+  size_t open = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    switch (c) {
+      case ' ':
+      case '\n':
+      case '\r':
+      case '\t':
+      case ':':
+      case ',':
+        break;
+      case '}':
+      case ']':
+        if (open > 0) --open;
+        break;
+      default:  // a value or key starts here, `open` containers deep
+        if (open > limit) return true;
+        if (c == '{' || c == '[') ++open;
+        in_string = c == '"';
+        break;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 StatusOr<Json> LoadReport(const std::string& path) {
   GPUATTR_ASSIGN_OR_RETURN(const std::string text, ReadReportFile(path));
-  // The callback sees every value with its nesting depth; a value too deep is dropped (not
-  // built), and the document refused below.
-  bool too_deep = false;
-  const Json::parser_callback_t limit_depth = [&too_deep](int depth, Json::parse_event_t, Json&) {
-    if (depth > static_cast<int>(kMaxReportDepth)) too_deep = true;
-    return !too_deep;
-  };
-  Json report = Json::parse(text, limit_depth, /*allow_exceptions=*/false);
-  if (too_deep) {  // checked first: once too deep, the callback discards the rest
+  if (NestedDeeperThan(text, kMaxReportDepth)) {
     return DataLossError("report " + Quoted(path) + " is nested deeper than " +
                          std::to_string(kMaxReportDepth) + " levels; not a gpuattr report");
   }
+  Json report = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (report.is_discarded()) {
     return DataLossError("report " + Quoted(path) +
                          " is not JSON (a report is the file `gpuattr run -o` writes)");

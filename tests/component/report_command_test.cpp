@@ -166,6 +166,27 @@ TEST_CASE("gpuattr report refuses what is not a gpuattr.report/1 file with exit 
   }
 }
 
+TEST_CASE("gpuattr report reads values up to 512 containers deep, and refuses one deeper",
+          "[report]") {
+  TempDir dir;
+  // The 1 sits inside the top-level object and `arrays` arrays: depth arrays + 1. Brackets inside
+  // a string do not count.
+  auto report_with = [](size_t arrays) {
+    return R"({"schema_version": "gpuattr.report/1", "processes": [], "note": "[[[[{{{{\"[[",)"
+           R"( "x": )" +
+           std::string(arrays, '[') + "1" + std::string(arrays, ']') + "}";
+  };
+  const std::string path = dir.File("deep.json");
+  WriteFile(path, report_with(511));
+  const ProcessResult deepest = RunProcess(Gpuattr({"report", path}));
+  INFO("stderr: " << deepest.err);
+  CHECK(deepest.exit_code == 0);
+  WriteFile(path, report_with(512));
+  const ProcessResult deeper = RunProcess(Gpuattr({"report", path}));
+  CHECK(deeper.exit_code == 3);
+  CHECK_THAT(deeper.err, Catch::Contains("is nested deeper than 512 levels"));
+}
+
 TEST_CASE("gpuattr report renders a gpuattr.report/1 file with wrong fields as n/a", "[report]") {
   TempDir dir;
   const std::string path = dir.File("odd.json");
