@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -68,7 +69,7 @@ struct StepRowTable {
 
 struct Report {
   // The whole report except the step rows: each processes[i].steps.rows is [] here, and its rows
-  // are step_rows[i] (`steps` null: step_rows[i] is empty). Read the rows from the written text.
+  // are step_rows[i].rows (`steps` null: null). Read the rows from the written text.
   nlohmann::json without_step_rows;
   std::vector<StepRowTable> step_rows;  // one per element of without_step_rows["processes"]
 };
