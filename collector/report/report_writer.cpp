@@ -80,14 +80,7 @@ class ReportTextWriter {
       }
       Close('}', indent);
     } else {  // an array: `processes`
-      output_->write_characters("[\n", 2);
-      size_t written = 0;
-      for (const Json& element : value) {
-        if (written++ > 0) output_->write_characters(",\n", 2);
-        Indent(indent + kIndentStep);
-        Write(element, indent + kIndentStep);
-      }
-      Close(']', indent);
+      WriteArray(value.size(), indent, [&](size_t i, unsigned inner) { Write(value[i], inner); });
     }
   }
 
@@ -101,13 +94,21 @@ class ReportTextWriter {
   }
 
   void WriteRows(const StepRowTable& table, unsigned indent) {
-    output_->write_characters("[\n", 2);
     const std::vector<StepRow>& rows = *table.rows;
-    for (size_t i = 0; i < rows.size(); ++i) {
+    WriteArray(rows.size(), indent, [&](size_t i, unsigned inner) {
+      serializer_.dump(StepRowJson(rows[i], table.device_measured), true, false, kIndentStep,
+                       inner);
+    });
+  }
+
+  // A non-empty array as dump(2) lays it out; write_element(i, indent) writes element i.
+  template <typename WriteElement>
+  void WriteArray(size_t count, unsigned indent, const WriteElement& write_element) {
+    output_->write_characters("[\n", 2);
+    for (size_t i = 0; i < count; ++i) {
       if (i > 0) output_->write_characters(",\n", 2);
       Indent(indent + kIndentStep);
-      serializer_.dump(StepRowJson(rows[i], table.device_measured), true, false, kIndentStep,
-                       indent + kIndentStep);
+      write_element(i, indent + kIndentStep);
     }
     Close(']', indent);
   }
