@@ -1,0 +1,357 @@
+#!/usr/bin/python3
+"""Byte-for-byte behaviour snapshots of the collector, for refactors that must change no output.
+
+A simulated run is not reproducible (the simulator spends real host time), so the wire streams
+are recorded once and the same bytes are replayed through each build's `gpuattr run`:
+
+  record    runs every scenario of tests/scenarios/ under a stand-in collector that stores the
+            datagrams of each connection (the shim and simgpu-run of --build), one .rec each;
+  snapshot  replays every recording under --build's `gpuattr run` (default options with every
+            export, and a variant with --no-inherit --skip-steps 2), imports every trace of
+            ../shared/traces/ (and its exports, with --ranges annotations and ops), renders the
+            terminal view of each report, and writes the outputs with volatile fields normalised;
+  compare   lists the files of two snapshots that differ (exit 1 when any does);
+  replay    (used by snapshot, under `gpuattr run`) connects to $GPUATTR_SOCKET and sends a
+            recording's datagrams, connection by connection as recorded.
+
+Normalised, and only these: capture.host, capture.started_at and capture.duration_ns (the replay's
+own clock), paths of the build and of this script (tokens <BUILD>, <REPO>, <SCRIPT>), and the
+interleaving of processes in the streamed exports (--activities lines and the timeline's events
+are grouped by pid, order within a pid kept): connections are serviced as they become readable,
+which no build controls.
+
+Usage:
+  scripts/behaviour_snapshot.py record --build build --out /tmp/rec
+  scripts/behaviour_snapshot.py snapshot --build build --recordings /tmp/rec --out /tmp/snap-a
+  scripts/behaviour_snapshot.py compare /tmp/snap-a /tmp/snap-b
+"""
+
+import argparse
+import json
+import os
+import selectors
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCENARIOS = os.path.join(REPO, "tests", "scenarios")
+TRACES = os.path.join(os.path.dirname(REPO), "shared", "traces")
+SCRIPT = os.path.abspath(__file__)
+PYTHON = "/usr/bin/python3"
+
+# Not scenarios (gate rules), or too large to record and replay in minutes: bench_10m_kernels
+# and bench_1m_steps are bench_1m_kernels and bench_200k_steps at a larger count.
+SKIPPED_SCENARIOS = {"gate_rules.json", "bench_10m_kernels.json", "bench_1m_steps.json"}
+# The variants every recording is replayed with: (name, gpuattr run flags).
+RUN_VARIANTS = [("default", []), ("noinherit_skip2", ["--no-inherit", "--skip-steps", "2"])]
+IMPORT_VARIANTS = [("annotations", []), ("ops", ["--ranges", "ops"])]
+
+# A recording: records of (connection u32, length u32, bytes); length 0xFFFFFFFF closes.
+RECORD = struct.Struct("<II")
+CLOSE = 0xFFFFFFFF
+
+
+def record_one(build, command, env_extra, out_path):
+    """Runs `command` with the shim preloaded, storing every datagram it sends."""
+    shim = os.path.join(build, "inject", "libgpuattr_inject.so")
+    with tempfile.TemporaryDirectory() as work:
+        path = os.path.join(work, "collector.sock")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        listener.bind(path)
+        listener.listen(64)
+        listener.setblocking(False)
+        env = dict(os.environ)
+        env.update({"LD_PRELOAD": shim, "CUDA_INJECTION64_PATH": shim,
+                    "NVTX_INJECTION64_PATH": shim, "GPUATTR_SOCKET": path,
+                    "GPUATTR_MODE": "traced"})
+        env.update(env_extra)
+        child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, cwd=work)
+        selector = selectors.DefaultSelector()
+        selector.register(listener, selectors.EVENT_READ, None)
+        ids = {}
+        with open(out_path, "wb") as out:
+            idle_after_exit = 0
+            while True:
+                events = selector.select(timeout=0.05)
+                for key, _ in events:
+                    if key.data is None:
+                        try:
+                            connection, _ = listener.accept()
+                        except BlockingIOError:
+                            continue
+                        ids[connection] = len(ids)
+                        selector.register(connection, selectors.EVENT_READ, ids[connection])
+                        continue
+                    data = key.fileobj.recv(1 << 20)
+                    if data:
+                        out.write(RECORD.pack(key.data, len(data)) + data)
+                    else:
+                        out.write(RECORD.pack(key.data, CLOSE))
+                        selector.unregister(key.fileobj)
+                        key.fileobj.close()
+                open_connections = len(selector.get_map()) - 1
+                if child.poll() is not None and open_connections == 0:
+                    idle_after_exit += 1
+                    if idle_after_exit > 20:  # 1 s without a new connection after the exit
+                        break
+        listener.close()
+    return child.returncode
+
+
+def command_record(args):
+    build = os.path.abspath(args.build)
+    os.makedirs(args.out, exist_ok=True)
+    simgpu = os.path.join(build, "tests", "simgpu", "simgpu-run")
+    for name in sorted(os.listdir(SCENARIOS)):
+        if not name.endswith(".json") or name in SKIPPED_SCENARIOS:
+            continue
+        scenario = os.path.join(SCENARIOS, name)
+        out_path = os.path.join(args.out, name[:-5] + ".rec")
+        with tempfile.TemporaryDirectory() as work:
+            if name == "python_workers.json":
+                command = [PYTHON, os.path.join(REPO, "tests", "e2e", "python_workers",
+                                                "multiprocessing_workers.py"),
+                           os.path.join(build, "tests", "e2e", "libsimgpu_pywork.so"),
+                           scenario, work]
+                env = {"GPUATTR_CUPTI_LIBRARY":
+                       os.path.join(build, "tests", "simgpu", "libcupti.so.13")}
+            else:
+                command = [simgpu, scenario, "--truth", os.path.join(work, "truth.json")]
+                env = {}
+            status = record_one(build, command, env, out_path)
+        print(f"recorded {name}: exit {status}, {os.path.getsize(out_path)} bytes", flush=True)
+
+
+def command_replay(args):
+    path = os.environ["GPUATTR_SOCKET"]
+    connections = {}
+    with open(args.recording, "rb") as recording:
+        while True:
+            header = recording.read(RECORD.size)
+            if not header:
+                break
+            connection_id, length = RECORD.unpack(header)
+            if length == CLOSE:
+                connections.pop(connection_id).close()
+                continue
+            data = recording.read(length)
+            if connection_id not in connections:
+                connection = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                connection.connect(path)
+                connections[connection_id] = connection
+            connections[connection_id].sendall(data)
+    for connection in connections.values():
+        connection.close()
+
+
+def tokens(build):
+    return [(SCRIPT, "<SCRIPT>"), (os.path.abspath(build), "<BUILD>"), (REPO, "<REPO>"),
+            (os.path.dirname(REPO), "<WORK>")]
+
+
+def replace_tokens(text, build):
+    for value, token in tokens(build):
+        text = text.replace(value, token)
+    return text
+
+
+def normalise_report(text, build):
+    report = json.loads(text)
+    capture = report.get("capture", {})
+    for field in ("host", "started_at", "duration_ns"):
+        if field in capture:
+            capture[field] = f"<{field}>"
+    return replace_tokens(json.dumps(report, indent=1, sort_keys=True), build) + "\n"
+
+
+def pid_of_line(line):
+    try:
+        return json.loads(line).get("pid", -1)
+    except ValueError:
+        return -1
+
+
+def normalise_lines(text, build):
+    """JSON lines grouped by pid (stable): processes interleave as connections are serviced."""
+    lines = text.splitlines()
+    lines = sorted(lines, key=pid_of_line)
+    return replace_tokens("\n".join(lines), build) + "\n"
+
+
+def normalise_timeline(text, build):
+    document = json.loads(text)
+    events = document.get("traceEvents") if isinstance(document, dict) else None
+    if isinstance(events, list):
+        document["traceEvents"] = sorted(events, key=lambda e: str(e.get("pid", "")))
+    return replace_tokens(json.dumps(document, indent=1, sort_keys=True), build) + "\n"
+
+
+def normalise_plain(text, build):
+    return replace_tokens(text, build)
+
+
+def write(out_dir, name, text):
+    with open(os.path.join(out_dir, name), "w", encoding="utf-8") as out:
+        out.write(text)
+
+
+def read(path):
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8", errors="replace") as source:
+        return source.read()
+
+
+def capture_outputs(build, out_dir, label, command, work):
+    """Runs one gpuattr command whose outputs lie in `work`, then stores them normalised."""
+    gpuattr = os.path.join(build, "collector", "gpuattr")
+    result = subprocess.run([gpuattr] + command, capture_output=True, text=True, cwd=work)
+    write(out_dir, f"{label}.status", f"exit {result.returncode}\n")
+    write(out_dir, f"{label}.stderr", normalise_plain(result.stderr, build))
+    outputs = {"report.json": normalise_report, "activities.jsonl": normalise_lines,
+               "trace.json": normalise_timeline, "folded.txt": normalise_plain,
+               "speedscope.json": normalise_plain}
+    for name, normalise in outputs.items():
+        text = read(os.path.join(work, name))
+        if text is not None:
+            write(out_dir, f"{label}.{name}", normalise(text, build))
+    report = os.path.join(work, "report.json")
+    if os.path.exists(report):
+        for view_label, view in (("view.txt", ["report", report]),
+                                 ("view_top3.txt", ["report", "--top", "3", report])):
+            shown = subprocess.run([gpuattr] + view, capture_output=True, text=True, cwd=work)
+            write(out_dir, f"{label}.{view_label}",
+                  f"exit {shown.returncode}\n" + normalise_plain(shown.stdout, build))
+    return result.returncode
+
+
+EXPORT_FLAGS = ["-o", "report.json", "--activities", "activities.jsonl", "--trace", "trace.json",
+                "--folded", "folded.txt", "--speedscope", "speedscope.json"]
+
+
+def trace_inputs():
+    """(label, files): every shared trace alone, and a directory's traces together when several."""
+    inputs = []
+    for directory in sorted(os.listdir(TRACES)):
+        folder = os.path.join(TRACES, directory)
+        if not os.path.isdir(folder):
+            continue
+        files = sorted(os.path.join(folder, f) for f in os.listdir(folder)
+                       if f.endswith((".json", ".json.gz", ".sqlite")))
+        for path in files:
+            inputs.append((f"{directory}__{os.path.basename(path).split('.')[0]}", [path]))
+        if len(files) > 1:
+            inputs.append((f"{directory}__all", files))
+    return inputs
+
+
+def command_snapshot(args):
+    build = os.path.abspath(args.build)
+    os.makedirs(args.out, exist_ok=True)
+    reports = {}
+    for name in sorted(os.listdir(args.recordings)):
+        if not name.endswith(".rec"):
+            continue
+        recording = os.path.abspath(os.path.join(args.recordings, name))
+        for variant, flags in RUN_VARIANTS:
+            label = f"run__{name[:-4]}__{variant}"
+            with tempfile.TemporaryDirectory() as work:
+                command = ["run", "--quiet"] + flags + EXPORT_FLAGS + [
+                    "--", PYTHON, SCRIPT, "replay", recording]
+                capture_outputs(build, args.out, label, command, work)
+                if os.path.exists(os.path.join(work, "report.json")):
+                    reports[label] = read(os.path.join(work, "report.json"))
+        print(f"replayed {name}", flush=True)
+    for label, files in trace_inputs():
+        for variant, flags in IMPORT_VARIANTS:
+            with tempfile.TemporaryDirectory() as work:
+                capture_outputs(build, args.out, f"import__{label}__{variant}",
+                                ["import", "--quiet"] + flags + EXPORT_FLAGS + files, work)
+            with tempfile.TemporaryDirectory() as work:
+                capture_outputs(build, args.out, f"export__{label}__{variant}",
+                                ["export"] + flags + ["--perfetto", "trace.json", "--folded",
+                                                      "folded.txt", "--speedscope",
+                                                      "speedscope.json"] + files, work)
+        print(f"imported {label}", flush=True)
+    compare_reports(build, args.out, reports)
+
+
+def compare_reports(build, out_dir, reports):
+    """diff and gate between the gate scenarios' reports (text, JSON, markdown, JUnit)."""
+    gpuattr = os.path.join(build, "collector", "gpuattr")
+    base = reports.get("run__gate_baseline__default")
+    if base is None:
+        return
+    for other in ("gate_slow_forward", "gate_low_coverage", "gate_baseline"):
+        current = reports.get(f"run__{other}__default")
+        if current is None:
+            continue
+        with tempfile.TemporaryDirectory() as work:
+            write(work, "base.json", base)
+            write(work, "current.json", current)
+            for label, command in (
+                    ("diff", ["diff", "base.json", "current.json"]),
+                    ("diff_json", ["diff", "--json", "base.json", "current.json"]),
+                    ("gate", ["gate", "--baseline", "base.json", "--current", "current.json",
+                              "--markdown", "gate.md", "--junit", "gate.xml", "--json",
+                              "gate.json"]),
+                    ("gate_rules", ["gate", "--baseline", "base.json", "--current",
+                                    "current.json", "--rules",
+                                    os.path.join(SCENARIOS, "gate_rules.json")])):
+                result = subprocess.run([gpuattr] + command, capture_output=True, text=True,
+                                        cwd=work)
+                write(out_dir, f"{label}__{other}.txt",
+                      f"exit {result.returncode}\n" + normalise_plain(result.stdout, build) +
+                      normalise_plain(result.stderr, build))
+                for extra in ("gate.md", "gate.xml", "gate.json"):
+                    text = read(os.path.join(work, extra))
+                    if text is not None and label == "gate":
+                        write(out_dir, f"{label}__{other}.{extra}", normalise_plain(text, build))
+
+
+def command_compare(args):
+    left = set(os.listdir(args.a))
+    right = set(os.listdir(args.b))
+    differing = []
+    for name in sorted(left & right):
+        with open(os.path.join(args.a, name), "rb") as a, open(os.path.join(args.b, name),
+                                                                "rb") as b:
+            if a.read() != b.read():
+                differing.append(name)
+    only = sorted(left ^ right)
+    print(f"compared {len(left & right)} files: {len(differing)} differ, "
+          f"{len(only)} in one snapshot only")
+    for name in differing:
+        print(f"  differs: {name}")
+    for name in only:
+        print(f"  only in {'A' if name in left else 'B'}: {name}")
+    return 1 if differing or only else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    record = sub.add_parser("record")
+    record.add_argument("--build", required=True)
+    record.add_argument("--out", required=True)
+    snapshot = sub.add_parser("snapshot")
+    snapshot.add_argument("--build", required=True)
+    snapshot.add_argument("--recordings", required=True)
+    snapshot.add_argument("--out", required=True)
+    compare = sub.add_parser("compare")
+    compare.add_argument("a")
+    compare.add_argument("b")
+    replay = sub.add_parser("replay")
+    replay.add_argument("recording")
+    args = parser.parse_args()
+    handlers = {"record": command_record, "snapshot": command_snapshot,
+                "compare": command_compare, "replay": command_replay}
+    return handlers[args.command](args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
