@@ -13,6 +13,7 @@ packages=(
   libsimdjson-dev libsqlite3-dev
   python3 python3-jsonschema
   chromium  # the HTML report's browser test (headless)
+  clang-format  # scripts/check_format.sh (clang-format 14)
 )
 
 missing=()

@@ -1134,7 +1134,7 @@ class ActivityFolder::Impl {
   RunningUnion busy_;  // all devices: the step rows' busy time
   std::map<std::string, FamilyStats> families_;
   std::unordered_map<uint32_t, std::vector<std::string>> graph_families_;
-  uint64_t registered_ = 0;  // data_.pushes registered, counted from the first ever
+  uint64_t registered_ = 0;           // data_.pushes registered, counted from the first ever
   bool only_step_like_keys_ = false;  // DropKeysThatCannotWin settled auto-detection
   // Auto-detection, until settled: top-level instances of step-like keys not yet seen closed.
   std::vector<std::pair<StepKey*, size_t>> step_like_open_;

@@ -260,8 +260,8 @@ enum class AttributionKind : uint8_t { kNone, kDirect, kInherited, kCaptured };
 // What the attribution decided for one activity (index-aligned with TraceData::activities).
 // Activities without timestamps are kNone with no reason: they are not device time.
 struct ActivityOutcome {
-  uint32_t node = 0;         // attributed path node; 0: unattributed
-  uint32_t launch_node = 0;  // graph nodes: path node by rules 2-3 at the graph launch; 0: none
+  uint32_t node = 0;             // attributed path node; 0: unattributed
+  uint32_t launch_node = 0;      // graph nodes: path node by rules 2-3 at the graph launch; 0: none
   const char* reason = nullptr;  // unattributed reason (a kReason* constant)
   const char* fallback = nullptr;  // a kFallback* constant when a fallback rule was applied
   AttributionKind kind = AttributionKind::kNone;
@@ -346,7 +346,8 @@ class ActivityFolder {
  public:
   // `activity_lines`, when set, receives one §Per-activity export JSON line per released
   // activity with timestamps, in release (start) order. `data` and `options` must outlive this.
-  ActivityFolder(const TraceData& data, const AnalysisOptions& options, std::string* activity_lines);
+  ActivityFolder(const TraceData& data, const AnalysisOptions& options,
+                 std::string* activity_lines);
   ~ActivityFolder();
   ActivityFolder(const ActivityFolder&) = delete;
   ActivityFolder& operator=(const ActivityFolder&) = delete;

@@ -42,9 +42,9 @@ StatusOr<PhaseRules> PhaseRules::Parse(std::string_view json_text, const std::st
       if (!patterns[i].is_string()) {
         return InvalidArgumentError(origin + ": " + where + " is not a string");
       }
-      GPUATTR_ASSIGN_OR_RETURN(std::regex regex,
-                               CompileRuleRegex(patterns[i].get<std::string>(), std::regex::icase,
-                                                origin, where));
+      GPUATTR_ASSIGN_OR_RETURN(
+          std::regex regex,
+          CompileRuleRegex(patterns[i].get<std::string>(), std::regex::icase, origin, where));
       table.patterns_[index].push_back(std::move(regex));
     }
   }

@@ -100,8 +100,8 @@ class ReorderWindow {
   };
   struct Bucket {
     std::vector<Pending> items;
-    size_t head = 0;      // items before it were released
-    bool sorted = true;   // items from head on are in order
+    size_t head = 0;     // items before it were released
+    bool sorted = true;  // items from head on are in order
   };
   std::map<uint64_t, Bucket> buckets_;  // by key >> kSlotShift
   size_t size_ = 0;
@@ -117,8 +117,8 @@ struct ProcessTrace::State {
   TraceData data;
   AnalysisOptions options;
   bool streaming = false;
-  std::unique_ptr<ActivityFolder> folder;      // created with the options
-  std::optional<ProcessAnalysis> analysis;     // streaming: the fold's result, once ended
+  std::unique_ptr<ActivityFolder> folder;   // created with the options
+  std::optional<ProcessAnalysis> analysis;  // streaming: the fold's result, once ended
   ReorderWindow window;
   std::deque<std::pair<uint64_t, uint32_t>> launch_order;  // (enter_ns, correlation id)
   std::string lines;            // --activities lines not yet handed to the sink
@@ -331,7 +331,8 @@ void AddApiEnter(TraceData& data, const wire::ApiEnter& enter, uint16_t flags,
   if (inserted) {
     ++data.launches_seen;
     launch_order->emplace_back(enter.timestamp_ns, enter.correlation_id);
-    if (data.first_launch_correlation == 0 || enter.correlation_id < data.first_launch_correlation) {
+    if (data.first_launch_correlation == 0 ||
+        enter.correlation_id < data.first_launch_correlation) {
       data.first_launch_correlation = enter.correlation_id;
     }
     data.last_launch_correlation = std::max(data.last_launch_correlation, enter.correlation_id);
@@ -455,21 +456,21 @@ void ProcessTrace::Apply(const wire::RecordView& record) {
     }
     case RecordType::kKernel: {
       const auto kernel = record.As<wire::Kernel>();
-      AddActivity({kernel.start_ns, kernel.end_ns, kernel.graph_node_id,
-                         kernel.correlation_id, kernel.name_string, kernel.device, kernel.stream,
-                         InternShape(data, kernel), ActivityKind::kKernel});
+      AddActivity({kernel.start_ns, kernel.end_ns, kernel.graph_node_id, kernel.correlation_id,
+                   kernel.name_string, kernel.device, kernel.stream, InternShape(data, kernel),
+                   ActivityKind::kKernel});
       break;
     }
     case RecordType::kMemcpy: {
       const auto copy = record.As<wire::Memcpy>();
       AddActivity({copy.start_ns, copy.end_ns, copy.graph_node_id, copy.correlation_id, 0,
-                         copy.device, copy.stream, 0, ActivityKind::kMemcpy});
+                   copy.device, copy.stream, 0, ActivityKind::kMemcpy});
       break;
     }
     case RecordType::kMemset: {
       const auto set = record.As<wire::Memset>();
-      AddActivity({set.start_ns, set.end_ns, set.graph_node_id, set.correlation_id, 0,
-                         set.device, set.stream, 0, ActivityKind::kMemset});
+      AddActivity({set.start_ns, set.end_ns, set.graph_node_id, set.correlation_id, 0, set.device,
+                   set.stream, 0, ActivityKind::kMemset});
       break;
     }
     case RecordType::kGraphNodeCreated: {

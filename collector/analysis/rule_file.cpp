@@ -46,8 +46,8 @@ StatusOr<std::regex> CompileRuleRegex(const std::string& pattern, std::regex::fl
   try {
     return std::regex(pattern, flags | std::regex::ECMAScript | std::regex::optimize);
   } catch (const std::regex_error& error) {
-    return InvalidArgumentError(origin + ": " + where + ": invalid regular expression '" +
-                                pattern + "': " + error.what());
+    return InvalidArgumentError(origin + ": " + where + ": invalid regular expression '" + pattern +
+                                "': " + error.what());
   }
 }
 

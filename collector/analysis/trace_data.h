@@ -80,9 +80,9 @@ struct LaunchRecord {
   uint32_t tid = 0;
   uint32_t node = 0;  // launching thread's path node at ApiEnter; 0: no range open
   uint16_t cbid = 0;
-  uint8_t domain = 0;   // wire::ApiDomain
-  uint8_t kind = 0;     // wire::ApiKind
-  bool nested = false;  // came from a kApiFlagNested record (an outer call was not seen)
+  uint8_t domain = 0;    // wire::ApiDomain
+  uint8_t kind = 0;      // wire::ApiKind
+  bool nested = false;   // came from a kApiFlagNested record (an outer call was not seen)
   bool matched = false;  // an activity joined it
 };
 
@@ -151,7 +151,7 @@ struct TraceData {
   std::unordered_map<uint32_t, std::deque<HistoryEntry>> history;  // per tid, push order
   std::deque<std::pair<uint32_t, uint32_t>> pushes;
   uint64_t pushes_dropped = 0;
-  std::optional<uint32_t> main_tid;    // tid of the earliest RangePush seen
+  std::optional<uint32_t> main_tid;  // tid of the earliest RangePush seen
   uint64_t main_tid_first_push_ns = 0;
 
   // Start/end ranges and marks.
@@ -165,26 +165,26 @@ struct TraceData {
   std::map<KernelShape, uint32_t> shape_index;
   std::unordered_map<uint64_t, GraphNodeInfo> graph_nodes;
   std::unordered_set<uint32_t> captured_correlations;  // launches recorded into a graph
-  uint64_t launches_seen = 0;     // distinct launches ever entered in `launches`
+  uint64_t launches_seen = 0;  // distinct launches ever entered in `launches`
   // Smallest and largest correlation id of the launches recorded so far (0: none yet). In a
   // window stream an activity without a recorded launch and outside them is outside the window.
   uint32_t first_launch_correlation = 0;
   uint32_t last_launch_correlation = 0;
-  uint64_t activities_seen = 0;   // device activity records received
+  uint64_t activities_seen = 0;     // device activity records received
   uint64_t unmatched_launches = 0;  // launches that left `launches` without a match
-  uint64_t expired_launches = 0;  // unmatched launches the reorder window dropped before Finish
+  uint64_t expired_launches = 0;    // unmatched launches the reorder window dropped before Finish
 
   // Stream bookkeeping and collector-side counts of irregularities.
   uint64_t messages = 0;
   uint64_t next_sequence = 0;
-  uint64_t lost_messages = 0;         // sequence gaps
-  uint64_t sequence_regressions = 0;  // a sequence number at or below one already seen
-  uint64_t last_timestamp_ns = 0;     // the latest timestamp of any kind seen on this connection
+  uint64_t lost_messages = 0;           // sequence gaps
+  uint64_t sequence_regressions = 0;    // a sequence number at or below one already seen
+  uint64_t last_timestamp_ns = 0;       // the latest timestamp of any kind seen on this connection
   uint64_t last_host_timestamp_ns = 0;  // the same, device activity times left out
-  uint64_t unmatched_pops = 0;        // a pop whose range was not open on that thread
-  uint64_t implicitly_closed = 0;     // ranges closed because an outer range was popped first
-  uint64_t unclosed_ranges = 0;       // push/pop and start/end ranges still open at Finish
-                                      // (traced streams; a window's are no instances, no loss)
+  uint64_t unmatched_pops = 0;          // a pop whose range was not open on that thread
+  uint64_t implicitly_closed = 0;       // ranges closed because an outer range was popped first
+  uint64_t unclosed_ranges = 0;         // push/pop and start/end ranges still open at Finish
+                                        // (traced streams; a window's are no instances, no loss)
   uint64_t unmatched_range_ends = 0;
   uint64_t unknown_records = 0;   // record types this collector does not know (skipped)
   uint64_t orphan_api_exits = 0;  // ApiExit with no ApiEnter

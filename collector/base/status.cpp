@@ -4,14 +4,22 @@ namespace gpuattr {
 
 const char* StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid_argument";
-    case StatusCode::kNotFound: return "not_found";
-    case StatusCode::kDataLoss: return "data_loss";
-    case StatusCode::kUnavailable: return "unavailable";
-    case StatusCode::kFailedPrecondition: return "failed_precondition";
-    case StatusCode::kPermissionDenied: return "permission_denied";
-    case StatusCode::kInternal: return "internal";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidArgument:
+      return "invalid_argument";
+    case StatusCode::kNotFound:
+      return "not_found";
+    case StatusCode::kDataLoss:
+      return "data_loss";
+    case StatusCode::kUnavailable:
+      return "unavailable";
+    case StatusCode::kFailedPrecondition:
+      return "failed_precondition";
+    case StatusCode::kPermissionDenied:
+      return "permission_denied";
+    case StatusCode::kInternal:
+      return "internal";
   }
   return "unknown";
 }

@@ -96,17 +96,17 @@ class [[nodiscard]] StatusOr {
 #define GPUATTR_STATUS_CONCAT(a, b) GPUATTR_STATUS_CONCAT_INNER(a, b)
 
 // Returns from the enclosing function when `expr` (a Status) is not ok.
-#define GPUATTR_RETURN_IF_ERROR(expr)                           \
-  do {                                                          \
-    ::gpuattr::Status gpuattr_status_internal = (expr);         \
+#define GPUATTR_RETURN_IF_ERROR(expr)                                  \
+  do {                                                                 \
+    ::gpuattr::Status gpuattr_status_internal = (expr);                \
     if (!gpuattr_status_internal.ok()) return gpuattr_status_internal; \
   } while (0)
 
 // `lhs = value of expr` when `expr` (a StatusOr) is ok, else returns its Status.
-#define GPUATTR_ASSIGN_OR_RETURN(lhs, expr)                                           \
-  auto GPUATTR_STATUS_CONCAT(gpuattr_statusor_, __LINE__) = (expr);                   \
-  if (!GPUATTR_STATUS_CONCAT(gpuattr_statusor_, __LINE__).ok())                       \
-    return GPUATTR_STATUS_CONCAT(gpuattr_statusor_, __LINE__).status();               \
+#define GPUATTR_ASSIGN_OR_RETURN(lhs, expr)                             \
+  auto GPUATTR_STATUS_CONCAT(gpuattr_statusor_, __LINE__) = (expr);     \
+  if (!GPUATTR_STATUS_CONCAT(gpuattr_statusor_, __LINE__).ok())         \
+    return GPUATTR_STATUS_CONCAT(gpuattr_statusor_, __LINE__).status(); \
   lhs = std::move(GPUATTR_STATUS_CONCAT(gpuattr_statusor_, __LINE__)).value()
 
 #endif  // GPUATTR_COLLECTOR_BASE_STATUS_H_

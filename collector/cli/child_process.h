@@ -38,8 +38,8 @@ std::vector<std::string> BuildChildEnvironment(const std::vector<std::string>& e
 std::vector<std::string> CurrentEnvironment();
 
 struct SpawnResult {
-  pid_t pid = -1;        // > 0 when the command started
-  int exec_error = 0;    // errno of the failed exec when it did not (ENOENT, EACCES, ...)
+  pid_t pid = -1;      // > 0 when the command started
+  int exec_error = 0;  // errno of the failed exec when it did not (ENOENT, EACCES, ...)
 };
 
 // Starts argv[0], searched on PATH like a shell does, with `environment` and `signal_mask`.

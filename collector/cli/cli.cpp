@@ -24,8 +24,8 @@
 namespace gpuattr::collector {
 namespace {
 
-constexpr const char* kSubcommands[] = {"run", "import", "report", "diff", "gate", "export",
-                                         "daemon", "attach"};
+constexpr const char* kSubcommands[] = {"run",  "import", "report", "diff",
+                                        "gate", "export", "daemon", "attach"};
 
 constexpr char kFooter[] = R"(Examples:
   gpuattr run -- python train.py
@@ -47,7 +47,8 @@ Exit status: that of the profiled command for `run`; 2 usage, 3 bad input, 4 int
 Environment: GPUATTR_INJECT_LIBRARY names the injection library when it is not found beside
 the gpuattr executable.)";
 
-constexpr char kRunFooter[] = R"(Runs CMD with libgpuattr_inject.so preloaded, collects the GPU time of CMD and every process
+constexpr char kRunFooter[] =
+    R"(Runs CMD with libgpuattr_inject.so preloaded, collects the GPU time of CMD and every process
 it starts, and writes a JSON report (schema gpuattr.report/1) once CMD has exited. CMD's stdin,
 stdout and stderr are its own; gpuattr prints its summary on stderr afterwards. SIGINT and
 SIGTERM sent to gpuattr are forwarded to CMD; the report is still written.
@@ -60,7 +61,8 @@ Examples:
   gpuattr run --quiet -- torchrun --nproc-per-node 8 train.py
   gpuattr run -- ./simgpu-run scenario.json --truth truth.json)";
 
-constexpr char kImportFooter[] = R"(Reads traces other tools recorded and writes the report `gpuattr run` writes
+constexpr char kImportFooter[] =
+    R"(Reads traces other tools recorded and writes the report `gpuattr run` writes
 (capture.mode "import"): PyTorch profiler / Kineto chrome-trace JSON (.json, .json.gz; the
 current and the 2021 schema) and Nsight Systems SQLite exports (nsys export --type sqlite).
 Several files (one per rank) make one multi-process report. Ranges are the user annotations and
@@ -76,7 +78,8 @@ Examples:
   gpuattr import --ranges ops -o report.json rank0.json.gz rank1.json.gz
   gpuattr import -o report.json profile.sqlite)";
 
-constexpr char kDiffFooter[] = R"(Prints two reports side by side: per process (the only one, else matched by rank)
+constexpr char kDiffFooter[] =
+    R"(Prints two reports side by side: per process (the only one, else matched by rank)
 the pass tree by path with device total and self time, sorted by absolute change of the total;
 new and vanished passes; per device busy, idle, idle fraction and gaps; step medians. Then the
 kernel families the same way, and coverage. --json prints the same as JSON (gpuattr.diff/1).
@@ -143,7 +146,8 @@ bool WriteStdout(const char* subcommand, const std::string& text) {
   if (std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0) {
     return true;
   }
-  std::fprintf(stderr, "gpuattr %s: cannot write to stdout: %s\n", subcommand, std::strerror(errno));
+  std::fprintf(stderr, "gpuattr %s: cannot write to stdout: %s\n", subcommand,
+               std::strerror(errno));
   return false;
 }
 
@@ -225,8 +229,9 @@ int GpuattrMain(int argc, char** argv) {
         ->check(CLI::Range(0.0, 1.0))
         ->capture_default_str();
     run->add_flag("-q,--quiet", run_options.quiet, "No summary on stderr");
-    run->add_option("--drain-timeout", run_options.drain_timeout_s,
-                    "Seconds to wait, after CMD exits, for its descendants and their streams to end")
+    run->add_option(
+           "--drain-timeout", run_options.drain_timeout_s,
+           "Seconds to wait, after CMD exits, for its descendants and their streams to end")
         ->check(CLI::Range(0.0, kMaxDrainTimeoutS))
         ->capture_default_str();
     std::string step_name;
@@ -262,30 +267,32 @@ int GpuattrMain(int argc, char** argv) {
     bool import_no_inherit = false;
     CLI::App* import = app.add_subcommand(
         "import", "Write a report from PyTorch profiler (Kineto) JSON or Nsight Systems SQLite");
-    import->add_option("files", import_options.files, "FILE...: traces, one per rank")
-        ->required();
+    import->add_option("files", import_options.files, "FILE...: traces, one per rank")->required();
     import->add_option("-o,--output", import_options.output, "Where to write the JSON report")
         ->capture_default_str();
     import->add_option("--format", import_options.format, "auto, kineto or nsys")
         ->check(CLI::IsMember({"auto", "kineto", "nsys"}))
         ->capture_default_str();
-    import->add_option("--ranges", import_options.ranges,
-                       "annotations (user annotations and ProfilerStep) or ops (cpu_op too)")
+    import
+        ->add_option("--ranges", import_options.ranges,
+                     "annotations (user annotations and ProfilerStep) or ops (cpu_op too)")
         ->check(CLI::IsMember({"annotations", "ops"}))
         ->capture_default_str();
     import->add_flag("--no-inherit", import_no_inherit,
                      "Do not attribute a launch from a thread with no open range to the range "
                      "open on the main thread at that instant");
-    import->add_option("--coverage-threshold", import_options.analysis.coverage_threshold,
-                       "Coverage passes when the attributed fraction of device time is at least "
-                       "this")
+    import
+        ->add_option("--coverage-threshold", import_options.analysis.coverage_threshold,
+                     "Coverage passes when the attributed fraction of device time is at least "
+                     "this")
         ->check(CLI::Range(0.0, 1.0))
         ->capture_default_str();
     std::string import_step_name;
     CLI::Option* import_step_option =
         import->add_option("--step", import_step_name, "The step range (see gpuattr run --help)");
-    import->add_option("--skip-steps", import_options.analysis.skip_steps,
-                       "Drop the first N step rows (warm-up)")
+    import
+        ->add_option("--skip-steps", import_options.analysis.skip_steps,
+                     "Drop the first N step rows (warm-up)")
         ->capture_default_str();
     import->add_option("--phase-rules", import_options.phase_rules_path,
                        "JSON file of phase patterns replacing the built-in table");
@@ -305,8 +312,9 @@ int GpuattrMain(int argc, char** argv) {
     report->add_flag("--json", report_options.json, "Print the report as JSON (pretty-printed)");
     report->add_option("--html", report_options.html,
                        "Write a self-contained HTML report (charts, tables) here instead");
-    report->add_option("--top", report_options.view.top,
-                       "Rows per list: children per pass-tree level, families, steps, gaps")
+    report
+        ->add_option("--top", report_options.view.top,
+                     "Rows per list: children per pass-tree level, families, steps, gaps")
         ->check(CLI::Range(size_t{1}, size_t{1000000}))
         ->capture_default_str();
     CLI::Option* report_pid_option =
@@ -331,7 +339,8 @@ int GpuattrMain(int argc, char** argv) {
     gate->add_option("--rules", gate_options.rules,
                      "Rules file (schemas/gate.schema.json); default: the built-in rules");
     gate->add_option("--markdown", gate_options.markdown, "Also write a markdown summary here");
-    gate->add_option("--junit", gate_options.junit, "Also write JUnit XML here (a testcase per check)");
+    gate->add_option("--junit", gate_options.junit,
+                     "Also write JUnit XML here (a testcase per check)");
     gate->add_option("--json", gate_options.json, "Also write the checks as JSON here");
     gate->footer(kGateFooter);
 
@@ -344,7 +353,8 @@ int GpuattrMain(int argc, char** argv) {
 
     if (argc > 1 && argv[1][0] != '-' && !IsSubcommand(argv[1])) {
       std::fprintf(stderr,
-                   "gpuattr: unknown subcommand '%s' (subcommands: run, import, report, diff, gate, export, daemon, attach; see "
+                   "gpuattr: unknown subcommand '%s' (subcommands: run, import, report, diff, "
+                   "gate, export, daemon, attach; see "
                    "gpuattr --help)\n",
                    argv[1]);
       return kExitUsage;
@@ -359,8 +369,8 @@ int GpuattrMain(int argc, char** argv) {
     if (step_option->count() > 0) run_options.analysis.step = step_name;
     if (run->parsed() && run_options.armed) {
       // Armed, nothing is collected until `gpuattr attach` opens a window; its -o writes that.
-      for (const char* report_option : {"--output", "--activities", "--trace", "--folded",
-                                        "--speedscope"}) {
+      for (const char* report_option :
+           {"--output", "--activities", "--trace", "--folded", "--speedscope"}) {
         const CLI::Option* option = run->get_option_no_throw(report_option);
         if (option != nullptr && option->count() > 0) {
           std::fprintf(stderr,

@@ -59,8 +59,8 @@ StatusOr<GateCommandResult> RunGateCommand(const GateCommandOptions& options) {
   }
   StatusOr<gate::GateOutcome> outcome = gate::EvaluateGate(baseline, current, rules);
   if (!outcome.ok()) return AsInputError(outcome.status());
-  GPUATTR_RETURN_IF_ERROR(WriteOutput(gate::RenderGateMarkdown(*outcome), options.markdown,
-                                      "markdown summary"));
+  GPUATTR_RETURN_IF_ERROR(
+      WriteOutput(gate::RenderGateMarkdown(*outcome), options.markdown, "markdown summary"));
   GPUATTR_RETURN_IF_ERROR(WriteOutput(gate::RenderGateJunit(*outcome), options.junit, "JUnit XML"));
   GPUATTR_RETURN_IF_ERROR(WriteOutput(
       gate::GateOutcomeJson(*outcome).dump(2, ' ', false, Json::error_handler_t::replace) + "\n",

@@ -34,7 +34,8 @@ StatusOr<std::string> DetectFormat(const std::string& path) {
   char magic[16] = {};
   const size_t got = std::fread(magic, 1, sizeof(magic), file);
   std::fclose(file);
-  if (got == sizeof(magic) && std::memcmp(magic, "SQLite format 3", 16) == 0) return std::string("nsys");
+  if (got == sizeof(magic) && std::memcmp(magic, "SQLite format 3", 16) == 0)
+    return std::string("nsys");
   return std::string("kineto");
 }
 
@@ -70,10 +71,9 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
     }
     uint64_t json_bytes = 0;
     StatusOr<import::ImportedTrace> imported =
-        format == "nsys"
-            ? import::ImportNsysFile(path)
-            : import::ImportKinetoFile(path, import::KinetoOptions{options.ranges == "ops"},
-                                       &json_bytes);
+        format == "nsys" ? import::ImportNsysFile(path)
+                         : import::ImportKinetoFile(
+                               path, import::KinetoOptions{options.ranges == "ops"}, &json_bytes);
     if (!imported.ok()) return imported.status();
     result.json_bytes += json_bytes;
     result.skipped_events += imported->skipped_events;
@@ -92,8 +92,8 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
     const TraceData& data = ReportBuilderAccess::Data(*trace);
     if (!data.hello) continue;
     if (data.hello->realtime_ns != 0) started = std::min(started, data.hello->realtime_ns);
-    inputs.capture.duration_ns = std::max(inputs.capture.duration_ns,
-                                          data.last_timestamp_ns - data.hello->monotonic_ns);
+    inputs.capture.duration_ns =
+        std::max(inputs.capture.duration_ns, data.last_timestamp_ns - data.hello->monotonic_ns);
     inputs.processes.push_back(trace.get());
   }
   inputs.capture.started_at_realtime_ns =

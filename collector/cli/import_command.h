@@ -27,8 +27,8 @@ namespace gpuattr::collector {
 struct ImportOptions {
   std::vector<std::string> files;
   std::string output = "gpuattr-report.json";
-  std::string format = "auto";       // auto | kineto | nsys
-  std::string ranges = "annotations"; // annotations | ops (Kineto: cpu_op ranges too)
+  std::string format = "auto";         // auto | kineto | nsys
+  std::string ranges = "annotations";  // annotations | ops (Kineto: cpu_op ranges too)
   bool quiet = false;
   AnalysisOptions analysis;
   std::string phase_rules_path;
@@ -38,13 +38,14 @@ struct ImportOptions {
 
 struct ImportResult {
   Report report;
-  uint64_t json_bytes = 0;     // uncompressed JSON read (Kineto inputs)
-  uint64_t skipped_events = 0; // events with fields of the wrong type
-  uint64_t clipped_ranges = 0; // ranges clipped to nest (trace_replay.h)
+  uint64_t json_bytes = 0;      // uncompressed JSON read (Kineto inputs)
+  uint64_t skipped_events = 0;  // events with fields of the wrong type
+  uint64_t clipped_ranges = 0;  // ranges clipped to nest (trace_replay.h)
 };
 
 // Reads the inputs and builds the report (does not write it).
-StatusOr<ImportResult> BuildImportReport(const ImportOptions& options, std::string* activities_jsonl);
+StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
+                                         std::string* activities_jsonl);
 
 // The whole subcommand: build, write atomically, print the summary unless quiet.
 Status RunImport(const ImportOptions& options);

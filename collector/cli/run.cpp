@@ -32,9 +32,9 @@ constexpr char kSocketName[] = "collector.sock";
 // What the poll loop learned from the signalfd and from reaping.
 struct SignalEvents {
   bool child_exited = false;
-  int wait_status = 0;          // the command's, once child_exited
-  bool children_left = true;    // the command, or descendants orphaned to us (subreaper)
-  bool interrupt = false;       // a SIGINT or SIGTERM arrived
+  int wait_status = 0;                    // the command's, once child_exited
+  bool children_left = true;              // the command, or descendants orphaned to us (subreaper)
+  bool interrupt = false;                 // a SIGINT or SIGTERM arrived
   std::map<uint32_t, int> exit_statuses;  // pid -> shell exit status, every process we reaped
 };
 
@@ -186,7 +186,8 @@ StatusOr<int> RunCapture(const RunOptions& options) {
   }
   GPUATTR_RETURN_IF_ERROR(CheckOutputPath(options.output, "the report path (-o)"));
   if (!options.activities_path.empty()) {
-    GPUATTR_RETURN_IF_ERROR(CheckOutputPath(options.activities_path, "the activities path (--activities)"));
+    GPUATTR_RETURN_IF_ERROR(
+        CheckOutputPath(options.activities_path, "the activities path (--activities)"));
   }
   AnalysisOptions analysis = options.analysis;
   GPUATTR_RETURN_IF_ERROR(

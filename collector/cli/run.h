@@ -45,15 +45,15 @@ struct RunOptions {
   std::vector<std::string> command;  // CMD ARGS...; never empty
   std::string output = "gpuattr-report.json";
   AnalysisOptions analysis;
-  bool quiet = false;                // no summary on stderr
+  bool quiet = false;  // no summary on stderr
   double drain_timeout_s = 5.0;
   // Rule tables replacing the built-in ones, read and checked before CMD starts; empty: built-in.
   std::string phase_rules_path;
   std::string family_rules_path;
-  std::string activities_path;       // --activities: per-activity JSON lines; empty: none
-  ExportPaths exports;               // --trace, --folded, --speedscope (docs/visualization.md)
-  bool armed = false;                // --armed: run CMD armed for the daemon; no report here
-  std::string socket_path;           // --socket (armed): the daemon's; empty: the default
+  std::string activities_path;  // --activities: per-activity JSON lines; empty: none
+  ExportPaths exports;          // --trace, --folded, --speedscope (docs/visualization.md)
+  bool armed = false;           // --armed: run CMD armed for the daemon; no report here
+  std::string socket_path;      // --socket (armed): the daemon's; empty: the default
 };
 
 // Runs the capture and returns the exit status gpuattr should exit with.

@@ -41,8 +41,7 @@ StatusOr<std::string> LocateShimFrom(const char* env_value, const std::string& e
     looked_at += (looked_at.empty() ? "" : ", ") + candidate.lexically_normal().string();
   }
   return NotFoundError(std::string("cannot find the injection library ") + kShimFileName +
-                       " (looked at " + looked_at + "); set " + kInjectLibraryEnv +
-                       " to its path");
+                       " (looked at " + looked_at + "); set " + kInjectLibraryEnv + " to its path");
 }
 
 StatusOr<std::string> LocateShim() {

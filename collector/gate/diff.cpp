@@ -9,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-
 namespace gpuattr::gate {
 namespace {
 
@@ -116,8 +115,8 @@ Json DiffProcesses(const Json& before, const Json& after, const char* matched_by
                                       NumberAt(Member(a, "gaps"), "host_bound_ns"))},
          {"dependency_gaps_ns", Delta(NumberAt(Member(b, "gaps"), "dependency_ns"),
                                       NumberAt(Member(a, "gaps"), "dependency_ns"))},
-         {"tail_ns", Delta(NumberAt(Member(b, "gaps"), "tail_ns"),
-                           NumberAt(Member(a, "gaps"), "tail_ns"))}});
+         {"tail_ns",
+          Delta(NumberAt(Member(b, "gaps"), "tail_ns"), NumberAt(Member(a, "gaps"), "tail_ns"))}});
   }
   const Json& before_steps = Member(Member(before, "steps"), "summary");
   const Json& after_steps = Member(Member(after, "steps"), "summary");
@@ -207,8 +206,9 @@ std::string ListLine(const char* title, const Json& items, bool paths) {
   if (!items.is_array() || items.empty()) return "";
   std::string out = std::string("  ") + title + ": ";
   for (size_t i = 0; i < items.size(); ++i) {
-    out += (i == 0 ? "" : ", ") + (paths ? JoinPath(items[i])
-                                         : Printable(items[i].is_string() ? items[i].get<std::string>() : "?"));
+    out += (i == 0 ? "" : ", ") +
+           (paths ? JoinPath(items[i])
+                  : Printable(items[i].is_string() ? items[i].get<std::string>() : "?"));
   }
   return out + "\n";
 }
@@ -303,18 +303,17 @@ std::string RenderDiff(const nlohmann::json& diff, size_t top) {
     out += "  Passes (device total)\n" + Table(rows);
     out += ListLine("New passes", process["new_passes"], true);
     out += ListLine("Vanished passes", process["vanished_passes"], true);
-    std::vector<std::vector<std::string>> device_rows = {
-        {"DEVICE", "BUSY", "DELTA", "IDLE", "DELTA", "IDLE FRACTION", "HOST-BOUND GAPS",
-         "DEPENDENCY GAPS"}};
+    std::vector<std::vector<std::string>> device_rows = {{"DEVICE", "BUSY", "DELTA", "IDLE",
+                                                          "DELTA", "IDLE FRACTION",
+                                                          "HOST-BOUND GAPS", "DEPENDENCY GAPS"}};
     for (const Json& device : process["devices"]) {
-      device_rows.push_back(
-          {device["id"].dump(), Ms(device["busy_ns"]["current"]),
-           SignedMs(device["busy_ns"]["delta"]), Ms(device["idle_ns"]["current"]),
-           SignedMs(device["idle_ns"]["delta"]),
-           Fraction(device["idle_fraction"]["baseline"]) + " -> " +
-               Fraction(device["idle_fraction"]["current"]),
-           SignedMs(device["host_bound_gaps_ns"]["delta"]),
-           SignedMs(device["dependency_gaps_ns"]["delta"])});
+      device_rows.push_back({device["id"].dump(), Ms(device["busy_ns"]["current"]),
+                             SignedMs(device["busy_ns"]["delta"]), Ms(device["idle_ns"]["current"]),
+                             SignedMs(device["idle_ns"]["delta"]),
+                             Fraction(device["idle_fraction"]["baseline"]) + " -> " +
+                                 Fraction(device["idle_fraction"]["current"]),
+                             SignedMs(device["host_bound_gaps_ns"]["delta"]),
+                             SignedMs(device["dependency_gaps_ns"]["delta"])});
     }
     if (device_rows.size() > 1) out += "  Devices (current, change)\n" + Table(device_rows);
     std::vector<std::vector<std::string>> step_rows = {
@@ -328,12 +327,11 @@ std::string RenderDiff(const nlohmann::json& diff, size_t top) {
   }
   for (const char* side : {"baseline", "current"}) {
     for (const Json& who : diff["unmatched_processes"][side]) {
-      out += std::string("\nUnmatched ") + side + " process pid " + who["pid"].dump() +
-             " rank " + who["rank"].dump() + "\n";
+      out += std::string("\nUnmatched ") + side + " process pid " + who["pid"].dump() + " rank " +
+             who["rank"].dump() + "\n";
     }
   }
-  std::vector<std::vector<std::string>> rows = {
-      {"FAMILY", "BASELINE", "CURRENT", "DELTA", "REL"}};
+  std::vector<std::vector<std::string>> rows = {{"FAMILY", "BASELINE", "CURRENT", "DELTA", "REL"}};
   size_t shown = 0;
   for (const Json& family : diff["families"]) {
     if (shown++ == top) break;

@@ -38,7 +38,8 @@ std::string Printable(const std::string& text) {
 
 StatusOr<MetricValue> ResolveIn(const Json& report, const MetricPath& path, const char* which) {
   StatusOr<MetricValue> value = ResolveMetric(report, path);
-  if (!value.ok()) return Status(value.status().code(), std::string(which) + ": " + value.status().message());
+  if (!value.ok())
+    return Status(value.status().code(), std::string(which) + ": " + value.status().message());
   return value;
 }
 
@@ -61,8 +62,7 @@ struct Relative {
     return (change >= 0 ? "+" : "-") + FormatMetricValue(metric, std::fabs(change));
   }
   std::string Bound(const std::string& metric) const {
-    const std::string amount =
-        percent ? Format("%g %%", limit) : FormatMetricValue(metric, limit);
+    const std::string amount = percent ? Format("%g %%", limit) : FormatMetricValue(metric, limit);
     return increase ? "<= baseline + " + amount : ">= baseline - " + amount;
   }
 };
@@ -93,8 +93,8 @@ Check RelativeCheck(const Rule& rule, const std::string& metric, const MetricVal
       check.steps = m;
       check.baseline_steps = n;
       check.method = std::string("Mann-Whitney U, one-sided (") +
-                     (relative.increase ? "greater" : "less") + "), " + std::to_string(n) +
-                     " vs " + std::to_string(m) + " steps, " +
+                     (relative.increase ? "greater" : "less") + "), " + std::to_string(n) + " vs " +
+                     std::to_string(m) + " steps, " +
                      (test.exact ? "exact" : "normal approximation");
       const std::string p = Format("p = %.3g", test.p_value) + Format(", alpha = %g", alpha);
       const std::string shift = "median step " + relative.Change(metric, base_median, median) +
@@ -137,15 +137,17 @@ StatusOr<Check> AbsoluteCheck(const Rule& rule, const std::string& metric,
   if (bound.number) {
     limit = *bound.number;
   } else {
-    GPUATTR_ASSIGN_OR_RETURN(const MetricValue value, ResolveIn(report, *bound.metric, "current report"));
+    GPUATTR_ASSIGN_OR_RETURN(const MetricValue value,
+                             ResolveIn(report, *bound.metric, "current report"));
     limit = value.value;
     from = " (" + FormatMetricPath(*bound.metric) + ")";
   }
   check.bound = (minimum ? ">= " : "<= ") + FormatMetricValue(metric, limit) + from;
   check.passed = minimum ? current.value >= limit : current.value <= limit;
-  check.why = FormatMetricValue(metric, current.value) +
-              (check.passed ? (minimum ? " is at or above the minimum" : " is at or below the maximum")
-                            : (minimum ? " is below the minimum" : " is above the maximum"));
+  check.why =
+      FormatMetricValue(metric, current.value) +
+      (check.passed ? (minimum ? " is at or above the minimum" : " is at or below the maximum")
+                    : (minimum ? " is below the minimum" : " is above the maximum"));
   return check;
 }
 
@@ -210,20 +212,34 @@ std::vector<std::string> ReportKeys(const Json& report) {
 
 // The metric path naming a coverage key, for messages.
 std::string KeyMetric(const std::string& key) {
-  if (key.rfind("pass:", 0) == 0) return "passes[" + Json(key.substr(5)).dump(-1, ' ', false, Json::error_handler_t::replace) + "]";
-  return "families[" + Json(key.substr(7)).dump(-1, ' ', false, Json::error_handler_t::replace) + "]";
+  if (key.rfind("pass:", 0) == 0)
+    return "passes[" + Json(key.substr(5)).dump(-1, ' ', false, Json::error_handler_t::replace) +
+           "]";
+  return "families[" + Json(key.substr(7)).dump(-1, ' ', false, Json::error_handler_t::replace) +
+         "]";
 }
 
 std::string XmlEscape(const std::string& text) {
   std::string out;
   for (char c : Printable(text)) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -255,9 +271,9 @@ std::string OptionalValue(const std::string& metric, const std::optional<double>
 }
 
 std::string Summary(const GateOutcome& outcome) {
-  return std::to_string(outcome.checks.size()) + " checks, " +
-         std::to_string(outcome.Failures()) + " failed; alpha = " + Format("%g", outcome.alpha) +
-         "; rules: " + outcome.rules_source + (outcome.default_deny ? " (default deny)" : "");
+  return std::to_string(outcome.checks.size()) + " checks, " + std::to_string(outcome.Failures()) +
+         " failed; alpha = " + Format("%g", outcome.alpha) + "; rules: " + outcome.rules_source +
+         (outcome.default_deny ? " (default deny)" : "");
 }
 
 }  // namespace
@@ -293,7 +309,8 @@ StatusOr<GateOutcome> EvaluateGate(const nlohmann::json& baseline, const nlohman
     const double alpha = rule.alpha.value_or(rules.alpha);
     for (const MetricPath& path : *paths) {
       const std::string metric = FormatMetricPath(path);
-      GPUATTR_ASSIGN_OR_RETURN(const MetricValue base, ResolveIn(baseline, path, "baseline report"));
+      GPUATTR_ASSIGN_OR_RETURN(const MetricValue base,
+                               ResolveIn(baseline, path, "baseline report"));
       GPUATTR_ASSIGN_OR_RETURN(const MetricValue now, ResolveIn(current, path, "current report"));
       const std::string key = CoverageKey(path);
       if (!key.empty()) covered.insert(key);
@@ -313,7 +330,8 @@ StatusOr<GateOutcome> EvaluateGate(const nlohmann::json& baseline, const nlohman
           {rule.max_increase_abs, {true, false, rule.max_increase_abs.value_or(0)}},
           {rule.max_decrease_abs, {false, false, rule.max_decrease_abs.value_or(0)}}};
       for (const auto& [given, relative] : relatives) {
-        if (given) outcome.checks.push_back(RelativeCheck(rule, metric, base, now, relative, alpha));
+        if (given)
+          outcome.checks.push_back(RelativeCheck(rule, metric, base, now, relative, alpha));
       }
     }
   }
@@ -331,7 +349,8 @@ StatusOr<GateOutcome> EvaluateGate(const nlohmann::json& baseline, const nlohman
       check.bound = "covered by a rule";
       check.passed = false;
       check.method = "default deny";
-      check.why = is_new ? "new " + what + ", not in the baseline" : what + " not covered by any rule";
+      check.why =
+          is_new ? "new " + what + ", not in the baseline" : what + " not covered by any rule";
       outcome.checks.push_back(std::move(check));
     } else if (is_new) {
       outcome.notes.push_back("new " + what + " (not in the baseline): " + KeyMetric(key));
@@ -373,8 +392,8 @@ std::string RenderGateTable(const GateOutcome& outcome) {
 }
 
 std::string RenderGateMarkdown(const GateOutcome& outcome) {
-  std::string out = std::string("## gpuattr gate: ") +
-                    (outcome.Passed() ? "pass" : "**FAIL**") + "\n\n" + Summary(outcome) +
+  std::string out = std::string("## gpuattr gate: ") + (outcome.Passed() ? "pass" : "**FAIL**") +
+                    "\n\n" + Summary(outcome) +
                     "\n\n| Verdict | Rule | Metric | Value | Baseline | Bound | Method | Why |\n"
                     "|---|---|---|---|---|---|---|---|\n";
   for (const Check& check : outcome.checks) {
@@ -393,18 +412,16 @@ std::string RenderGateMarkdown(const GateOutcome& outcome) {
 }
 
 std::string RenderGateJunit(const GateOutcome& outcome) {
-  const std::string counts = "tests=\"" + std::to_string(outcome.checks.size()) +
-                             "\" failures=\"" + std::to_string(outcome.Failures()) +
-                             "\" errors=\"0\"";
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"gpuattr gate\" " +
-                    counts + ">\n  <testsuite name=\"gpuattr gate\" " + counts +
-                    " skipped=\"0\">\n";
+  const std::string counts = "tests=\"" + std::to_string(outcome.checks.size()) + "\" failures=\"" +
+                             std::to_string(outcome.Failures()) + "\" errors=\"0\"";
+  std::string out =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"gpuattr gate\" " + counts +
+      ">\n  <testsuite name=\"gpuattr gate\" " + counts + " skipped=\"0\">\n";
   for (const Check& check : outcome.checks) {
     out += "    <testcase classname=\"gpuattr.gate\" name=\"" +
            XmlEscape(check.rule + ": " + check.metric + " " + check.bound) + "\">\n";
-    const std::string detail = "value " + OptionalValue(check.metric, check.value) +
-                               ", baseline " + OptionalValue(check.metric, check.baseline) +
-                               "; " + check.method;
+    const std::string detail = "value " + OptionalValue(check.metric, check.value) + ", baseline " +
+                               OptionalValue(check.metric, check.baseline) + "; " + check.method;
     if (check.passed) {
       out += "      <system-out>" + XmlEscape(check.why + " (" + detail + ")") + "</system-out>\n";
     } else {
@@ -427,19 +444,20 @@ nlohmann::json GateOutcomeJson(const GateOutcome& outcome) {
   };
   Json checks = Json::array();
   for (const Check& check : outcome.checks) {
-    checks.push_back({{"rule", check.rule},
-                      {"metric", check.metric},
-                      {"bound", check.bound},
-                      {"value", optional(check.value)},
-                      {"baseline", optional(check.baseline)},
-                      {"verdict", check.passed ? "pass" : "fail"},
-                      {"method", check.method},
-                      {"why", check.why},
-                      {"p_value", optional(check.p_value)},
-                      {"median", optional(check.median)},
-                      {"baseline_median", optional(check.baseline_median)},
-                      {"steps", check.median ? Json(check.steps) : Json(nullptr)},
-                      {"baseline_steps", check.median ? Json(check.baseline_steps) : Json(nullptr)}});
+    checks.push_back(
+        {{"rule", check.rule},
+         {"metric", check.metric},
+         {"bound", check.bound},
+         {"value", optional(check.value)},
+         {"baseline", optional(check.baseline)},
+         {"verdict", check.passed ? "pass" : "fail"},
+         {"method", check.method},
+         {"why", check.why},
+         {"p_value", optional(check.p_value)},
+         {"median", optional(check.median)},
+         {"baseline_median", optional(check.baseline_median)},
+         {"steps", check.median ? Json(check.steps) : Json(nullptr)},
+         {"baseline_steps", check.median ? Json(check.baseline_steps) : Json(nullptr)}});
   }
   return {{"schema_version", "gpuattr.gate-result/1"},
           {"verdict", outcome.Passed() ? "pass" : "fail"},

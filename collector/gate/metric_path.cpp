@@ -11,8 +11,8 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr const char* kPhaseKeys[] = {"forward", "backward", "recompute", "optimizer", "loss",
-                                      "other"};
+constexpr const char* kPhaseKeys[] = {"forward",   "backward", "recompute",
+                                      "optimizer", "loss",     "other"};
 
 std::string JsonText(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
@@ -248,10 +248,10 @@ void AddPerStep(const Json& process, const MetricPath& path, const Json* pass_no
   }
   if (rows == nullptr) {
     const auto reason = process.find("steps_reason");
-    out->per_step_note = "the report has no step rows" +
-                         (reason != process.end() && reason->is_string()
-                              ? " (" + reason->get<std::string>() + ")"
-                              : std::string());
+    out->per_step_note =
+        "the report has no step rows" + (reason != process.end() && reason->is_string()
+                                             ? " (" + reason->get<std::string>() + ")"
+                                             : std::string());
     return;
   }
   std::vector<std::string> terms;  // the row fields summed into one value per step
@@ -387,8 +387,8 @@ StatusOr<MetricPath> ParseMetricPath(const std::string& text) {
         i = close + 1;
       }
       // Under `passes` a name is a pass path.
-      if (selector.kind == PathStep::Kind::kName && path.steps.back().kind == PathStep::Kind::kKey &&
-          path.steps.back().key == "passes") {
+      if (selector.kind == PathStep::Kind::kName &&
+          path.steps.back().kind == PathStep::Kind::kKey && path.steps.back().key == "passes") {
         selector.kind = PathStep::Kind::kPassPath;
         selector.names = SplitPassPath(selector.key);
         selector.key.clear();
@@ -410,21 +410,37 @@ StatusOr<MetricPath> ParseMetricPath(const std::string& text) {
 std::string FormatMetricPath(const MetricPath& path) {
   std::string text;
   switch (path.scope) {
-    case MetricPath::Scope::kDefault: break;
-    case MetricPath::Scope::kSummary: text = "summary."; break;
-    case MetricPath::Scope::kRank: text = "process[rank=" + std::to_string(path.scope_id) + "]."; break;
-    case MetricPath::Scope::kPid: text = "process[pid=" + std::to_string(path.scope_id) + "]."; break;
+    case MetricPath::Scope::kDefault:
+      break;
+    case MetricPath::Scope::kSummary:
+      text = "summary.";
+      break;
+    case MetricPath::Scope::kRank:
+      text = "process[rank=" + std::to_string(path.scope_id) + "].";
+      break;
+    case MetricPath::Scope::kPid:
+      text = "process[pid=" + std::to_string(path.scope_id) + "].";
+      break;
   }
   for (size_t i = 0; i < path.steps.size(); ++i) {
     const PathStep& step = path.steps[i];
     switch (step.kind) {
-      case PathStep::Kind::kKey: text += (i == 0 ? "" : ".") + step.key; break;
-      case PathStep::Kind::kIndex: text += "[" + std::to_string(step.index) + "]"; break;
-      case PathStep::Kind::kName: text += "[" + JsonText(step.key) + "]"; break;
-      case PathStep::Kind::kWildcard: text += "[*]"; break;
+      case PathStep::Kind::kKey:
+        text += (i == 0 ? "" : ".") + step.key;
+        break;
+      case PathStep::Kind::kIndex:
+        text += "[" + std::to_string(step.index) + "]";
+        break;
+      case PathStep::Kind::kName:
+        text += "[" + JsonText(step.key) + "]";
+        break;
+      case PathStep::Kind::kWildcard:
+        text += "[*]";
+        break;
       case PathStep::Kind::kPassPath: {
-        const bool slash_in_name = std::any_of(step.names.begin(), step.names.end(),
-            [](const std::string& n) { return n.find('/') != std::string::npos; });
+        const bool slash_in_name =
+            std::any_of(step.names.begin(), step.names.end(),
+                        [](const std::string& n) { return n.find('/') != std::string::npos; });
         if (slash_in_name) {
           text += "[" + JsonText(step.names) + "]";
         } else {
@@ -522,8 +538,7 @@ StatusOr<std::vector<MetricPath>> ExpandWildcard(const nlohmann::json& report,
   if (array == nullptr) return NotFoundError("metric " + where + " " + why);
   if (!array->is_array()) {
     return NotFoundError("metric " + where + " cannot expand [*]: " +
-                         (array->is_null() ? "null in the report (not measured)"
-                                           : "not an array"));
+                         (array->is_null() ? "null in the report (not measured)" : "not an array"));
   }
   const bool passes = position > 0 && IsKey(path.steps[position - 1], "passes");
   std::vector<MetricPath> expanded;

@@ -48,9 +48,15 @@ StatusOr<AbsoluteBound> ParseAbsolute(const Json& value, const std::string& sour
 
 StatusOr<Rule> ParseRule(const Json& value, const std::string& source, const std::string& pointer) {
   if (!value.is_object()) return Invalid(source, pointer, "a rule must be an object");
-  static const std::set<std::string> kKeys = {
-      "name", "metric", "min", "max", "max_increase_pct", "max_decrease_pct",
-      "max_increase_abs", "max_decrease_abs", "alpha"};
+  static const std::set<std::string> kKeys = {"name",
+                                              "metric",
+                                              "min",
+                                              "max",
+                                              "max_increase_pct",
+                                              "max_decrease_pct",
+                                              "max_increase_abs",
+                                              "max_decrease_abs",
+                                              "alpha"};
   for (const auto& [key, unused] : value.items()) {
     if (kKeys.count(key) == 0) return Invalid(source, pointer + "/" + key, "unknown field");
   }
@@ -79,8 +85,10 @@ StatusOr<Rule> ParseRule(const Json& value, const std::string& source, const std
     (std::string(key) == "min" ? rule.min : rule.max) = std::move(bound);
   }
   const std::pair<const char*, std::optional<double>*> relative[] = {
-      {"max_increase_pct", &rule.max_increase_pct}, {"max_decrease_pct", &rule.max_decrease_pct},
-      {"max_increase_abs", &rule.max_increase_abs}, {"max_decrease_abs", &rule.max_decrease_abs}};
+      {"max_increase_pct", &rule.max_increase_pct},
+      {"max_decrease_pct", &rule.max_decrease_pct},
+      {"max_increase_abs", &rule.max_increase_abs},
+      {"max_decrease_abs", &rule.max_decrease_abs}};
   for (const auto& [key, slot] : relative) {
     const auto found = value.find(key);
     if (found == value.end()) continue;
@@ -123,7 +131,8 @@ StatusOr<GateRules> ParseGateRules(const nlohmann::json& document, const std::st
   const auto version = document.find("schema_version");
   if (version != document.end() &&
       (!version->is_string() || version->get_ref<const std::string&>() != kGateSchemaVersion)) {
-    return Invalid(source, "/schema_version", std::string("must be \"") + kGateSchemaVersion + "\"");
+    return Invalid(source, "/schema_version",
+                   std::string("must be \"") + kGateSchemaVersion + "\"");
   }
   const auto description = document.find("description");
   if (description != document.end() && !description->is_string()) {

@@ -91,9 +91,15 @@ UTest MannWhitneyU(const std::vector<double>& baseline, const std::vector<double
     const double greater = ExactUpperTail(n, m, result.u);
     const double less = ExactUpperTail(n, m, u_low);  // symmetric distribution of U
     switch (alternative) {
-      case Alternative::kGreater: result.p_value = greater; break;
-      case Alternative::kLess: result.p_value = less; break;
-      case Alternative::kTwoSided: result.p_value = std::min(1.0, 2 * std::min(greater, less)); break;
+      case Alternative::kGreater:
+        result.p_value = greater;
+        break;
+      case Alternative::kLess:
+        result.p_value = less;
+        break;
+      case Alternative::kTwoSided:
+        result.p_value = std::min(1.0, 2 * std::min(greater, less));
+        break;
     }
     return result;
   }
@@ -108,9 +114,15 @@ UTest MannWhitneyU(const std::vector<double>& baseline, const std::vector<double
   const double greater = NormalUpperTail((result.u - mean - 0.5) / sd);
   const double less = NormalUpperTail((mean - result.u - 0.5) / sd);
   switch (alternative) {
-    case Alternative::kGreater: result.p_value = std::min(1.0, greater); break;
-    case Alternative::kLess: result.p_value = std::min(1.0, less); break;
-    case Alternative::kTwoSided: result.p_value = std::min(1.0, 2 * std::min(greater, less)); break;
+    case Alternative::kGreater:
+      result.p_value = std::min(1.0, greater);
+      break;
+    case Alternative::kLess:
+      result.p_value = std::min(1.0, less);
+      break;
+    case Alternative::kTwoSided:
+      result.p_value = std::min(1.0, 2 * std::min(greater, less));
+      break;
   }
   return result;
 }

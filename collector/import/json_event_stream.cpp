@@ -126,8 +126,7 @@ class Splitter {
       while (i < available) {
         if (in_string) {
           // Strings are most of a trace's bytes: jump to the next quote with memchr.
-          const char* quote =
-              static_cast<const char*>(std::memchr(data + i, '"', available - i));
+          const char* quote = static_cast<const char*>(std::memchr(data + i, '"', available - i));
           const size_t stop = quote == nullptr ? available : static_cast<size_t>(quote - data);
           const void* escape = std::memchr(data + i, '\\', stop - i);
           if (escape != nullptr) {

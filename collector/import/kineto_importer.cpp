@@ -3,11 +3,11 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <utility>
 #include <limits>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "import/decimal_time.h"
@@ -139,7 +139,8 @@ class KinetoHandler : public TraceEventHandler {
     EventFields fields;
     for (auto member : object) {
       ondemand::field field;
-      if (std::move(member).get(field) != simdjson::SUCCESS) return DataLossError("malformed JSON in an event");
+      if (std::move(member).get(field) != simdjson::SUCCESS)
+        return DataLossError("malformed JSON in an event");
       const ondemand::raw_json_string key = field.key();
       ondemand::value value = field.value();
       if (key == "ph") {
@@ -314,7 +315,8 @@ class KinetoHandler : public TraceEventHandler {
         activity.correlation = correlation.value_or(0);
         activity.device = *device;
         activity.stream = *stream;
-        activity.bytes = fields.bytes && *fields.bytes > 0 ? static_cast<uint64_t>(*fields.bytes) : 0;
+        activity.bytes =
+            fields.bytes && *fields.bytes > 0 ? static_cast<uint64_t>(*fields.bytes) : 0;
         if (category == Category::kKernel) {
           activity.kind = DeviceWork::kKernel;
           activity.name = trace_->strings.Intern(fields.name);
@@ -352,10 +354,10 @@ class KinetoHandler : public TraceEventHandler {
         call.tid = *tid;
         call.correlation = correlation.value_or(0);
         call.name = trace_->strings.Intern(fields.name);
-        call.cbid = static_cast<uint16_t>(
-            std::min<uint32_t>(AsU32(fields.cbid).value_or(0), std::numeric_limits<uint16_t>::max()));
-        call.domain = static_cast<uint8_t>(category == Category::kDriver ? wire::ApiDomain::kDriver
-                                                                         : wire::ApiDomain::kRuntime);
+        call.cbid = static_cast<uint16_t>(std::min<uint32_t>(AsU32(fields.cbid).value_or(0),
+                                                             std::numeric_limits<uint16_t>::max()));
+        call.domain = static_cast<uint8_t>(
+            category == Category::kDriver ? wire::ApiDomain::kDriver : wire::ApiDomain::kRuntime);
         if (!correlation) {
           pending_.push_back({FlowKey{*pid, *tid, *start},
                               static_cast<uint32_t>(trace_->api_calls.size()), false});

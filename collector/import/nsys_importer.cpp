@@ -231,7 +231,8 @@ class NsysReader {
         const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(row, 4));
         const int length = sqlite3_column_bytes(row, 4);
         range.name = trace_->strings.Intern(
-            text == nullptr ? std::string_view() : std::string_view(text, static_cast<size_t>(length)));
+            text == nullptr ? std::string_view()
+                            : std::string_view(text, static_cast<size_t>(length)));
       } else {
         range.name = StringById(Int(row, 5));
       }

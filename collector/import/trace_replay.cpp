@@ -14,9 +14,7 @@
 namespace gpuattr::collector::import {
 namespace {
 
-uint64_t Key(uint32_t pid, uint32_t correlation) {
-  return uint64_t{pid} << 32 | correlation;
-}
+uint64_t Key(uint32_t pid, uint32_t correlation) { return uint64_t{pid} << 32 | correlation; }
 
 bool Contains(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
@@ -28,9 +26,12 @@ bool NamedLikeLaunch(std::string_view name) {
 
 wire::ApiKind KindOf(DeviceWork work) {
   switch (work) {
-    case DeviceWork::kKernel: return wire::ApiKind::kKernel;
-    case DeviceWork::kMemcpy: return wire::ApiKind::kMemcpy;
-    case DeviceWork::kMemset: return wire::ApiKind::kMemset;
+    case DeviceWork::kKernel:
+      return wire::ApiKind::kKernel;
+    case DeviceWork::kMemcpy:
+      return wire::ApiKind::kMemcpy;
+    case DeviceWork::kMemset:
+      return wire::ApiKind::kMemset;
   }
   return wire::ApiKind::kKernel;
 }
@@ -46,7 +47,9 @@ wire::ApiKind KindFromName(std::string_view name) {
 class Sender {
  public:
   explicit Sender(ProcessTrace* trace)
-      : trace_(trace), buffer_(wire::kMaxMessageBytes), writer_(buffer_.data(), wire::kMaxMessageBytes) {}
+      : trace_(trace),
+        buffer_(wire::kMaxMessageBytes),
+        writer_(buffer_.data(), wire::kMaxMessageBytes) {}
 
   template <typename Body>
   void Append(const Body& body) {
@@ -380,7 +383,7 @@ class ProcessReplay {
 }  // namespace
 
 StatusOr<std::vector<std::unique_ptr<ProcessTrace>>> ReplayTrace(const ImportedTrace& trace,
-                                                                ReplayStats* stats) {
+                                                                 ReplayStats* stats) {
   // The first API call of each (process, correlation id), and the process of each id.
   std::unordered_map<uint64_t, uint32_t> first_call;
   std::unordered_map<uint32_t, uint32_t> pid_of_correlation;
@@ -430,8 +433,10 @@ StatusOr<std::vector<std::unique_ptr<ProcessTrace>>> ReplayTrace(const ImportedT
     }
     processes[call.pid].launches.push_back(i);
   }
-  for (uint32_t i = 0; i < trace.ranges.size(); ++i) processes[trace.ranges[i].pid].ranges.push_back(i);
-  for (uint32_t i = 0; i < trace.spans.size(); ++i) processes[trace.spans[i].pid].spans.push_back(i);
+  for (uint32_t i = 0; i < trace.ranges.size(); ++i)
+    processes[trace.ranges[i].pid].ranges.push_back(i);
+  for (uint32_t i = 0; i < trace.spans.size(); ++i)
+    processes[trace.spans[i].pid].spans.push_back(i);
 
   std::vector<std::unique_ptr<ProcessTrace>> traces;
   for (const auto& [pid, parts] : processes) {

@@ -42,7 +42,7 @@ struct ReplayStats {
 // One finished ProcessTrace per process of `trace`, in ascending pid order. An error is a defect
 // of the replay itself (the trace refused a record we built): kInternal.
 StatusOr<std::vector<std::unique_ptr<ProcessTrace>>> ReplayTrace(const ImportedTrace& trace,
-                                                                ReplayStats* stats);
+                                                                 ReplayStats* stats);
 
 }  // namespace gpuattr::collector::import
 

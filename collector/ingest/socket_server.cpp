@@ -53,7 +53,8 @@ StatusOr<std::unique_ptr<SocketServer>> SocketServer::Listen(const std::string& 
                                                              ServerOptions options) {
   GPUATTR_ASSIGN_OR_RETURN(const sockaddr_un address, UnixSocketAddress(socket_path));
   const int listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (listen_fd < 0) return UnavailableError("socket(AF_UNIX, SOCK_SEQPACKET): " + ErrnoText(errno));
+  if (listen_fd < 0)
+    return UnavailableError("socket(AF_UNIX, SOCK_SEQPACKET): " + ErrnoText(errno));
   if (bind(listen_fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
     const int error = errno;
     close(listen_fd);
@@ -76,8 +77,7 @@ StatusOr<std::unique_ptr<SocketServer>> SocketServer::Listen(const std::string& 
     unlink(socket_path.c_str());
     return InternalError("epoll setup for " + socket_path + ": " + ErrnoText(error));
   }
-  return std::unique_ptr<SocketServer>(
-      new SocketServer(socket_path, listen_fd, epoll_fd, options));
+  return std::unique_ptr<SocketServer>(new SocketServer(socket_path, listen_fd, epoll_fd, options));
 }
 
 SocketServer::SocketServer(std::string socket_path, int listen_fd, int epoll_fd,
@@ -202,8 +202,8 @@ void SocketServer::ServeConnection(int fd) {
                         std::to_string(wire::kMaxMessageBytes));
       return;
     }
-    Status status = connection.handler->Consume(receive_buffer_.data(),
-                                                static_cast<uint32_t>(size));
+    Status status =
+        connection.handler->Consume(receive_buffer_.data(), static_cast<uint32_t>(size));
     if (!status.ok()) {
       ++stats_.rejected_messages;
       EndConnection(fd, EndReason::kRejected, status.message());

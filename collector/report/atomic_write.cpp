@@ -79,7 +79,8 @@ Status AtomicTextFile::Commit() {
   const int fd = std::exchange(fd_, -1);
   // mkstemp creates 0600; a report is an ordinary 0644 file. (Reading the umask means setting
   // it, which races with other threads creating files, so it is not consulted.)
-  if (status.ok() && ::fchmod(fd, 0644) != 0) status = Errno("cannot set the mode of " + temp_path_);
+  if (status.ok() && ::fchmod(fd, 0644) != 0)
+    status = Errno("cannot set the mode of " + temp_path_);
   if (status.ok() && ::fsync(fd) != 0) status = Errno("cannot fsync " + temp_path_);
   if (::close(fd) != 0 && status.ok()) status = Errno("cannot close " + temp_path_);
   if (status.ok() && ::rename(temp_path_.c_str(), path_.c_str()) != 0) {

@@ -180,18 +180,17 @@ std::string RenderSummary(const nlohmann::json& report) {
     const Json& phases = Field(process, "phases");
     if (Field(phases, "forward_ns").is_number()) {
       out += "  phases ms: forward " + Ms(Field(phases, "forward_ns")) + ", backward " +
-             Ms(Field(phases, "backward_ns")) + ", recompute " +
-             Ms(Field(phases, "recompute_ns")) + ", optimizer " +
-             Ms(Field(phases, "optimizer_ns")) + ", loss " + Ms(Field(phases, "loss_ns")) +
-             ", other " + Ms(Field(phases, "other_ns")) + "\n";
+             Ms(Field(phases, "backward_ns")) + ", recompute " + Ms(Field(phases, "recompute_ns")) +
+             ", optimizer " + Ms(Field(phases, "optimizer_ns")) + ", loss " +
+             Ms(Field(phases, "loss_ns")) + ", other " + Ms(Field(phases, "other_ns")) + "\n";
     }
     const Json& steps = Field(process, "steps");
     if (steps.is_object()) {
       const Json& median = Field(steps, "summary");
-      out += "  steps '" + Text(Field(steps, "range")) + "': " +
-             Text(Field(steps, "instances")) + " (skipped " + Text(Field(steps, "skipped")) +
-             "), median ms: step " + Ms(Field(median, "host_ns")) + ", busy " +
-             Ms(Field(median, "busy_ns")) + ", gaps " + Ms(Field(median, "gaps_ns")) + "\n";
+      out += "  steps '" + Text(Field(steps, "range")) + "': " + Text(Field(steps, "instances")) +
+             " (skipped " + Text(Field(steps, "skipped")) + "), median ms: step " +
+             Ms(Field(median, "host_ns")) + ", busy " + Ms(Field(median, "busy_ns")) + ", gaps " +
+             Ms(Field(median, "gaps_ns")) + "\n";
     }
     const Json& coverage = Field(process, "coverage");
     out += "  coverage " + Percent(Field(coverage, "attributed_fraction")) + " (threshold " +

@@ -110,12 +110,9 @@ Json PassJson(const PassNode& node, bool device_measured) {
 template <typename T>
 Json SampleStats(const Samples<T>& samples) {
   if (samples.count() == 0) return nullptr;
-  return {{"count", samples.count()},
-          {"mean", samples.total() / static_cast<T>(samples.count())},
-          {"min", samples.min()},
-          {"median", samples.median()},
-          {"max", samples.max()},
-          {"median_exact", samples.exact()}};
+  return {{"count", samples.count()}, {"mean", samples.total() / static_cast<T>(samples.count())},
+          {"min", samples.min()},     {"median", samples.median()},
+          {"max", samples.max()},     {"median_exact", samples.exact()}};
 }
 
 Json FamilyJson(const FamilyStats& family, uint64_t kernel_ns) {
@@ -223,17 +220,15 @@ Json PhasesJson(bool measured, const PhaseTotals& phases) {
   const uint64_t forward = phases.ns[static_cast<size_t>(Phase::kForward)];
   const uint64_t recompute = phases.ns[static_cast<size_t>(Phase::kRecompute)];
   out["recompute_fraction"] =
-      measured && forward != 0
-          ? Json(static_cast<double>(recompute) / static_cast<double>(forward))
-          : Json(nullptr);
+      measured && forward != 0 ? Json(static_cast<double>(recompute) / static_cast<double>(forward))
+                               : Json(nullptr);
   return out;
 }
 
 // The terms of one step row (§Steps), in a fixed order shared with the summary.
-constexpr const char* kStepTerms[] = {"host_ns",      "forward_ns", "backward_ns",
-                                      "recompute_ns", "optimizer_ns", "loss_ns",
-                                      "other_ns",     "unattributed_ns", "busy_ns",
-                                      "gaps_ns"};
+constexpr const char* kStepTerms[] = {
+    "host_ns", "forward_ns", "backward_ns",     "recompute_ns", "optimizer_ns",
+    "loss_ns", "other_ns",   "unattributed_ns", "busy_ns",      "gaps_ns"};
 
 std::array<uint64_t, std::size(kStepTerms)> StepTerms(const StepRow& row) {
   const auto& ns = row.phases.ns;
@@ -262,12 +257,9 @@ Json StepsJson(bool measured, const Steps& steps) {
     }
     summary[kStepTerms[i]] = std::move(median);
   }
-  return {{"range", steps.range},
-          {"detected", steps.detected},
-          {"instances", steps.instances},
-          {"skipped", steps.skipped},
-          {"rows", Json::array()},
-          {"summary", std::move(summary)}};
+  return {{"range", steps.range},         {"detected", steps.detected},
+          {"instances", steps.instances}, {"skipped", steps.skipped},
+          {"rows", Json::array()},        {"summary", std::move(summary)}};
 }
 
 Json CoverageJson(bool measured, uint64_t attributed_kernel_ns, uint64_t kernel_ns,
@@ -306,15 +298,29 @@ Json WindowJson(const TraceData& data, const ProcessAnalysis& analysis,
   Json detach = nullptr;
   if (end) {
     switch (static_cast<wire::WindowEndReason>(end->reason)) {
-      case wire::WindowEndReason::kClosed: end_reason = "closed"; break;
-      case wire::WindowEndReason::kStepsDone: end_reason = "steps_done"; break;
-      case wire::WindowEndReason::kProcessExit: end_reason = "process_exit"; break;
+      case wire::WindowEndReason::kClosed:
+        end_reason = "closed";
+        break;
+      case wire::WindowEndReason::kStepsDone:
+        end_reason = "steps_done";
+        break;
+      case wire::WindowEndReason::kProcessExit:
+        end_reason = "process_exit";
+        break;
     }
     switch (static_cast<wire::DetachOutcome>(end->detach)) {
-      case wire::DetachOutcome::kFinalized: detach = "finalized"; break;
-      case wire::DetachOutcome::kPending: detach = "pending"; break;
-      case wire::DetachOutcome::kNotAttached: detach = "not_attached"; break;
-      case wire::DetachOutcome::kProcessExit: detach = "process_exit"; break;
+      case wire::DetachOutcome::kFinalized:
+        detach = "finalized";
+        break;
+      case wire::DetachOutcome::kPending:
+        detach = "pending";
+        break;
+      case wire::DetachOutcome::kNotAttached:
+        detach = "not_attached";
+        break;
+      case wire::DetachOutcome::kProcessExit:
+        detach = "process_exit";
+        break;
     }
   }
   Json id = nullptr;
@@ -340,12 +346,9 @@ Json WindowJson(const TraceData& data, const ProcessAnalysis& analysis,
 Json WindowRequestJson(const std::optional<WindowRequest>& request) {
   if (!request) return nullptr;
   auto optional = [](const auto& value) { return value ? Json(*value) : Json(nullptr); };
-  return {{"selector", request->selector},
-          {"pid", optional(request->pid)},
-          {"rank", optional(request->rank)},
-          {"duration_ns", optional(request->duration_ns)},
-          {"steps", optional(request->steps)},
-          {"step_name", optional(request->step_name)}};
+  return {{"selector", request->selector},     {"pid", optional(request->pid)},
+          {"rank", optional(request->rank)},   {"duration_ns", optional(request->duration_ns)},
+          {"steps", optional(request->steps)}, {"step_name", optional(request->step_name)}};
 }
 
 Json RefusalJson(const RefusalEntry& entry, const std::string& detail, int32_t cupti_result) {
@@ -470,10 +473,9 @@ ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs
   process["phases"] = PhasesJson(measured, analysis.phases);
   process["steps"] = analysis.steps ? StepsJson(measured, *analysis.steps) : Json(nullptr);
   process["steps_reason"] = analysis.steps ? Json(nullptr) : Json(analysis.steps_reason);
-  process["coverage"] =
-      CoverageJson(measured, analysis.attributed_kernel_ns, analysis.totals.kernel_ns,
-                   analysis.unattributed, inputs.options.coverage_threshold,
-                   analysis.phase_coverage);
+  process["coverage"] = CoverageJson(measured, analysis.attributed_kernel_ns,
+                                     analysis.totals.kernel_ns, analysis.unattributed,
+                                     inputs.options.coverage_threshold, analysis.phase_coverage);
   process["coverage"]["fallbacks"] = FallbacksJson(measured, analysis.fallbacks);
 
   Json ranges = Json::array();
@@ -679,10 +681,8 @@ Json LaunchersJson(std::vector<ProcessReport>& processes, const ReportInputs& in
 }  // namespace
 
 Json StepRowJson(const StepRow& row, bool device_measured) {
-  Json out = {{"index", row.index},
-              {"name", row.name},
-              {"start_ns", row.start_ns},
-              {"end_ns", row.end_ns}};
+  Json out = {
+      {"index", row.index}, {"name", row.name}, {"start_ns", row.start_ns}, {"end_ns", row.end_ns}};
   const auto terms = StepTerms(row);
   for (size_t i = 0; i < terms.size(); ++i) {
     // host_ns is measured on the host; every other term needs device time.

@@ -25,22 +25,22 @@
 namespace gpuattr::collector {
 
 struct CaptureInfo {
-  std::string mode;                    // "run" | "attach" | "import"
-  std::vector<std::string> command;    // argv of the traced command
+  std::string mode;                  // "run" | "attach" | "import"
+  std::vector<std::string> command;  // argv of the traced command
   std::string host;
-  uint64_t started_at_realtime_ns = 0; // wall clock when the capture began
-  uint64_t duration_ns = 0;            // capture window length
+  uint64_t started_at_realtime_ns = 0;  // wall clock when the capture began
+  uint64_t duration_ns = 0;             // capture window length
   // Last, so that positional initialisers of the fields above stay valid.
-  nlohmann::json source = nullptr;     // import: {"format", "files"}; null for live captures
+  nlohmann::json source = nullptr;  // import: {"format", "files"}; null for live captures
 };
 
 // What `gpuattr attach` asked for (capture.window; docs/attach.md).
 struct WindowRequest {
-  std::string selector;               // "pid" | "all" | "rank"
-  std::optional<int64_t> pid;         // selector "pid"
-  std::optional<int64_t> rank;        // selector "rank"
-  std::optional<uint64_t> duration_ns;  // --duration
-  std::optional<uint64_t> steps;        // --steps
+  std::string selector;                  // "pid" | "all" | "rank"
+  std::optional<int64_t> pid;            // selector "pid"
+  std::optional<int64_t> rank;           // selector "rank"
+  std::optional<uint64_t> duration_ns;   // --duration
+  std::optional<uint64_t> steps;         // --steps
   std::optional<std::string> step_name;  // --steps: the step range's name; absent: auto
 };
 
@@ -63,7 +63,7 @@ struct ReportInputs {
 
 // One process's steps.rows, kept out of the DOM until written.
 struct StepRowTable {
-  bool device_measured = false;  // false: every device term of a row is null
+  bool device_measured = false;                      // false: every device term of a row is null
   std::shared_ptr<const std::vector<StepRow>> rows;  // null: no steps
 };
 

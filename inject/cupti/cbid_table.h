@@ -21,13 +21,13 @@
 namespace gpuattr::inject {
 
 enum class CbidRole : uint8_t {
-  kNone = 0,     // not enabled
-  kKernel,       // wire::ApiKind::kKernel
-  kGraph,        // wire::ApiKind::kGraph
-  kMemcpy,       // wire::ApiKind::kMemcpy
-  kMemset,       // wire::ApiKind::kMemset
-  kCapture,      // wire::ApiKind::kCapture
-  kGraphSetup,   // instantiate/clone: no wire record, only thread-local tracking
+  kNone = 0,    // not enabled
+  kKernel,      // wire::ApiKind::kKernel
+  kGraph,       // wire::ApiKind::kGraph
+  kMemcpy,      // wire::ApiKind::kMemcpy
+  kMemset,      // wire::ApiKind::kMemset
+  kCapture,     // wire::ApiKind::kCapture
+  kGraphSetup,  // instantiate/clone: no wire record, only thread-local tracking
 };
 
 struct CbidEntry {

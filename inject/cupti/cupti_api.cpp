@@ -20,11 +20,11 @@ CuptiBinding BindCupti(CuptiApi* api) noexcept {
     return binding;
   }
   CuptiApi bound;
-#define GPUATTR_CUPTI_BIND(name)                                                               \
-  bound.name = reinterpret_cast<decltype(bound.name)>(dlsym(handle, #name));                   \
-  if (bound.name == nullptr) {                                                                 \
+#define GPUATTR_CUPTI_BIND(name)                                                                \
+  bound.name = reinterpret_cast<decltype(bound.name)>(dlsym(handle, #name));                    \
+  if (bound.name == nullptr) {                                                                  \
     snprintf(binding.error, sizeof(binding.error), "%s has no symbol " #name, binding.library); \
-    return binding;                                                                            \
+    return binding;                                                                             \
   }
   GPUATTR_FOR_EACH_CUPTI_FUNCTION(GPUATTR_CUPTI_BIND)
 #undef GPUATTR_CUPTI_BIND

@@ -19,22 +19,22 @@
 
 #include <cstddef>
 
-#define GPUATTR_FOR_EACH_CUPTI_FUNCTION(X)    \
-  X(cuptiGetVersion)                          \
-  X(cuptiGetResultString)                     \
-  X(cuptiSubscribe_v2)                        \
-  X(cuptiUnsubscribe)                         \
-  X(cuptiEnableCallback)                      \
-  X(cuptiSetThreadIdType)                     \
-  X(cuptiActivityRegisterTimestampCallback)   \
-  X(cuptiActivityRegisterCallbacks)           \
-  X(cuptiActivityEnable)                      \
-  X(cuptiActivityDisable)                     \
-  X(cuptiActivityFlushAll)                    \
-  X(cuptiActivityGetNextRecord)               \
-  X(cuptiActivityGetNumDroppedRecords)        \
-  X(cuptiGetGraphNodeId)                      \
-  X(cuptiGetGraphId)                          \
+#define GPUATTR_FOR_EACH_CUPTI_FUNCTION(X)  \
+  X(cuptiGetVersion)                        \
+  X(cuptiGetResultString)                   \
+  X(cuptiSubscribe_v2)                      \
+  X(cuptiUnsubscribe)                       \
+  X(cuptiEnableCallback)                    \
+  X(cuptiSetThreadIdType)                   \
+  X(cuptiActivityRegisterTimestampCallback) \
+  X(cuptiActivityRegisterCallbacks)         \
+  X(cuptiActivityEnable)                    \
+  X(cuptiActivityDisable)                   \
+  X(cuptiActivityFlushAll)                  \
+  X(cuptiActivityGetNextRecord)             \
+  X(cuptiActivityGetNumDroppedRecords)      \
+  X(cuptiGetGraphNodeId)                    \
+  X(cuptiGetGraphId)                        \
   X(cuptiFinalize)
 
 namespace gpuattr::inject {

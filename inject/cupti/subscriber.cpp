@@ -23,8 +23,8 @@ constexpr uint64_t kMarkSilent = 1u << 3;  // entered while not recording: no Ap
 constexpr uint32_t kCuptiVersionDeclineOk = 130000;  // NULL buffers are safe from CUDA 13 on
 
 constexpr CUpti_ActivityKind kRequiredKinds[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-    CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET};
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
+    CUPTI_ACTIVITY_KIND_MEMSET};
 
 std::atomic<bool> g_setup_claimed{false};
 const char* g_library = nullptr;  // where CUPTI was bound from; written once, before cupti_bound
@@ -51,13 +51,18 @@ void EmitCuptiState(int32_t result, uint32_t version, const char* library) noexc
 
 wire::ApiKind KindOf(CbidRole role) noexcept {
   switch (role) {
-    case CbidRole::kGraph: return wire::ApiKind::kGraph;
-    case CbidRole::kMemcpy: return wire::ApiKind::kMemcpy;
-    case CbidRole::kMemset: return wire::ApiKind::kMemset;
-    case CbidRole::kCapture: return wire::ApiKind::kCapture;
+    case CbidRole::kGraph:
+      return wire::ApiKind::kGraph;
+    case CbidRole::kMemcpy:
+      return wire::ApiKind::kMemcpy;
+    case CbidRole::kMemset:
+      return wire::ApiKind::kMemset;
+    case CbidRole::kCapture:
+      return wire::ApiKind::kCapture;
     case CbidRole::kKernel:
     case CbidRole::kGraphSetup:
-    case CbidRole::kNone: break;
+    case CbidRole::kNone:
+      break;
   }
   return wire::ApiKind::kKernel;
 }
@@ -168,8 +173,8 @@ void OnFatalError(const CUpti_StateData& data) noexcept {
   snprintf(cause, sizeof(cause), "CUPTI reported a fatal error (%s): %s",
            CuptiResultName(&Shim().cupti, data.notification.result),
            data.notification.message != nullptr ? data.notification.message : "no details");
-  EmitRefusal(wire::RefusalCode::kCuptiFatalError,
-              static_cast<int32_t>(data.notification.result), cause);
+  EmitRefusal(wire::RefusalCode::kCuptiFatalError, static_cast<int32_t>(data.notification.result),
+              cause);
 }
 
 // Runs on: an app thread at a CUDA API exit, when the flush thread asked for a detach
@@ -192,8 +197,8 @@ int32_t SubscribeBoundCupti(const char* library) noexcept;
 
 uint64_t CUPTIAPI CuptiTimestamp() noexcept { return MonotonicNs(); }
 
-void CUPTIAPI CuptiCallback(void* /*userdata*/, CUpti_CallbackDomain domain,
-                            CUpti_CallbackId cbid, const void* data) noexcept {
+void CUPTIAPI CuptiCallback(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                            const void* data) noexcept {
   try {
     if (data == nullptr) return;
     const EventMode mode = CurrentEventMode();

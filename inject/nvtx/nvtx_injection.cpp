@@ -92,10 +92,14 @@ uint32_t MessageOf(const nvtxEventAttributes_t* attributes) noexcept {
   constexpr size_t kNeeded = offsetof(nvtxEventAttributes_t, message) + sizeof(nvtxMessageValue_t);
   if (attributes->size < kNeeded) return 0;
   switch (attributes->messageType) {
-    case NVTX_MESSAGE_TYPE_ASCII: return InternAscii(attributes->message.ascii);
-    case NVTX_MESSAGE_TYPE_UNICODE: return InternWide(attributes->message.unicode);
-    case NVTX_MESSAGE_TYPE_REGISTERED: return RegisteredId(attributes->message.registered);
-    default: return 0;
+    case NVTX_MESSAGE_TYPE_ASCII:
+      return InternAscii(attributes->message.ascii);
+    case NVTX_MESSAGE_TYPE_UNICODE:
+      return InternWide(attributes->message.unicode);
+    case NVTX_MESSAGE_TYPE_REGISTERED:
+      return RegisteredId(attributes->message.registered);
+    default:
+      return 0;
   }
 }
 
@@ -139,8 +143,8 @@ int Push(uint32_t domain, uint32_t name) noexcept {
   frame.domain = domain;
   frame.level = level;
   frame.step = step ? 1 : 0;
-  frame.sent = node != 0 &&
-               t->ring.Push(wire::RecordType::kRangePush, wire::RangeEvent{now, t->tid, node});
+  frame.sent =
+      node != 0 && t->ring.Push(wire::RecordType::kRangePush, wire::RangeEvent{now, t->tid, node});
   t->current_node = frame.node;
   return level;
 }
@@ -357,30 +361,25 @@ int InstallNvtxHandlers(NvtxGetExportTableFunc_t get_export_table) noexcept {
   if (ModuleTable(*callbacks, NVTX_CB_MODULE_CORE2, &core2, &core2_size)) {
     Install<nvtxDomainMarkEx_impl_fntype>(core2, core2_size, NVTX_CBID_CORE2_DomainMarkEx,
                                           &DomainMarkEx);
-    Install<nvtxDomainRangeStartEx_impl_fntype>(core2, core2_size,
-                                                NVTX_CBID_CORE2_DomainRangeStartEx,
-                                                &DomainRangeStartEx);
+    Install<nvtxDomainRangeStartEx_impl_fntype>(
+        core2, core2_size, NVTX_CBID_CORE2_DomainRangeStartEx, &DomainRangeStartEx);
     Install<nvtxDomainRangeEnd_impl_fntype>(core2, core2_size, NVTX_CBID_CORE2_DomainRangeEnd,
                                             &DomainRangeEnd);
-    Install<nvtxDomainRangePushEx_impl_fntype>(core2, core2_size,
-                                               NVTX_CBID_CORE2_DomainRangePushEx,
+    Install<nvtxDomainRangePushEx_impl_fntype>(core2, core2_size, NVTX_CBID_CORE2_DomainRangePushEx,
                                                &DomainRangePushEx);
     Install<nvtxDomainRangePop_impl_fntype>(core2, core2_size, NVTX_CBID_CORE2_DomainRangePop,
                                             &DomainRangePop);
-    Install<nvtxDomainRegisterStringA_impl_fntype>(core2, core2_size,
-                                                   NVTX_CBID_CORE2_DomainRegisterStringA,
-                                                   &DomainRegisterStringA);
-    Install<nvtxDomainRegisterStringW_impl_fntype>(core2, core2_size,
-                                                   NVTX_CBID_CORE2_DomainRegisterStringW,
-                                                   &DomainRegisterStringW);
+    Install<nvtxDomainRegisterStringA_impl_fntype>(
+        core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringA, &DomainRegisterStringA);
+    Install<nvtxDomainRegisterStringW_impl_fntype>(
+        core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringW, &DomainRegisterStringW);
     Install<nvtxDomainCreateA_impl_fntype>(core2, core2_size, NVTX_CBID_CORE2_DomainCreateA,
                                            &DomainCreateA);
     Install<nvtxDomainCreateW_impl_fntype>(core2, core2_size, NVTX_CBID_CORE2_DomainCreateW,
                                            &DomainCreateW);
     Install<nvtxDomainDestroy_impl_fntype>(core2, core2_size, NVTX_CBID_CORE2_DomainDestroy,
                                            &DomainDestroy);
-    Install<nvtxInitialize_impl_fntype>(core2, core2_size, NVTX_CBID_CORE2_Initialize,
-                                        &Initialize);
+    Install<nvtxInitialize_impl_fntype>(core2, core2_size, NVTX_CBID_CORE2_Initialize, &Initialize);
   }
   return 1;
 }

@@ -28,7 +28,8 @@ bool IsBuiltInStepName(std::string_view name) noexcept {
     if (EqualsIgnoringCase(name, known)) return true;
   }
   constexpr std::string_view kProfilerStep = "ProfilerStep#";
-  if (name.size() <= kProfilerStep.size() || name.substr(0, kProfilerStep.size()) != kProfilerStep) {
+  if (name.size() <= kProfilerStep.size() ||
+      name.substr(0, kProfilerStep.size()) != kProfilerStep) {
     return false;
   }
   for (char c : name.substr(kProfilerStep.size())) {
@@ -39,8 +40,8 @@ bool IsBuiltInStepName(std::string_view name) noexcept {
 
 void CaptureWindow::WatchSteps(uint32_t steps, std::string_view step_name) noexcept {
   steps_wanted_ = steps;
-  step_name_length_ = static_cast<uint32_t>(
-      step_name.size() < kMaxStepName ? step_name.size() : kMaxStepName);
+  step_name_length_ =
+      static_cast<uint32_t>(step_name.size() < kMaxStepName ? step_name.size() : kMaxStepName);
   // An empty view may have a null data(), which memcpy must never see, even for 0 bytes.
   if (step_name_length_ > 0) std::memcpy(step_name_, step_name.data(), step_name_length_);
   steps_seen_.store(0, std::memory_order_relaxed);

@@ -31,9 +31,14 @@ class CaptureWindow {
     kIdle = 0,            // armed, nothing asked for
     kWaitingForStep = 1,  // recording begins at the next top-level step push
     kRecording = 2,
-    kStepsDone = 3,       // the requested steps popped; recording stopped, the flush thread closes
+    kStepsDone = 3,  // the requested steps popped; recording stopped, the flush thread closes
   };
-  enum DetachState : uint32_t { kNoDetach = 0, kDetachRequested = 1, kDetaching = 2, kDetached = 3 };
+  enum DetachState : uint32_t {
+    kNoDetach = 0,
+    kDetachRequested = 1,
+    kDetaching = 2,
+    kDetached = 3
+  };
   static constexpr uint32_t kMaxStepName = 256;
 
   constexpr CaptureWindow() = default;

@@ -221,9 +221,8 @@ void FlushThread::Cycle(bool last) noexcept {
 
 void FlushThread::SendDiagnostics() noexcept {
   wire::Diagnostics diagnostics{};
-  shim_->threads.ForEach([&](const ThreadState& state) {
-    diagnostics.ring_dropped_records += state.ring.dropped();
-  });
+  shim_->threads.ForEach(
+      [&](const ThreadState& state) { diagnostics.ring_dropped_records += state.ring.dropped(); });
   diagnostics.socket_dropped_records = transport_.dropped_records();
   diagnostics.socket_dropped_messages = transport_.dropped_messages();
   diagnostics.cupti_dropped_records = cupti_dropped_;
@@ -235,7 +234,8 @@ void FlushThread::SendDiagnostics() noexcept {
 }
 
 void FlushThread::SendGoodbye() noexcept {
-  outbox_.Append(wire::Goodbye{MonotonicNs(), static_cast<uint32_t>(wire::GoodbyeReason::kExit), 0});
+  outbox_.Append(
+      wire::Goodbye{MonotonicNs(), static_cast<uint32_t>(wire::GoodbyeReason::kExit), 0});
 }
 
 }  // namespace gpuattr::inject
@@ -311,8 +311,8 @@ void FlushThread::OpenWindow(const wire::Control& control, std::string_view step
   DiscardCuptiBuffers();
   // A detach still waiting for an API exit is taken back: the subscription is reused.
   if (!shim_->window.CancelDetachRequest()) {
-    for (int waited = 0; shim_->window.detach_state() == CaptureWindow::kDetaching &&
-                         waited < kDetachWaitMs;
+    for (int waited = 0;
+         shim_->window.detach_state() == CaptureWindow::kDetaching && waited < kDetachWaitMs;
          ++waited) {
       usleep(1000);
     }
@@ -347,7 +347,8 @@ void FlushThread::ArmedCycle() noexcept {
     return;
   }
   if (!window_begin_sent_) {
-    outbox_.Append(wire::WindowBegin{shim_->window.begin_ns(), window_id_, cupti_attached_, attach_ns_});
+    outbox_.Append(
+        wire::WindowBegin{shim_->window.begin_ns(), window_id_, cupti_attached_, attach_ns_});
     window_begin_sent_ = true;
   }
   Cycle();
@@ -375,7 +376,7 @@ void FlushThread::CloseWindow(wire::WindowEndReason reason) noexcept {
       usleep(2000);
     }
     detach = window.detach_state() == CaptureWindow::kDetached ? wire::DetachOutcome::kFinalized
-                                                                 : wire::DetachOutcome::kPending;
+                                                               : wire::DetachOutcome::kPending;
   }
   Cycle(/*last=*/true);  // the last ring records and the buffers the forced flush delivered
   SendDiagnostics();

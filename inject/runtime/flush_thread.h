@@ -46,13 +46,13 @@
 namespace gpuattr::inject {
 
 constexpr uint32_t kDefaultFlushMs = 50;
-constexpr uint32_t kCuptiFlushEveryCycles = 4;     // 200 ms at the default period
-constexpr uint32_t kDiagnosticsEveryCycles = 20;   // 1 s at the default period
+constexpr uint32_t kCuptiFlushEveryCycles = 4;    // 200 ms at the default period
+constexpr uint32_t kDiagnosticsEveryCycles = 20;  // 1 s at the default period
 constexpr int kConnectWaitMs = 1000;
-constexpr int kCycleSendWaitMs = 50;               // per message, while running
-constexpr int kFinalSendBudgetMs = 1000;           // from Stop(): every send's waits together
-constexpr int kLastWordBudgetMs = 500;             // then for Diagnostics and Goodbye
-constexpr int kDetachWaitMs = 1000;                // for an API exit to run cuptiFinalize
+constexpr int kCycleSendWaitMs = 50;      // per message, while running
+constexpr int kFinalSendBudgetMs = 1000;  // from Stop(): every send's waits together
+constexpr int kLastWordBudgetMs = 500;    // then for Diagnostics and Goodbye
+constexpr int kDetachWaitMs = 1000;       // for an API exit to run cuptiFinalize
 
 struct SessionInfo {
   char socket_path[108] = {};

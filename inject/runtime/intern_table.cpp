@@ -62,8 +62,8 @@ uint32_t StringTable::Find(std::string_view text) const noexcept {
 const char* StringTable::CopyBytes(std::string_view text) noexcept {
   if (text.empty()) return "";
   if (text.size() > arena_left_) {
-    const uint32_t bytes = text.size() > kArenaChunkBytes ? static_cast<uint32_t>(text.size())
-                                                          : kArenaChunkBytes;
+    const uint32_t bytes =
+        text.size() > kArenaChunkBytes ? static_cast<uint32_t>(text.size()) : kArenaChunkBytes;
     char* chunk = static_cast<char*>(std::malloc(bytes));
     if (chunk == nullptr) return nullptr;
     if (bytes == kArenaChunkBytes) {

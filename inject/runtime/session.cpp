@@ -26,7 +26,7 @@ std::atomic<int> g_status{kIdle};
 std::atomic<bool> g_atfork_installed{false};
 bool g_atexit_registered = false;  // written only by the session starter
 pid_t g_session_pid = 0;
-SessionInfo g_info;                 // socket path kept for a fork child's new session
+SessionInfo g_info;  // socket path kept for a fork child's new session
 bool g_info_ready = false;
 alignas(FlushThread) unsigned char g_flush_storage[sizeof(FlushThread)];
 FlushThread* g_flush = nullptr;
@@ -51,10 +51,10 @@ uint32_t FlushMsFromEnv() noexcept {
 // /tmp/gpuattr-$UID/daemon.sock. Written into `out`; false when it does not fit.
 bool DefaultDaemonSocket(char* out, size_t size) noexcept {
   const char* runtime_dir = getenv("XDG_RUNTIME_DIR");
-  const int n = runtime_dir != nullptr && runtime_dir[0] == '/'
-                    ? snprintf(out, size, "%s/gpuattr/daemon.sock", runtime_dir)
-                    : snprintf(out, size, "/tmp/gpuattr-%u/daemon.sock",
-                               static_cast<unsigned>(getuid()));
+  const int n =
+      runtime_dir != nullptr && runtime_dir[0] == '/'
+          ? snprintf(out, size, "%s/gpuattr/daemon.sock", runtime_dir)
+          : snprintf(out, size, "/tmp/gpuattr-%u/daemon.sock", static_cast<unsigned>(getuid()));
   return n > 0 && static_cast<size_t>(n) < size;
 }
 
@@ -188,9 +188,7 @@ bool EnsureSession() noexcept {
   return true;
 }
 
-bool SessionArmed() noexcept {
-  return g_info_ready && g_info.mode == wire::HelloMode::kArmed;
-}
+bool SessionArmed() noexcept { return g_info_ready && g_info.mode == wire::HelloMode::kArmed; }
 
 bool AcceptsEventsSlow(uint32_t flags) noexcept {
   if ((flags & kHotTornDown) != 0) return false;
@@ -202,4 +200,3 @@ bool AcceptsEventsSlow(uint32_t flags) noexcept {
 }
 
 }  // namespace gpuattr::inject
-

@@ -37,7 +37,8 @@ void ShimLog(const char* format, ...) noexcept {
   } else {
     va_list args;
     va_start(args, format);
-    const int n = vsnprintf(buffer + used, sizeof(buffer) - static_cast<size_t>(used), format, args);
+    const int n =
+        vsnprintf(buffer + used, sizeof(buffer) - static_cast<size_t>(used), format, args);
     va_end(args);
     if (n > 0) used += n;
   }

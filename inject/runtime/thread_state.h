@@ -33,9 +33,9 @@ struct RangeFrame {
   uint32_t pushed_node;  // `node` at push time, reported by the RangePop
   uint32_t name;         // string ids, to re-intern paths when a frame below is removed
   uint32_t domain;
-  int32_t level;         // 0-based nesting level within its domain, returned by push and pop
-  uint32_t sent;         // 1 when its RangePush was sent, so its RangePop is sent too
-  uint32_t step;         // 1 when it is a step range of the watched capture window
+  int32_t level;  // 0-based nesting level within its domain, returned by push and pop
+  uint32_t sent;  // 1 when its RangePush was sent, so its RangePop is sent too
+  uint32_t step;  // 1 when it is a step range of the watched capture window
 };
 
 struct ThreadState {
@@ -55,10 +55,10 @@ struct ThreadState {
   uint32_t window_epoch = 0;  // the capture window whose open frames this thread has reported
 
   // CUPTI API nesting (see cupti/subscriber.h).
-  uint32_t runtime_depth = 0;        // open traced runtime API calls
-  uint32_t api_depth = 0;            // open traced calls that are not nested driver calls
-  uint32_t graph_setup_depth = 0;    // open cudaGraphInstantiate*/Clone-like calls
-  uint32_t outer_correlation = 0;    // correlation id of the outermost open traced call
+  uint32_t runtime_depth = 0;      // open traced runtime API calls
+  uint32_t api_depth = 0;          // open traced calls that are not nested driver calls
+  uint32_t graph_setup_depth = 0;  // open cudaGraphInstantiate*/Clone-like calls
+  uint32_t outer_correlation = 0;  // correlation id of the outermost open traced call
 
   // Touched only by the flush thread: the tid whose OS thread name was sent on this connection.
   uint32_t named_tid = 0;

@@ -57,9 +57,12 @@ class MessageWriter {
 
   // Writes the header and returns the datagram's length.
   uint32_t Finish(uint64_t sequence) {
-    MessageHeader header{kMessageMagic, kProtocolVersion,
-                         static_cast<uint16_t>(sizeof(MessageHeader)), sequence,
-                         used_ - static_cast<uint32_t>(sizeof(MessageHeader)), records_};
+    MessageHeader header{kMessageMagic,
+                         kProtocolVersion,
+                         static_cast<uint16_t>(sizeof(MessageHeader)),
+                         sequence,
+                         used_ - static_cast<uint32_t>(sizeof(MessageHeader)),
+                         records_};
     std::memcpy(buffer_, &header, sizeof(header));
     return used_;
   }
@@ -108,29 +111,39 @@ inline uint32_t EncodeRecord(uint8_t* out, RecordType type, const Body& body) {
 
 enum class DecodeError : uint8_t {
   kNone = 0,
-  kShortHeader,        // fewer bytes than a MessageHeader
+  kShortHeader,  // fewer bytes than a MessageHeader
   kBadMagic,
   kVersionMismatch,
   kBadHeaderSize,
-  kPayloadMismatch,    // payload_bytes differs from what was received
-  kBadRecordSize,      // < 8, not a multiple of 8, or past the payload
+  kPayloadMismatch,  // payload_bytes differs from what was received
+  kBadRecordSize,    // < 8, not a multiple of 8, or past the payload
   kRecordCountMismatch,
-  kShortBody,          // a known record smaller than its body
-  kBadString,          // a String longer than its record or than kMaxStringBytes
+  kShortBody,  // a known record smaller than its body
+  kBadString,  // a String longer than its record or than kMaxStringBytes
 };
 
 constexpr const char* DecodeErrorName(DecodeError error) {
   switch (error) {
-    case DecodeError::kNone: return "none";
-    case DecodeError::kShortHeader: return "short_header";
-    case DecodeError::kBadMagic: return "bad_magic";
-    case DecodeError::kVersionMismatch: return "version_mismatch";
-    case DecodeError::kBadHeaderSize: return "bad_header_size";
-    case DecodeError::kPayloadMismatch: return "payload_mismatch";
-    case DecodeError::kBadRecordSize: return "bad_record_size";
-    case DecodeError::kRecordCountMismatch: return "record_count_mismatch";
-    case DecodeError::kShortBody: return "short_body";
-    case DecodeError::kBadString: return "bad_string";
+    case DecodeError::kNone:
+      return "none";
+    case DecodeError::kShortHeader:
+      return "short_header";
+    case DecodeError::kBadMagic:
+      return "bad_magic";
+    case DecodeError::kVersionMismatch:
+      return "version_mismatch";
+    case DecodeError::kBadHeaderSize:
+      return "bad_header_size";
+    case DecodeError::kPayloadMismatch:
+      return "payload_mismatch";
+    case DecodeError::kBadRecordSize:
+      return "bad_record_size";
+    case DecodeError::kRecordCountMismatch:
+      return "record_count_mismatch";
+    case DecodeError::kShortBody:
+      return "short_body";
+    case DecodeError::kBadString:
+      return "bad_string";
   }
   return "unknown";
 }

@@ -59,33 +59,33 @@ struct MessageHeader {
 static_assert(sizeof(MessageHeader) == 24);
 
 enum class RecordType : uint16_t {
-  kHello = 1,              // first record of a connection: who is talking
-  kString = 2,             // interned string definition
-  kPathNode = 3,           // interned NVTX path node definition (a prefix tree)
-  kThreadName = 4,         // nvtxNameOsThread or the OS thread name
-  kRangePush = 5,          // push/pop ranges: the per-thread stack
+  kHello = 1,       // first record of a connection: who is talking
+  kString = 2,      // interned string definition
+  kPathNode = 3,    // interned NVTX path node definition (a prefix tree)
+  kThreadName = 4,  // nvtxNameOsThread or the OS thread name
+  kRangePush = 5,   // push/pop ranges: the per-thread stack
   kRangePop = 6,
-  kRangeStart = 7,         // start/end ranges: process-wide, may cross threads
+  kRangeStart = 7,  // start/end ranges: process-wide, may cross threads
   kRangeEnd = 8,
-  kMark = 9,               // instantaneous NVTX marker
-  kApiEnter = 10,          // a launch-like CUDA API entered (CUPTI callback ENTER)
-  kApiExit = 11,           // the same call returned (CUPTI callback EXIT)
-  kKernel = 12,            // device activity records, translated from CUPTI
+  kMark = 9,       // instantaneous NVTX marker
+  kApiEnter = 10,  // a launch-like CUDA API entered (CUPTI callback ENTER)
+  kApiExit = 11,   // the same call returned (CUPTI callback EXIT)
+  kKernel = 12,    // device activity records, translated from CUPTI
   kMemcpy = 13,
   kMemset = 14,
   kGraphNodeCreated = 15,  // CUPTI resource callbacks for CUDA graphs
   kGraphNodeCloned = 16,
-  kCuptiState = 17,        // outcome of subscribing to CUPTI
-  kRefusal = 18,           // a typed reason why some data cannot be collected
-  kDiagnostics = 19,       // cumulative loss counters
-  kDevice = 20,            // device id -> name
-  kGoodbye = 21,           // orderly end of the process's stream
+  kCuptiState = 17,   // outcome of subscribing to CUPTI
+  kRefusal = 18,      // a typed reason why some data cannot be collected
+  kDiagnostics = 19,  // cumulative loss counters
+  kDevice = 20,       // device id -> name
+  kGoodbye = 21,      // orderly end of the process's stream
   // Attach (docs/attach.md). Control flows collector -> shim on the same connection.
-  kControl = 22,           // collector -> shim: open or close a capture window (armed mode)
-  kWindowBegin = 23,       // shim -> collector: a capture window's stream begins
-  kWindowEnd = 24,         // shim -> collector: it ends, with the detach outcome
-  kAttachRequest = 25,     // `gpuattr attach` -> daemon
-  kAttachReply = 26,       // daemon -> `gpuattr attach`
+  kControl = 22,        // collector -> shim: open or close a capture window (armed mode)
+  kWindowBegin = 23,    // shim -> collector: a capture window's stream begins
+  kWindowEnd = 24,      // shim -> collector: it ends, with the detach outcome
+  kAttachRequest = 25,  // `gpuattr attach` -> daemon
+  kAttachReply = 26,    // daemon -> `gpuattr attach`
 };
 
 struct RecordHeader {
@@ -112,12 +112,12 @@ struct Hello {
   uint32_t shim_version;      // major << 16 | minor << 8 | patch
   uint32_t pid;
   uint32_t ppid;
-  int32_t rank;               // from RANK, -1 when unset or not a number
-  int32_t local_rank;         // from LOCAL_RANK, -1 when unset
-  uint64_t monotonic_ns;      // a clock pair taken together, to place the stream in wall time
+  int32_t rank;           // from RANK, -1 when unset or not a number
+  int32_t local_rank;     // from LOCAL_RANK, -1 when unset
+  uint64_t monotonic_ns;  // a clock pair taken together, to place the stream in wall time
   uint64_t realtime_ns;
-  uint32_t exe_string;        // String id of the executable path (defined in the same message)
-  uint32_t mode;              // HelloMode (0 in every shim before attach existed)
+  uint32_t exe_string;  // String id of the executable path (defined in the same message)
+  uint32_t mode;        // HelloMode (0 in every shim before attach existed)
 };
 static_assert(sizeof(Hello) == 56);
 
@@ -184,11 +184,11 @@ enum class ApiDomain : uint8_t { kRuntime = 1, kDriver = 2 };
 
 // What a launch-like API call puts on the device.
 enum class ApiKind : uint8_t {
-  kKernel = 1,       // one kernel
-  kGraph = 2,        // a graph launch: N activities share its correlation id
+  kKernel = 1,  // one kernel
+  kGraph = 2,   // a graph launch: N activities share its correlation id
   kMemcpy = 3,
   kMemset = 4,
-  kCapture = 5,      // begin/end of stream capture: bookkeeping, no device work
+  kCapture = 5,  // begin/end of stream capture: bookkeeping, no device work
 };
 
 // Flags on kApiEnter.
@@ -198,10 +198,10 @@ struct ApiEnter {
   uint64_t timestamp_ns;    // host time the API was entered
   uint32_t correlation_id;  // CUPTI correlation id; joins to device records
   uint32_t tid;
-  uint32_t node;            // the launching thread's path node at entry (0: no range open)
-  uint16_t cbid;            // CUPTI callback id within `domain`
-  uint8_t domain;           // ApiDomain
-  uint8_t kind;             // ApiKind
+  uint32_t node;   // the launching thread's path node at entry (0: no range open)
+  uint16_t cbid;   // CUPTI callback id within `domain`
+  uint8_t domain;  // ApiDomain
+  uint8_t kind;    // ApiKind
 };
 static_assert(sizeof(ApiEnter) == 24);
 
@@ -243,10 +243,10 @@ struct Memcpy {
   uint32_t graph_id;
   uint32_t src_device;  // peer copies (CUPTI MEMCPY2); equal to device otherwise
   uint32_t dst_device;
-  uint8_t copy_kind;    // CUpti_ActivityMemcpyKind
-  uint8_t src_kind;     // CUpti_ActivityMemoryKind
+  uint8_t copy_kind;  // CUpti_ActivityMemcpyKind
+  uint8_t src_kind;   // CUpti_ActivityMemoryKind
   uint8_t dst_kind;
-  uint8_t peer;         // 1 when translated from a MEMCPY2 (peer-to-peer) record
+  uint8_t peer;  // 1 when translated from a MEMCPY2 (peer-to-peer) record
 };
 static_assert(sizeof(Memcpy) == 64);
 
@@ -290,8 +290,8 @@ static_assert(sizeof(GraphNodeCloned) == 32);
 // failing setup call (0: subscribed and enabled).
 struct CuptiState {
   int32_t result;
-  uint32_t cupti_version;  // cuptiGetVersion, 0 when unknown
-  uint32_t library_string; // the path the shim loaded CUPTI from, 0 when none could be loaded
+  uint32_t cupti_version;   // cuptiGetVersion, 0 when unknown
+  uint32_t library_string;  // the path the shim loaded CUPTI from, 0 when none could be loaded
   uint32_t reserved;
 };
 static_assert(sizeof(CuptiState) == 16);
@@ -360,10 +360,10 @@ enum class WindowTrigger : uint32_t {
 };
 
 struct Control {
-  uint32_t command;       // ControlCommand
-  uint32_t window_id;     // chosen by the collector, echoed in WindowBegin/WindowEnd
-  uint32_t trigger;       // WindowTrigger (kOpenWindow only)
-  uint32_t steps;         // kSteps: how many step ranges the window covers
+  uint32_t command;           // ControlCommand
+  uint32_t window_id;         // chosen by the collector, echoed in WindowBegin/WindowEnd
+  uint32_t trigger;           // WindowTrigger (kOpenWindow only)
+  uint32_t steps;             // kSteps: how many step ranges the window covers
   uint32_t step_name_string;  // kSteps: exact top-level range name; 0: the built-in step names
   uint32_t reserved;
 };
@@ -394,10 +394,10 @@ enum class WindowEndReason : uint32_t {
 struct WindowEnd {
   uint64_t timestamp_ns;  // recording stopped
   uint32_t window_id;
-  uint32_t reason;        // WindowEndReason
-  uint32_t detach;        // DetachOutcome
-  uint32_t steps_seen;    // step ranges closed inside the window (kSteps)
-  uint64_t detach_ns;     // from the stop to cuptiFinalize's return, 0 unless kFinalized
+  uint32_t reason;      // WindowEndReason
+  uint32_t detach;      // DetachOutcome
+  uint32_t steps_seen;  // step ranges closed inside the window (kSteps)
+  uint64_t detach_ns;   // from the stop to cuptiFinalize's return, 0 unless kFinalized
 };
 static_assert(sizeof(WindowEnd) == 32);
 
@@ -434,14 +434,13 @@ static_assert(sizeof(AttachReply) == 16);
 
 template <typename Body>
 struct RecordTypeOf;
-#define GPUATTR_WIRE_BODY(BodyType, Tag)                                     \
-  template <>                                                                \
-  struct RecordTypeOf<BodyType> {                                            \
-    static constexpr RecordType kType = RecordType::Tag;                     \
-  };                                                                         \
-  static_assert(std::is_trivially_copyable_v<BodyType> &&                    \
-                    std::is_standard_layout_v<BodyType> &&                   \
-                    alignof(BodyType) <= 8,                                  \
+#define GPUATTR_WIRE_BODY(BodyType, Tag)                                                         \
+  template <>                                                                                    \
+  struct RecordTypeOf<BodyType> {                                                                \
+    static constexpr RecordType kType = RecordType::Tag;                                         \
+  };                                                                                             \
+  static_assert(std::is_trivially_copyable_v<BodyType> && std::is_standard_layout_v<BodyType> && \
+                    alignof(BodyType) <= 8,                                                      \
                 #BodyType " must be a plain, explicitly sized wire struct")
 GPUATTR_WIRE_BODY(Hello, kHello);
 GPUATTR_WIRE_BODY(String, kString);
@@ -474,32 +473,57 @@ static_assert(std::is_trivially_copyable_v<RangeEvent>);
 // The smallest body a known record type may carry; 0 for unknown types (skipped by size).
 constexpr uint32_t MinBodyBytes(RecordType type) {
   switch (type) {
-    case RecordType::kHello: return sizeof(Hello);
-    case RecordType::kString: return sizeof(String);
-    case RecordType::kPathNode: return sizeof(PathNode);
-    case RecordType::kThreadName: return sizeof(ThreadName);
+    case RecordType::kHello:
+      return sizeof(Hello);
+    case RecordType::kString:
+      return sizeof(String);
+    case RecordType::kPathNode:
+      return sizeof(PathNode);
+    case RecordType::kThreadName:
+      return sizeof(ThreadName);
     case RecordType::kRangePush:
-    case RecordType::kRangePop: return sizeof(RangeEvent);
-    case RecordType::kRangeStart: return sizeof(RangeStart);
-    case RecordType::kRangeEnd: return sizeof(RangeEnd);
-    case RecordType::kMark: return sizeof(Mark);
-    case RecordType::kApiEnter: return sizeof(ApiEnter);
-    case RecordType::kApiExit: return sizeof(ApiExit);
-    case RecordType::kKernel: return sizeof(Kernel);
-    case RecordType::kMemcpy: return sizeof(Memcpy);
-    case RecordType::kMemset: return sizeof(Memset);
-    case RecordType::kGraphNodeCreated: return sizeof(GraphNodeCreated);
-    case RecordType::kGraphNodeCloned: return sizeof(GraphNodeCloned);
-    case RecordType::kCuptiState: return sizeof(CuptiState);
-    case RecordType::kRefusal: return sizeof(Refusal);
-    case RecordType::kDiagnostics: return sizeof(Diagnostics);
-    case RecordType::kDevice: return sizeof(Device);
-    case RecordType::kGoodbye: return sizeof(Goodbye);
-    case RecordType::kControl: return sizeof(Control);
-    case RecordType::kWindowBegin: return sizeof(WindowBegin);
-    case RecordType::kWindowEnd: return sizeof(WindowEnd);
-    case RecordType::kAttachRequest: return sizeof(AttachRequest);
-    case RecordType::kAttachReply: return sizeof(AttachReply);
+    case RecordType::kRangePop:
+      return sizeof(RangeEvent);
+    case RecordType::kRangeStart:
+      return sizeof(RangeStart);
+    case RecordType::kRangeEnd:
+      return sizeof(RangeEnd);
+    case RecordType::kMark:
+      return sizeof(Mark);
+    case RecordType::kApiEnter:
+      return sizeof(ApiEnter);
+    case RecordType::kApiExit:
+      return sizeof(ApiExit);
+    case RecordType::kKernel:
+      return sizeof(Kernel);
+    case RecordType::kMemcpy:
+      return sizeof(Memcpy);
+    case RecordType::kMemset:
+      return sizeof(Memset);
+    case RecordType::kGraphNodeCreated:
+      return sizeof(GraphNodeCreated);
+    case RecordType::kGraphNodeCloned:
+      return sizeof(GraphNodeCloned);
+    case RecordType::kCuptiState:
+      return sizeof(CuptiState);
+    case RecordType::kRefusal:
+      return sizeof(Refusal);
+    case RecordType::kDiagnostics:
+      return sizeof(Diagnostics);
+    case RecordType::kDevice:
+      return sizeof(Device);
+    case RecordType::kGoodbye:
+      return sizeof(Goodbye);
+    case RecordType::kControl:
+      return sizeof(Control);
+    case RecordType::kWindowBegin:
+      return sizeof(WindowBegin);
+    case RecordType::kWindowEnd:
+      return sizeof(WindowEnd);
+    case RecordType::kAttachRequest:
+      return sizeof(AttachRequest);
+    case RecordType::kAttachReply:
+      return sizeof(AttachReply);
   }
   return 0;
 }

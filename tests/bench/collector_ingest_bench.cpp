@@ -17,7 +17,6 @@
 //                                              (thread CPU time): records/s at any length, with
 //                                              the reorder window in its steady state.
 #include <benchmark/benchmark.h>
-
 #include <time.h>
 
 #include <cstdint>
@@ -138,8 +137,8 @@ class StreamGenerator {
       const uint64_t in_step = next_kernel_ % kKernelsPerStep;
       const uint64_t enter = 1000000 + next_kernel_ * kLaunchEveryNs;
       batch_.push_back({static_cast<uint32_t>(next_kernel_ + 1), enter,
-                        in_step < kKernelsPerStep / 2 ? kForwardNode : kBackwardNode,
-                        in_step == 0, in_step == kKernelsPerStep / 2,
+                        in_step < kKernelsPerStep / 2 ? kForwardNode : kBackwardNode, in_step == 0,
+                        in_step == kKernelsPerStep / 2,
                         in_step == kKernelsPerStep - 1 || next_kernel_ + 1 == kernels_});
     }
   }
@@ -148,8 +147,7 @@ class StreamGenerator {
     for (const Launch& launch : batch_) {
       if (launch.step_begins) {
         writer.AppendRange(wire::RecordType::kRangePush, {launch.enter_ns - 10, kTid, kStepNode});
-        writer.AppendRange(wire::RecordType::kRangePush,
-                           {launch.enter_ns - 5, kTid, kForwardNode});
+        writer.AppendRange(wire::RecordType::kRangePush, {launch.enter_ns - 5, kTid, kForwardNode});
       }
       if (launch.phase_switch) {
         writer.AppendRange(wire::RecordType::kRangePop, {launch.enter_ns - 6, kTid, kForwardNode});
@@ -229,7 +227,8 @@ void Ingest(ProcessTrace& trace, uint64_t kernels, uint64_t report_every) {
   std::vector<uint8_t> message;
   uint64_t fed_batches = 0;
   while (generator.Next(&message)) {
-    const Status status = trace.ConsumeMessage(message.data(), static_cast<uint32_t>(message.size()));
+    const Status status =
+        trace.ConsumeMessage(message.data(), static_cast<uint32_t>(message.size()));
     if (!status.ok()) {
       std::fprintf(stderr, "collector_ingest_bench: %s\n", status.ToString().c_str());
       std::exit(1);
@@ -314,13 +313,14 @@ int RssMode(uint64_t kernels, uint64_t every) {
   const Report report = BuildReport(inputs);
   const nlohmann::json& process = report.without_step_rows["processes"][0];
   // The numbers that show the stream was understood: every kernel joined and attributed.
-  std::printf("report: kernels=%s unmatched_launches=%s orphan_activities=%s steps=%s "
-              "coverage=%s\n",
-              process["totals"]["kernels"].dump().c_str(),
-              process["loss"]["unmatched_launches"].dump().c_str(),
-              process["loss"]["orphan_activities"].dump().c_str(),
-              process["steps"].is_null() ? "null" : process["steps"]["instances"].dump().c_str(),
-              process["coverage"]["attributed_fraction"].dump().c_str());
+  std::printf(
+      "report: kernels=%s unmatched_launches=%s orphan_activities=%s steps=%s "
+      "coverage=%s\n",
+      process["totals"]["kernels"].dump().c_str(),
+      process["loss"]["unmatched_launches"].dump().c_str(),
+      process["loss"]["orphan_activities"].dump().c_str(),
+      process["steps"].is_null() ? "null" : process["steps"]["instances"].dump().c_str(),
+      process["coverage"]["attributed_fraction"].dump().c_str());
   std::printf("report_bytes=%zu VmHWM_kib=%ld\n", SerializeReport(report).size(),
               StatusKib("VmHWM"));
   return 0;
@@ -348,13 +348,13 @@ int RecordedMode(uint64_t kernels) {
   const size_t report_bytes = ReportBytes(trace);
   const uint64_t end = ThreadCpuNs();
   const double records = static_cast<double>(StreamGenerator::RecordsFor(kernels));
-  std::printf("ingest %.3f s, report %.3f s: %.2fM records/s on one core (ingest alone %.2fM/s); "
-              "report_bytes=%zu in_flight_at_end=%zu VmHWM_kib=%ld (recording: %ld)\n",
-              static_cast<double>(ingested - start) / 1e9,
-              static_cast<double>(end - ingested) / 1e9,
-              records / (static_cast<double>(end - start) / 1e9) / 1e6,
-              records / (static_cast<double>(ingested - start) / 1e9) / 1e6, report_bytes,
-              trace.in_flight(), StatusKib("VmHWM"), hwm_before);
+  std::printf(
+      "ingest %.3f s, report %.3f s: %.2fM records/s on one core (ingest alone %.2fM/s); "
+      "report_bytes=%zu in_flight_at_end=%zu VmHWM_kib=%ld (recording: %ld)\n",
+      static_cast<double>(ingested - start) / 1e9, static_cast<double>(end - ingested) / 1e9,
+      records / (static_cast<double>(end - start) / 1e9) / 1e6,
+      records / (static_cast<double>(ingested - start) / 1e9) / 1e6, report_bytes,
+      trace.in_flight(), StatusKib("VmHWM"), hwm_before);
   return 0;
 }
 
@@ -368,7 +368,8 @@ int main(int argc, char** argv) {
   if (argc >= 3 && std::strcmp(argv[1], "--rss") == 0) {
     const uint64_t kernels = std::strtoull(argv[2], nullptr, 10);
     uint64_t every = 0;
-    if (argc >= 5 && std::strcmp(argv[3], "--every") == 0) every = std::strtoull(argv[4], nullptr, 10);
+    if (argc >= 5 && std::strcmp(argv[3], "--every") == 0)
+      every = std::strtoull(argv[4], nullptr, 10);
     return gpuattr::collector::RssMode(kernels, every);
   }
   benchmark::Initialize(&argc, argv);

@@ -7,7 +7,8 @@
 // the shim's cost.
 //   - BM_NvtxPushPop: nvtxRangePushA + nvtxRangePop through the real NVTX3 headers. Bare, NVTX
 //     calls a no-op slot; traced, it calls the shim's handlers (one ring write each).
-//   - BM_KernelLaunch: the simulated driver's launch path, as simgpu-run drives it: the fake CUPTI's
+//   - BM_KernelLaunch: the simulated driver's launch path, as simgpu-run drives it: the fake
+//   CUPTI's
 //     simgpu_api_enter (launch CBID 505, with the nested driver callback) and simgpu_api_exit.
 //     Bare, no one subscribed, so CUPTI only counts the correlation id; with the empty subscriber,
 //     CUPTI dispatches its four callbacks to a function that returns at once (what CUPTI itself
@@ -18,13 +19,13 @@
 // pauses long enough for the flush thread (GPUATTR_FLUSH_MS=1 in the script) to drain it, so the
 // measured path is the real write, never the cheaper "ring full, count a drop" path. The script
 // checks the report for zero drops.
+#include <benchmark/benchmark.h>
 #include <cupti_callbacks.h>
 #include <cupti_result.h>
 #include <cupti_runtime_cbid.h>
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 
-#include <benchmark/benchmark.h>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -38,7 +39,8 @@ constexpr int kBatch = 4096;  // 4096 launches write ~230 KB into the ring, pair
 // A fixed count: the pauses are untimed, so letting Google Benchmark grow the count until the
 // timed part reaches its minimum would make the cheap bare runs pause for minutes.
 constexpr int64_t kIterations = int64_t{1} << 18;
-constexpr auto kDrainPause = std::chrono::milliseconds(20);  // the collector ingests a batch in ~10 ms
+constexpr auto kDrainPause =
+    std::chrono::milliseconds(20);  // the collector ingests a batch in ~10 ms
 
 using ApiEnterFn = uint32_t (*)(int, uint32_t, const char*, uint32_t, uint32_t);
 using ApiExitFn = void (*)(int);
@@ -118,8 +120,8 @@ void BM_KernelLaunch(benchmark::State& state) {
   int in_batch = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(driver.api_enter(CUPTI_CB_DOMAIN_RUNTIME_API,
-                                             CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
-                                             "_Z6kernelv", 0, 0));
+                                              CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+                                              "_Z6kernelv", 0, 0));
     driver.api_exit(0);
     if (++in_batch == kBatch) {
       in_batch = 0;

@@ -96,8 +96,8 @@ TEST_CASE("the command's stdout is exactly what it is without gpuattr", "[run]")
 
 TEST_CASE("gpuattr run runs a Python interpreter with the shim preloaded", "[run]") {
   TempDir dir;
-  const ProcessResult result = RunProcess(
-      Gpuattr({"run", "-o", dir.File("r.json"), "--", "python3", "-c", "print(1)"}));
+  const ProcessResult result =
+      RunProcess(Gpuattr({"run", "-o", dir.File("r.json"), "--", "python3", "-c", "print(1)"}));
   INFO("stderr: " << result.err);
   REQUIRE(result.exited);
   CHECK(result.exit_code == 0);
@@ -142,9 +142,9 @@ TEST_CASE("SIGINT and SIGTERM sent to gpuattr reach the command and gpuattr stil
 TEST_CASE("Ctrl-C on a terminal reaches the command once, and gpuattr still reports",
           "[run][signals]") {
   TempDir dir;
-  const ProcessResult result =
-      RunProcess({"python3", std::string(GPUATTR_SOURCE_DIR) + "/tests/component/terminal_interrupt.py",
-                  GPUATTR_BINARY, dir.File("r.json")});
+  const ProcessResult result = RunProcess(
+      {"python3", std::string(GPUATTR_SOURCE_DIR) + "/tests/component/terminal_interrupt.py",
+       GPUATTR_BINARY, dir.File("r.json")});
   INFO(result.out << result.err);
   REQUIRE(result.exited);
   CHECK(result.exit_code == 0);
@@ -153,8 +153,8 @@ TEST_CASE("Ctrl-C on a terminal reaches the command once, and gpuattr still repo
 TEST_CASE("a command that cannot be executed is answered like a shell", "[run]") {
   TempDir dir;
   SECTION("not found: 127") {
-    const ProcessResult result = RunProcess(
-        Gpuattr({"run", "-o", dir.File("r.json"), "--", "gpuattr-no-such-command-xyz"}));
+    const ProcessResult result =
+        RunProcess(Gpuattr({"run", "-o", dir.File("r.json"), "--", "gpuattr-no-such-command-xyz"}));
     REQUIRE(result.exited);
     CHECK(result.exit_code == 127);
     CHECK_THAT(result.err, Catch::Contains("gpuattr-no-such-command-xyz: command not found"));
@@ -184,21 +184,22 @@ TEST_CASE("usage errors exit 2 before anything runs", "[run][usage]") {
     CHECK(RunProcess(Gpuattr({"run", "--frobnicate", "--", "/bin/true"})).exit_code == 2);
   }
   SECTION("a coverage threshold out of range") {
-    CHECK(RunProcess(Gpuattr({"run", "--coverage-threshold", "1.5", "--", "/bin/true"}))
-              .exit_code == 2);
+    CHECK(
+        RunProcess(Gpuattr({"run", "--coverage-threshold", "1.5", "--", "/bin/true"})).exit_code ==
+        2);
   }
   SECTION("a report path in a directory that does not exist") {
-    const ProcessResult result = RunProcess(
-        Gpuattr({"run", "-o", dir.File("missing/r.json"), "--", "/bin/echo", "ran"}));
+    const ProcessResult result =
+        RunProcess(Gpuattr({"run", "-o", dir.File("missing/r.json"), "--", "/bin/echo", "ran"}));
     CHECK(result.exit_code == 2);
     CHECK(result.out.empty());  // the command never ran
   }
   SECTION("--armed with an option that writes part of a report") {
     // Armed, gpuattr run collects nothing; a window's report is `gpuattr attach -o`.
-    const std::string option = GENERATE(as<std::string>{}, "-o", "--activities", "--trace",
-                                        "--folded", "--speedscope");
-    const ProcessResult result = RunProcess(
-        Gpuattr({"run", "--armed", option, dir.File("out"), "--", "/bin/echo", "ran"}));
+    const std::string option =
+        GENERATE(as<std::string>{}, "-o", "--activities", "--trace", "--folded", "--speedscope");
+    const ProcessResult result =
+        RunProcess(Gpuattr({"run", "--armed", option, dir.File("out"), "--", "/bin/echo", "ran"}));
     CHECK(result.exit_code == 2);
     CHECK_THAT(result.err, Catch::Contains("--armed writes no report"));
     CHECK(result.out.empty());  // the command never ran
@@ -231,8 +232,8 @@ TEST_CASE("gpuattr run reports every process that connects, including late desce
   TempDir dir;
   const std::string report_path = dir.File("r.json");
   SECTION("the command itself, with its exit status") {
-    const ProcessResult result = RunProcess(Gpuattr(
-        {"run", "-q", "-o", report_path, "--", GPUATTR_FAKE_TRACED_PROCESS, "exit", "3"}));
+    const ProcessResult result = RunProcess(
+        Gpuattr({"run", "-q", "-o", report_path, "--", GPUATTR_FAKE_TRACED_PROCESS, "exit", "3"}));
     INFO("stderr: " << result.err);
     REQUIRE(result.exit_code == 3);
     RequireValidReport(report_path);
@@ -251,8 +252,8 @@ TEST_CASE("gpuattr run reports every process that connects, including late desce
     CHECK(report["processes"][0]["status"] == "complete");
   }
   SECTION("a descendant that never ends is cut at the drain timeout, as truncated") {
-    const std::string script = std::string(GPUATTR_FAKE_TRACED_PROCESS) +
-                               " linger >/dev/null 2>&1 & sleep 0.3";
+    const std::string script =
+        std::string(GPUATTR_FAKE_TRACED_PROCESS) + " linger >/dev/null 2>&1 & sleep 0.3";
     const ProcessResult result = RunProcess(Gpuattr(
         {"run", "-q", "--drain-timeout", "0.5", "-o", report_path, "--", "/bin/sh", "-c", script}));
     INFO("stderr: " << result.err);
@@ -273,18 +274,16 @@ TEST_CASE("the child environment preloads the shim ahead of LD_PRELOAD and names
   const std::vector<std::string> env =
       collector::BuildChildEnvironment(base, "/s/libgpuattr_inject.so", "/tmp/d/collector.sock");
   const std::set<std::string> entries(env.begin(), env.end());
-  CHECK(entries == std::set<std::string>{"PATH=/bin",
-                                         "LD_PRELOAD=/s/libgpuattr_inject.so:/opt/a.so",
-                                         "X=1",
-                                         "CUDA_INJECTION64_PATH=/s/libgpuattr_inject.so",
-                                         "NVTX_INJECTION64_PATH=/s/libgpuattr_inject.so",
-                                         "GPUATTR_SOCKET=/tmp/d/collector.sock",
-                                         "GPUATTR_MODE=traced"});
+  CHECK(entries ==
+        std::set<std::string>{"PATH=/bin", "LD_PRELOAD=/s/libgpuattr_inject.so:/opt/a.so", "X=1",
+                              "CUDA_INJECTION64_PATH=/s/libgpuattr_inject.so",
+                              "NVTX_INJECTION64_PATH=/s/libgpuattr_inject.so",
+                              "GPUATTR_SOCKET=/tmp/d/collector.sock", "GPUATTR_MODE=traced"});
   // Already listed (a nested run): not repeated.
   const std::vector<std::string> again =
       collector::BuildChildEnvironment(env, "/s/libgpuattr_inject.so", "/tmp/e/collector.sock");
-  CHECK(std::count(again.begin(), again.end(),
-                   "LD_PRELOAD=/s/libgpuattr_inject.so:/opt/a.so") == 1);
+  CHECK(std::count(again.begin(), again.end(), "LD_PRELOAD=/s/libgpuattr_inject.so:/opt/a.so") ==
+        1);
   CHECK(std::count(again.begin(), again.end(), "GPUATTR_SOCKET=/tmp/e/collector.sock") == 1);
 }
 
@@ -316,8 +315,9 @@ TEST_CASE("the shim is found through the environment, the build tree or the inst
   SECTION("nothing anywhere names every place looked at") {
     const auto missing = collector::LocateShimFrom(nullptr, "/nowhere/bin/gpuattr");
     REQUIRE_FALSE(missing.ok());
-    CHECK_THAT(missing.status().message(), Catch::Contains("/nowhere/inject/libgpuattr_inject.so") &&
-                                               Catch::Contains("/nowhere/lib/gpuattr"));
+    CHECK_THAT(missing.status().message(),
+               Catch::Contains("/nowhere/inject/libgpuattr_inject.so") &&
+                   Catch::Contains("/nowhere/lib/gpuattr"));
   }
 }
 

@@ -3,12 +3,11 @@
 // the simulator's truth restricted to that window (tests/e2e/window_truth.h), with CUPTI detached
 // at an API exit after every window, and a graph captured before the windows attributed to its
 // launch range and named in coverage.fallbacks.
-#include <catch2/catch.hpp>
-
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <memory>
 #include <string>
 #include <thread>
@@ -44,26 +43,25 @@ json LongRunningScenario(const std::string& stop_file) {
       {{"pop", true}},
       {{"repeat_until_file", stop_file},
        {"max", 20000},
-       {"ops",
-        json::array({step,
-                     {{"push", "forward"}},
-                     {{"launch", "fwd_gemm"}, {"stream", 0}, {"us", 40}},
-                     {{"launch", "fwd_act"}, {"stream", 0}, {"us", 10}},
-                     {{"pop", true}},
-                     {{"push", "backward"}},
-                     {{"launch", "bwd_gemm"}, {"stream", 0}, {"us", 80}},
-                     {{"memcpy", "DtoH"}, {"bytes", 4096}, {"stream", 2}, {"us", 8}},
-                     {{"pop", true}},
-                     {{"push", "optimizer"}},
-                     {{"graph_launch", "g0"}, {"stream", 1}},
-                     {{"pop", true}},
-                     {{"sync", "device"}},
-                     {{"cpu_us", 1500}},
-                     {{"pop", true}}})}},
+       {"ops", json::array({step,
+                            {{"push", "forward"}},
+                            {{"launch", "fwd_gemm"}, {"stream", 0}, {"us", 40}},
+                            {{"launch", "fwd_act"}, {"stream", 0}, {"us", 10}},
+                            {{"pop", true}},
+                            {{"push", "backward"}},
+                            {{"launch", "bwd_gemm"}, {"stream", 0}, {"us", 80}},
+                            {{"memcpy", "DtoH"}, {"bytes", 4096}, {"stream", 2}, {"us", 8}},
+                            {{"pop", true}},
+                            {{"push", "optimizer"}},
+                            {{"graph_launch", "g0"}, {"stream", 1}},
+                            {{"pop", true}},
+                            {{"sync", "device"}},
+                            {{"cpu_us", 1500}},
+                            {{"pop", true}}})}},
   });
-  return {{"processes", json::array({{{"name", "trainer"},
-                                      {"threads", json::array({{{"name", "main"},
-                                                                {"ops", ops}}})}}})}};
+  return {
+      {"processes", json::array({{{"name", "trainer"},
+                                  {"threads", json::array({{{"name", "main"}, {"ops", ops}}})}}})}};
 }
 
 bool WaitForPath(const std::string& path, double seconds) {
@@ -76,7 +74,8 @@ bool WaitForPath(const std::string& path, double seconds) {
   return true;
 }
 
-// A `gpuattr daemon` listening at `socket`, its reports in `dir`/reports; it is listening on return.
+// A `gpuattr daemon` listening at `socket`, its reports in `dir`/reports; it is listening on
+// return.
 std::unique_ptr<Subprocess> StartDaemon(const TempDir& dir, const std::string& socket) {
   const std::string reports = dir.File("reports");
   REQUIRE(mkdir(reports.c_str(), 0700) == 0);

@@ -53,8 +53,8 @@ std::optional<std::string> PhaseOfName(const std::string& name) {
 struct HostRange {
   std::string thread;
   Path path;
-  uint64_t start_ns = 0;  // read before the push
-  uint64_t end_ns = 0;    // read before the pop; kOpen when never closed
+  uint64_t start_ns = 0;           // read before the push
+  uint64_t end_ns = 0;             // read before the pop; kOpen when never closed
   uint64_t start_returned_ns = 0;  // read after the push returned
   uint64_t end_returned_ns = 0;    // read after the pop returned; kOpen when never closed
 };
@@ -67,7 +67,8 @@ std::vector<HostRange> PushPopRanges(const json& process) {
                 range["start_ns"].get<uint64_t>(),
                 range["end_ns"].is_null() ? kOpen : range["end_ns"].get<uint64_t>()};
     r.start_returned_ns = range.value("start_returned_ns", r.start_ns);
-    r.end_returned_ns = range["end_ns"].is_null() ? kOpen : range.value("end_returned_ns", r.end_ns);
+    r.end_returned_ns =
+        range["end_ns"].is_null() ? kOpen : range.value("end_returned_ns", r.end_ns);
     out.push_back(std::move(r));
   }
   return out;
@@ -177,7 +178,8 @@ void ExpectGaps(const json& activities, const std::vector<HostRange>& ranges,
     const uint64_t start = a["start_ns"].get<uint64_t>();
     by_device[device].emplace_back(start, a["end_ns"].get<uint64_t>());
     const json*& ender = first_launched[{device, start}];
-    if (ender == nullptr || a["launch_ns"].get<uint64_t>() < (*ender)["launch_ns"].get<uint64_t>()) {
+    if (ender == nullptr ||
+        a["launch_ns"].get<uint64_t>() < (*ender)["launch_ns"].get<uint64_t>()) {
       ender = &a;
     }
   }
@@ -299,8 +301,8 @@ std::vector<ContractProcess> ExpectContract(const json& truth, const ContractOpt
     for (const std::string& term : kPhaseTerms) expected.phase_ns[term] = 0;
     for (const auto& activity : process["activities"]) {
       ContractActivity a = ExpectActivity(activity, options);
-      const uint64_t duration = activity["end_ns"].get<uint64_t>() -
-                                activity["start_ns"].get<uint64_t>();
+      const uint64_t duration =
+          activity["end_ns"].get<uint64_t>() - activity["start_ns"].get<uint64_t>();
       const bool kernel = activity["kind"] == "kernel";
       expected.device_ns += duration;
       if (kernel) expected.kernel_ns += duration;
@@ -309,8 +311,8 @@ std::vector<ContractProcess> ExpectContract(const json& truth, const ContractOpt
         ns += duration;
         ++count;
         if (kernel && first != nullptr) {
-          const std::optional<std::string> main_phase = PhaseOfPath(
-              StackAt(ranges, first->thread, activity["launch_ns"].get<uint64_t>()));
+          const std::optional<std::string> main_phase =
+              PhaseOfPath(StackAt(ranges, first->thread, activity["launch_ns"].get<uint64_t>()));
           if (main_phase) expected.phase_unattributed_kernel_ns[*main_phase] += duration;
         }
       } else {

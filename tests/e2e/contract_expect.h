@@ -25,8 +25,8 @@ namespace gpuattr::e2e {
 using Path = std::vector<std::string>;
 
 // The phase terms of docs/attribution.md §Phases, in report order.
-inline const std::vector<std::string> kPhaseTerms = {"forward", "backward", "recompute",
-                                                     "optimizer", "loss", "other"};
+inline const std::vector<std::string> kPhaseTerms = {"forward",   "backward", "recompute",
+                                                     "optimizer", "loss",     "other"};
 
 // One hole in a device's busy union, classified by the activity that ends it.
 struct ContractGap {
@@ -43,9 +43,9 @@ struct ContractGap {
 };
 
 struct ContractDevice {
-  uint64_t host_bound_ns = 0;  // certainly host-bound
-  uint64_t dependency_ns = 0;  // certainly dependency
-  uint64_t ambiguous_ns = 0;   // in gaps with class_ambiguous: either, gap by gap
+  uint64_t host_bound_ns = 0;      // certainly host-bound
+  uint64_t dependency_ns = 0;      // certainly dependency
+  uint64_t ambiguous_ns = 0;       // in gaps with class_ambiguous: either, gap by gap
   std::vector<ContractGap> holes;  // largest first (ties: earlier first)
 };
 
@@ -78,7 +78,7 @@ struct ContractProcess {
   uint64_t device_ns = 0;  // all activity time
   uint64_t kernel_ns = 0;
   uint64_t attributed_kernel_ns = 0;
-  std::map<std::string, uint64_t> phase_ns;  // each of kPhaseTerms
+  std::map<std::string, uint64_t> phase_ns;         // each of kPhaseTerms
   std::map<std::string, uint64_t> phase_kernel_ns;  // attributed kernel time by its phase
   // Unattributed kernel time by the phase of the main thread's stack at its launch.
   std::map<std::string, uint64_t> phase_unattributed_kernel_ns;

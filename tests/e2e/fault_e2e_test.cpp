@@ -31,8 +31,16 @@ using test_support::TempDir;
 constexpr size_t kLongRunKernels = 500 * 40;  // fault_long_run.json
 
 std::vector<std::string> GpuattrRun(const TempDir& dir, const std::string& scenario) {
-  return {GPUATTR_BIN, "run", "--quiet", "-o", dir.File("report.json"), "--", SIMGPU_RUN,
-          GPUATTR_SCENARIO_DIR "/" + scenario, "--truth", dir.File("truth.json")};
+  return {GPUATTR_BIN,
+          "run",
+          "--quiet",
+          "-o",
+          dir.File("report.json"),
+          "--",
+          SIMGPU_RUN,
+          GPUATTR_SCENARIO_DIR "/" + scenario,
+          "--truth",
+          dir.File("truth.json")};
 }
 
 // gpuattr's private socket directory goes under TMPDIR, so the test's TempDir removes it even when

@@ -8,7 +8,6 @@
 // by the same EvaluateGate the CLI runs, with the default rules. A handful of pairs also go
 // through the `gpuattr gate` binary, and the outputs and exit statuses are checked there.
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -105,8 +104,10 @@ TEST_CASE("gate: 100 seeded trials of identical and of 10 % slower forward workl
   for (int k = 0; k < kTrials; ++k) {
     slow_caught += ForwardFailed(Judge(base[k % kRuns], slow[(k + k / kRuns) % kRuns])) ? 1 : 0;
   }
-  std::printf("gate e2e: identical workloads passed %d of %d trials; 10 %% slower forward "
-              "failed %d of %d\n", identical_passed, kTrials, slow_caught, kTrials);
+  std::printf(
+      "gate e2e: identical workloads passed %d of %d trials; 10 %% slower forward "
+      "failed %d of %d\n",
+      identical_passed, kTrials, slow_caught, kTrials);
   CHECK(identical_passed >= 99);
   CHECK(slow_caught >= 99);
 
@@ -115,8 +116,7 @@ TEST_CASE("gate: 100 seeded trials of identical and of 10 % slower forward workl
     const ProcessResult same = Gate({"--baseline", base_paths[k], "--current", base_paths[k + 3]});
     INFO(same.out << same.err);
     CHECK(ExitStatus(same) == 0);
-    const ProcessResult regressed =
-        Gate({"--baseline", base_paths[k], "--current", slow_paths[k]});
+    const ProcessResult regressed = Gate({"--baseline", base_paths[k], "--current", slow_paths[k]});
     INFO(regressed.out << regressed.err);
     CHECK(ExitStatus(regressed) == 1);
     CHECK(regressed.out.find("FAIL     " + kForward) != std::string::npos);
@@ -145,8 +145,8 @@ TEST_CASE("gate: a coverage drop below the threshold fails, and its outputs are 
   CHECK(failed >= 1);
   bool coverage_failed = false;
   for (const Json& check : outcome["checks"]) {
-    coverage_failed = coverage_failed ||
-                      (check["metric"] == "coverage.attributed_fraction" && check["verdict"] == "fail");
+    coverage_failed = coverage_failed || (check["metric"] == "coverage.attributed_fraction" &&
+                                          check["verdict"] == "fail");
   }
   CHECK(coverage_failed);
 
@@ -160,14 +160,14 @@ TEST_CASE("gate: a coverage drop below the threshold fails, and its outputs are 
   CHECK(table_rows == total + 1);  // the header and one row per check
 
   // JUnit parses as XML, with one testcase per check and one <failure> per failed check.
-  const ProcessResult xml = RunProcess(
-      {GPUATTR_PYTHON, "-c",
-       "import sys, xml.etree.ElementTree as E\n"
-       "root = E.parse(sys.argv[1]).getroot()\n"
-       "suite = root.find('testsuite')\n"
-       "print(root.tag, suite.get('tests'), suite.get('failures'), "
-       "len(suite.findall('testcase')), len(suite.findall('testcase/failure')))\n",
-       junit});
+  const ProcessResult xml =
+      RunProcess({GPUATTR_PYTHON, "-c",
+                  "import sys, xml.etree.ElementTree as E\n"
+                  "root = E.parse(sys.argv[1]).getroot()\n"
+                  "suite = root.find('testsuite')\n"
+                  "print(root.tag, suite.get('tests'), suite.get('failures'), "
+                  "len(suite.findall('testcase')), len(suite.findall('testcase/failure')))\n",
+                  junit});
   INFO(xml.err);
   REQUIRE(ExitStatus(xml) == 0);
   const std::string n = std::to_string(total);
@@ -184,7 +184,8 @@ TEST_CASE("gate: a missing metric, a bad rules file and bad input exit 3, usage 
     FILE* file = std::fopen(rules.c_str(), "w");
     REQUIRE(file != nullptr);
     std::fputs(R"({"rules": [{"metric": "passes[\"step/validation\"].device.total_ns",
-                              "max_increase_pct": 5}]})", file);
+                              "max_increase_pct": 5}]})",
+               file);
     REQUIRE(std::fclose(file) == 0);
   }
   const ProcessResult missing =

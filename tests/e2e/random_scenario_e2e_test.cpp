@@ -84,8 +84,8 @@ class ScenarioGenerator {
           break;
         case 4:
           if (stack.empty() && !may_launch_bare) break;
-          ops->push_back({{"memset", 0}, {"bytes", 65536}, {"stream", Uniform(0, 2)},
-                          {"us", Uniform(2, 20)}});
+          ops->push_back(
+              {{"memset", 0}, {"bytes", 65536}, {"stream", Uniform(0, 2)}, {"us", Uniform(2, 20)}});
           break;
         case 5:
           ops->push_back({{"cpu_us", Uniform(5, 150)}});
@@ -150,7 +150,8 @@ TEST_CASE("generated scenarios agree with the truth exactly", "[e2e]") {
     const json& process = truth["processes"][0];
     activities += process["activities"].size();
     scenarios_with_workers += generated["processes"][0]["threads"].size() > 1 ? 1 : 0;
-    for (const auto& activity : process["activities"]) streams.insert(activity["stream"].get<int64_t>());
+    for (const auto& activity : process["activities"])
+      streams.insert(activity["stream"].get<int64_t>());
     for (const auto& range : process["ranges"]) domain_ranges += range["domain"] == "app" ? 1 : 0;
   }
   CHECK(activities >= 30);

@@ -36,8 +36,8 @@ std::pair<json, json> RunScenario(const TempDir& dir, const std::string& scenari
   const std::string report_path = dir.File("report.json");
   const std::string truth_path = dir.File("truth.json");
   const ProcessResult run = RunProcess({GPUATTR_BIN, "run", "--quiet", "-o", report_path, "--",
-                                         SIMGPU_RUN, scenario, "--truth", truth_path},
-                                        env);
+                                        SIMGPU_RUN, scenario, "--truth", truth_path},
+                                       env);
   INFO("gpuattr stderr: " << run.err);
   REQUIRE(ExitStatus(run) == 0);
   REQUIRE(SchemaValid(report_path));

@@ -20,7 +20,6 @@ using test_support::ReadJson;
 using test_support::RunProcess;
 using test_support::TempDir;
 
-
 void CheckScenario(const std::string& name) {
   TempDir dir;
   const auto [report, truth] = RunScenario(dir, GPUATTR_SCENARIO_DIR "/" + name + ".json");
@@ -43,8 +42,7 @@ TEST_CASE("a kernel launched outside any range agrees with the truth", "[e2e]") 
   CheckScenario("launch_outside_range");
 }
 
-TEST_CASE("a child forked without exec is its own process and leaves the parent intact",
-          "[e2e]") {
+TEST_CASE("a child forked without exec is its own process and leaves the parent intact", "[e2e]") {
   TempDir dir;
   const auto [report, truth] = RunScenario(dir, GPUATTR_SCENARIO_DIR "/fork_without_exec.json");
   REQUIRE(truth["processes"].size() == 2);
@@ -93,7 +91,8 @@ TEST_CASE("another CUPTI subscriber gets a typed refusal and the app runs on", "
 TEST_CASE("a malformed scenario fails clearly under gpuattr, without a crash", "[e2e]") {
   TempDir dir;
   const std::string scenario = dir.File("bad.json");
-  std::ofstream(scenario) << R"({"processes": [{"threads": [{"name": "main", "ops": [{"lunch": "k"}]}]}]})";
+  std::ofstream(scenario)
+      << R"({"processes": [{"threads": [{"name": "main", "ops": [{"lunch": "k"}]}]}]})";
   const ProcessResult run = RunProcess({GPUATTR_BIN, "run", "--quiet", "-o", dir.File("r.json"),
                                         "--", SIMGPU_RUN, scenario, "--truth", dir.File("t.json")});
   CHECK(ExitStatus(run) == 2);

@@ -43,8 +43,8 @@ Run RunLibraryScenario(const TempDir& dir, const std::string& name,
   const std::string report_path = dir.File("report.json");
   const std::string truth_path = dir.File("truth.json");
   const std::string activities_path = dir.File("activities.jsonl");
-  std::vector<std::string> argv = {GPUATTR_BIN, "run", "--quiet", "-o", report_path,
-                                   "--activities", activities_path};
+  std::vector<std::string> argv = {GPUATTR_BIN, "run",          "--quiet",      "-o",
+                                   report_path, "--activities", activities_path};
   argv.insert(argv.end(), flags.begin(), flags.end());
   for (const std::string& arg : {std::string("--"), std::string(SIMGPU_RUN),
                                  std::string(GPUATTR_SCENARIO_DIR "/") + name + ".json",
@@ -116,7 +116,8 @@ void CheckActivities(const std::vector<json>& exported, const ContractProcess& e
   };
   for (const ContractActivity& a : expected.activities) {
     const json& t = a.truth;
-    const auto it = by_key.find({t["correlation_id"].get<uint64_t>(), t["start_ns"].get<uint64_t>()});
+    const auto it =
+        by_key.find({t["correlation_id"].get<uint64_t>(), t["start_ns"].get<uint64_t>()});
     if (it == by_key.end()) {
       expect(false, t, "missing from the export", nullptr);
       continue;
@@ -130,9 +131,8 @@ void CheckActivities(const std::vector<json>& exported, const ContractProcess& e
            t, "name", e["name"]);
     expect(e["device"] == t["device"] && e["stream"] == t["stream"], t, "device/stream", e);
     expect(e["end_ns"] == t["end_ns"], t, "end_ns", e["end_ns"]);
-    expect(e["launch_ns"].is_number() &&
-               std::llabs(e["launch_ns"].get<int64_t>() - t["launch_ns"].get<int64_t>()) <
-                   kHostSkewNs,
+    expect(e["launch_ns"].is_number() && std::llabs(e["launch_ns"].get<int64_t>() -
+                                                    t["launch_ns"].get<int64_t>()) < kHostSkewNs,
            t, "launch_ns", e["launch_ns"]);
     expect(e["thread"].is_string() ? e["thread"] == t["thread"] : e["thread"] == t["tid"], t,
            "thread", e["thread"]);
@@ -187,19 +187,20 @@ void CheckGaps(const json& process, const ContractProcess& expected) {
       INFO("largest gap " << gap.dump());
       // Ranked by length: the i-th listed is as long as the truth's i-th longest hole.
       CHECK(gap["ns"] == want.holes[i].end_ns - want.holes[i].start_ns);
-      const auto match = std::find_if(want.holes.begin(), want.holes.end(), [&](const ContractGap& h) {
-        return gap["start_ns"] == h.start_ns && gap["end_ns"] == h.end_ns;
-      });
+      const auto match =
+          std::find_if(want.holes.begin(), want.holes.end(), [&](const ContractGap& h) {
+            return gap["start_ns"] == h.start_ns && gap["end_ns"] == h.end_ns;
+          });
       REQUIRE(match != want.holes.end());
       CHECK((gap["class"] == match->gap_class || match->class_ambiguous));
       // The range open on the launching thread: its full path, or its innermost name.
-      const bool range_ok = std::any_of(
-          match->host_range_candidates.begin(), match->host_range_candidates.end(),
-          [&](const Path& candidate) {
-            const Path innermost = candidate.empty() ? Path{} : Path{candidate.back()};
-            return (candidate.empty() && gap["host_range"].is_null()) ||
-                   gap["host_range"] == candidate || gap["host_range"] == innermost;
-          });
+      const bool range_ok =
+          std::any_of(match->host_range_candidates.begin(), match->host_range_candidates.end(),
+                      [&](const Path& candidate) {
+                        const Path innermost = candidate.empty() ? Path{} : Path{candidate.back()};
+                        return (candidate.empty() && gap["host_range"].is_null()) ||
+                               gap["host_range"] == candidate || gap["host_range"] == innermost;
+                      });
       CHECK(range_ok);
     }
   }

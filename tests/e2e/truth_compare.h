@@ -33,7 +33,7 @@ struct ExpectedProcess {
   uint64_t memcpy_ns = 0;
   uint64_t memset_ns = 0;
   uint64_t unattributed_ns = 0;
-  std::map<int64_t, ExpectedDevice> devices;          // by device id
+  std::map<int64_t, ExpectedDevice> devices;                // by device id
   std::map<std::vector<std::string>, ExpectedPass> passes;  // by path, every prefix present
 };
 

@@ -1,9 +1,10 @@
 // RestrictTruthToWindow on a small hand-written truth (window [450, 900]): which activities,
 // ranges and marks stay, and how graph activities captured before the window are re-attributed.
+#include "window_truth.h"
+
 #include <catch2/catch.hpp>
 
 #include "truth_compare.h"
-#include "window_truth.h"
 
 namespace gpuattr::e2e {
 namespace {
@@ -13,15 +14,23 @@ using nlohmann::json;
 json Range(const std::string& thread, const json& path, uint64_t start, const json& end,
            const std::string& kind = "push_pop") {
   return {{"thread", thread}, {"domain", nullptr}, {"path", path},
-          {"kind", kind},     {"start_ns", start},  {"end_ns", end}};
+          {"kind", kind},     {"start_ns", start}, {"end_ns", end}};
 }
 
 json Kernel(const std::string& name, uint64_t launch, const std::string& thread,
             const std::string& attribution, const json& path) {
-  return {{"kind", "kernel"},  {"name", name},           {"correlation_id", launch},
-          {"device", 0},       {"stream", 0},            {"launch_ns", launch},
-          {"start_ns", launch + 5}, {"end_ns", launch + 15}, {"thread", thread},
-          {"range_path", path}, {"attribution", attribution}, {"graph_node", nullptr}};
+  return {{"kind", "kernel"},
+          {"name", name},
+          {"correlation_id", launch},
+          {"device", 0},
+          {"stream", 0},
+          {"launch_ns", launch},
+          {"start_ns", launch + 5},
+          {"end_ns", launch + 15},
+          {"thread", thread},
+          {"range_path", path},
+          {"attribution", attribution},
+          {"graph_node", nullptr}};
 }
 
 // A graph node of `graph` captured on `capture_thread` under `capture_path`, launched by `thread`.
@@ -37,12 +46,11 @@ json Node(const std::string& name, int graph, uint64_t launch, const std::string
 // main: step [200, 400), step [500, 800) with step/fwd [510, 600), io (start/end) [600, 700),
 // step [850, 1000); worker: bwd [300, 520), bwd from 880, never closed. main pushed first.
 json Truth() {
-  json ranges = json::array({Range("main", {"step"}, 200, 400), Range("worker", {"bwd"}, 300, 520),
-                             Range("main", {"step"}, 500, 800),
-                             Range("main", {"step", "fwd"}, 510, 600),
-                             Range("main", {"io"}, 600, 700, "start_end"),
-                             Range("main", {"step"}, 850, 1000),
-                             Range("worker", {"bwd"}, 880, nullptr)});
+  json ranges =
+      json::array({Range("main", {"step"}, 200, 400), Range("worker", {"bwd"}, 300, 520),
+                   Range("main", {"step"}, 500, 800), Range("main", {"step", "fwd"}, 510, 600),
+                   Range("main", {"io"}, 600, 700, "start_end"), Range("main", {"step"}, 850, 1000),
+                   Range("worker", {"bwd"}, 880, nullptr)});
   json activities = json::array({
       Kernel("before", 300, "main", "direct", {"step"}),
       Kernel("direct", 520, "main", "direct", {"step", "fwd"}),
@@ -65,12 +73,19 @@ json Truth() {
   });
   json marks = json::array({{{"thread", "main"}, {"name", "early"}, {"ns", 100}},
                             {{"thread", "main"}, {"name", "inside"}, {"ns", 460}}});
-  json other = {{"pid", 43}, {"rank", nullptr}, {"activities", json::array()},
-                {"ranges", json::array()}, {"marks", json::array()}};
-  return {{"processes",
-           json::array({{{"pid", 42}, {"rank", 0}, {"name", "rank0"}, {"exit_status", 0},
-                         {"activities", activities}, {"ranges", ranges}, {"marks", marks}},
-                        other})}};
+  json other = {{"pid", 43},
+                {"rank", nullptr},
+                {"activities", json::array()},
+                {"ranges", json::array()},
+                {"marks", json::array()}};
+  return {{"processes", json::array({{{"pid", 42},
+                                      {"rank", 0},
+                                      {"name", "rank0"},
+                                      {"exit_status", 0},
+                                      {"activities", activities},
+                                      {"ranges", ranges},
+                                      {"marks", marks}},
+                                     other})}};
 }
 
 const json& ByName(const json& process, const std::string& name) {
@@ -124,7 +139,7 @@ TEST_CASE("window truth keeps the window's launches and re-attributes earlier ca
   const auto expected = ExpectFromTruth(restricted);
   REQUIRE(expected.size() == 1);
   CHECK(expected[0].kernels == 8);
-  CHECK(expected[0].unattributed_ns == 10);  // g5
+  CHECK(expected[0].unattributed_ns == 10);                               // g5
   CHECK(expected[0].passes.at({"step", "fwd"}).self_ns == 10 + 10 + 10);  // direct, g1, g3
   CHECK(expected[0].passes.at({"step", "fwd"}).ns_by_attribution.at("captured") == 10);
   CHECK(expected[0].passes.at({"step"}).self_ns == 10 + 10 + 10);  // g2, g6, at_end

@@ -7,8 +7,23 @@
 #include "report_fuzz_entry.h"
 
 int main(int argc, char** argv) {
-  const std::vector<std::string> tokens = {
-      "{", "}", "[", "]", ",", ":", "\"", "\\u0007", "1e999", "-1", "-9223372036854775809",
-      "18446744073709551616", "null", "\"\"", "[[[[[[[[", "{\"a\":{}}", "\xe2\x80\xa6", "\xff"};
+  const std::vector<std::string> tokens = {"{",
+                                           "}",
+                                           "[",
+                                           "]",
+                                           ",",
+                                           ":",
+                                           "\"",
+                                           "\\u0007",
+                                           "1e999",
+                                           "-1",
+                                           "-9223372036854775809",
+                                           "18446744073709551616",
+                                           "null",
+                                           "\"\"",
+                                           "[[[[[[[[",
+                                           "{\"a\":{}}",
+                                           "\xe2\x80\xa6",
+                                           "\xff"};
   return gpuattr::fuzz::RunFuzzSmoke(argc, argv, gpuattr::fuzz::RenderReportBytes, tokens);
 }

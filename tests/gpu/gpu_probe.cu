@@ -40,13 +40,13 @@ constexpr int kElems = 1 << 22;  // 16 MiB of floats: each kernel runs tens of m
 constexpr int kBlock = 256;
 constexpr int kGrid = (kElems + kBlock - 1) / kBlock;
 
-#define GPUATTR_CHECK(call)                                                               \
-  do {                                                                                    \
-    cudaError_t err_ = (call);                                                            \
-    if (err_ != cudaSuccess) {                                                            \
+#define GPUATTR_CHECK(call)                                                                \
+  do {                                                                                     \
+    cudaError_t err_ = (call);                                                             \
+    if (err_ != cudaSuccess) {                                                             \
       std::fprintf(stderr, "gpu_probe: %s failed: %s\n", #call, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
+      std::exit(1);                                                                        \
+    }                                                                                      \
   } while (0)
 
 __global__ void probe_chevron_kernel(float* data, int n) {
@@ -89,7 +89,7 @@ struct Op {
   std::string path;  // NVTX path open at launch, '/'-joined; "" for none
   std::string stream;
   int count = 0;
-  double ms = 0.0;   // summed cudaEvent time of the operations
+  double ms = 0.0;        // summed cudaEvent time of the operations
   bool captured = false;  // ran as graph nodes
 };
 
@@ -236,8 +236,10 @@ void Streams(Truth& t) {
   GPUATTR_CHECK(cudaEventSynchronize(wall_stop));
   float wall_ms = 0.0f;
   GPUATTR_CHECK(cudaEventElapsedTime(&wall_ms, wall_start, wall_stop));
-  t.ops.push_back({"kernel", "probe_stream_kernel", "streams", StreamName(s1), kPerStream, ms1, false});
-  t.ops.push_back({"kernel", "probe_stream_kernel", "streams", StreamName(s2), kPerStream, ms2, false});
+  t.ops.push_back(
+      {"kernel", "probe_stream_kernel", "streams", StreamName(s1), kPerStream, ms1, false});
+  t.ops.push_back(
+      {"kernel", "probe_stream_kernel", "streams", StreamName(s2), kPerStream, ms2, false});
   // Busy union ≈ wall span when the streams overlap; sum of streams ≈ 2 × wall.
   t.extra += "\"streams_wall_ms\": " + std::to_string(wall_ms) + ", ";
   cudaEventDestroy(s2_done);
@@ -273,7 +275,8 @@ void Memcpy(Truth& t) {
   for (const Copy& c : copies) {
     Timer timer(nullptr);
     for (int i = 0; i < kCopies; ++i) GPUATTR_CHECK(cudaMemcpy(c.dst, c.src, kBytes, c.kind));
-    t.ops.push_back({"memcpy", c.name, "memcpy", StreamName(nullptr), kCopies, timer.StopMs(), false});
+    t.ops.push_back(
+        {"memcpy", c.name, "memcpy", StreamName(nullptr), kCopies, timer.StopMs(), false});
   }
   t.notes.push_back("memcpy event time includes host staging for pageable copies");
   GPUATTR_CHECK(cudaFreeHost(pinned));
@@ -287,7 +290,8 @@ void Memset(Truth& t) {
   Timer timer(nullptr);
   for (int i = 0; i < kSets; ++i)
     GPUATTR_CHECK(cudaMemsetAsync(d, i, sizeof(float) * kElems, nullptr));
-  t.ops.push_back({"memset", "memset", "memset", StreamName(nullptr), kSets, timer.StopMs(), false});
+  t.ops.push_back(
+      {"memset", "memset", "memset", StreamName(nullptr), kSets, timer.StopMs(), false});
   GPUATTR_CHECK(cudaFree(d));
 }
 
@@ -315,8 +319,8 @@ void Graph(Truth& t) {
     ms = timer.StopMs();
   }
   // gpuattr must attribute these to graph/capture (captured), with graph/replay as launch context.
-  t.ops.push_back({"kernel", "probe_graph_kernel", "graph/capture", StreamName(s), kNodes * kReplays,
-                   ms, true});
+  t.ops.push_back({"kernel", "probe_graph_kernel", "graph/capture", StreamName(s),
+                   kNodes * kReplays, ms, true});
   t.extra += "\"graph_launch_path\": \"graph/replay\", ";
   GPUATTR_CHECK(cudaGraphExecDestroy(exec));
   GPUATTR_CHECK(cudaGraphDestroy(graph));
@@ -377,8 +381,9 @@ void Steps(Truth& t) {
   for (double ms : step_ms) sum += ms;
   t.ops.push_back({"kernel", "probe_step_kernel", "step", StreamName(nullptr),
                    kKernelsPerStep * kMeasured, sum, false});
-  t.extra += "\"step_median_ms\": " + std::to_string(median) + ", \"steps_measured\": " +
-             std::to_string(kMeasured) + ", \"steps_warmup\": " + std::to_string(kWarmup) + ", ";
+  t.extra += "\"step_median_ms\": " + std::to_string(median) +
+             ", \"steps_measured\": " + std::to_string(kMeasured) +
+             ", \"steps_warmup\": " + std::to_string(kWarmup) + ", ";
   GPUATTR_CHECK(cudaFree(d));
 }
 
@@ -390,17 +395,18 @@ void Print(const std::string& sub, const Truth& t) {
   int driver = 0, runtime = 0;
   GPUATTR_CHECK(cudaDriverGetVersion(&driver));
   GPUATTR_CHECK(cudaRuntimeGetVersion(&runtime));
-  std::printf("{\"program\": \"gpu_probe\", \"subcommand\": %s, \"device\": %s, "
-              "\"driver_version\": %d, \"runtime_version\": %d, %s\"ops\": [",
-              JsonQuote(sub).c_str(), JsonQuote(prop.name).c_str(), driver, runtime,
-              t.extra.c_str());
+  std::printf(
+      "{\"program\": \"gpu_probe\", \"subcommand\": %s, \"device\": %s, "
+      "\"driver_version\": %d, \"runtime_version\": %d, %s\"ops\": [",
+      JsonQuote(sub).c_str(), JsonQuote(prop.name).c_str(), driver, runtime, t.extra.c_str());
   for (size_t i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
-    std::printf("%s{\"kind\": %s, \"name\": %s, \"path\": %s, \"stream\": %s, \"count\": %d, "
-                "\"ms\": %.6f, \"captured\": %s}",
-                i == 0 ? "" : ", ", JsonQuote(o.kind).c_str(), JsonQuote(o.name).c_str(),
-                JsonQuote(o.path).c_str(), JsonQuote(o.stream).c_str(), o.count, o.ms,
-                o.captured ? "true" : "false");
+    std::printf(
+        "%s{\"kind\": %s, \"name\": %s, \"path\": %s, \"stream\": %s, \"count\": %d, "
+        "\"ms\": %.6f, \"captured\": %s}",
+        i == 0 ? "" : ", ", JsonQuote(o.kind).c_str(), JsonQuote(o.name).c_str(),
+        JsonQuote(o.path).c_str(), JsonQuote(o.stream).c_str(), o.count, o.ms,
+        o.captured ? "true" : "false");
   }
   std::printf("], \"notes\": [");
   for (size_t i = 0; i < t.notes.size(); ++i)
@@ -413,9 +419,9 @@ struct Subcommand {
   void (*run)(Truth&);
 };
 constexpr Subcommand kSubcommands[] = {
-    {"chevron", Chevron}, {"runtime", Runtime}, {"driver", Driver}, {"streams", Streams},
-    {"memcpy", Memcpy},   {"memset", Memset},   {"graph", Graph},   {"nvtx", Nvtx},
-    {"steps", Steps},
+    {"chevron", Chevron}, {"runtime", Runtime}, {"driver", Driver},
+    {"streams", Streams}, {"memcpy", Memcpy},   {"memset", Memset},
+    {"graph", Graph},     {"nvtx", Nvtx},       {"steps", Steps},
 };
 
 int Usage() {

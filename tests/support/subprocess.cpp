@@ -124,8 +124,7 @@ ProcessResult RunProcess(const std::vector<std::string>& argv,
 }
 
 std::vector<pid_t> ChildrenOf(pid_t pid) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
-                     "/children");
+  std::ifstream file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
   std::vector<pid_t> children;
   pid_t child = 0;
   while (file >> child) children.push_back(child);

@@ -1,5 +1,5 @@
-// Subprocess: starts a command for a component or end-to-end test, with pipes on its stdout and stderr, and
-// waits for it with a deadline. Test-only; single-threaded.
+// Subprocess: starts a command for a component or end-to-end test, with pipes on its stdout and
+// stderr, and waits for it with a deadline. Test-only; single-threaded.
 #ifndef GPUATTR_TESTS_SUPPORT_SUBPROCESS_H_
 #define GPUATTR_TESTS_SUPPORT_SUBPROCESS_H_
 

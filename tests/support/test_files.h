@@ -37,9 +37,9 @@ void WriteFile(const std::string& path, const std::string& bytes);
 nlohmann::json ReadJson(const std::string& path);
 
 struct SchemaCheck {
-  bool valid = false;   // the validator ran and accepted the report
-  int exit_code = -1;   // 0 valid, 1 invalid, anything else: the check itself failed
-  std::string output;   // the validator's explanation when invalid
+  bool valid = false;  // the validator ran and accepted the report
+  int exit_code = -1;  // 0 valid, 1 invalid, anything else: the check itself failed
+  std::string output;  // the validator's explanation when invalid
 };
 
 // Validates a report file against schemas/report.schema.json.

@@ -86,11 +86,12 @@ void ActivityStore::FlushAll(bool forced) {
   const uint64_t worker_batches = worker_batches_taken_;
   lock.unlock();
   Deliver(ready, completed);
-  if (tls_on_worker) return;  // called from bufferCompleted on the worker: it cannot wait for itself
+  if (tls_on_worker)
+    return;  // called from bufferCompleted on the worker: it cannot wait for itself
   // Buffers the worker took before this flush are handed back before it returns.
   lock.lock();
-  delivered_cv_.wait(lock,
-                     [this, worker_batches] { return worker_batches_delivered_ >= worker_batches; });
+  delivered_cv_.wait(
+      lock, [this, worker_batches] { return worker_batches_delivered_ >= worker_batches; });
 }
 
 void ActivityStore::SetFlushPeriodMs(uint32_t ms) {

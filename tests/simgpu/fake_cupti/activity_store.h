@@ -7,11 +7,12 @@
 //   app thread  ──device work──▶ pending_ ──worker──▶ worker's current buffer (requested on the
 //                                                     worker, under mu_; timestamps appear only
 //                                                     once the work has finished)
-//   full buffer ──▶ closed_ ──worker, when complete──▶ bufferCompleted (worker thread, mu_ released)
-//   FlushAll(0)      delivers every buffer whose records are all complete, on the caller's thread
-//   FlushAll(FORCED) delivers everything; unfinished device records carry start = end = 0
-//   Both return only once the buffers the worker had taken for delivery before the flush have
-//   been handed back too: bufferCompleted completes before the flush returns (cupti-notes §4.5).
+//   full buffer ──▶ closed_ ──worker, when complete──▶ bufferCompleted (worker thread, mu_
+//   released) FlushAll(0)      delivers every buffer whose records are all complete, on the
+//   caller's thread FlushAll(FORCED) delivers everything; unfinished device records carry start =
+//   end = 0 Both return only once the buffers the worker had taken for delivery before the flush
+//   have been handed back too: bufferCompleted completes before the flush returns (cupti-notes
+//   §4.5).
 //
 // Record order inside a delivered buffer is shuffled (seeded), buffers arrive in no order. A NULL
 // or misaligned buffer drops the record and counts it (a misaligned one is handed back empty).
@@ -56,9 +57,9 @@ namespace gpuattr::simgpu {
 struct DeviceRecord {
   std::array<uint8_t, 216> bytes{};  // the record, with its timestamps still zero
   size_t size = 0;
-  size_t start_offset = 0;           // where start/end (and completed, for kernels) go
+  size_t start_offset = 0;  // where start/end (and completed, for kernels) go
   size_t end_offset = 0;
-  size_t completed_offset = 0;       // 0: the record has no `completed` field
+  size_t completed_offset = 0;  // 0: the record has no `completed` field
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
 };
@@ -109,7 +110,7 @@ class ActivityStore {
     size_t max_records = 0;  // 0: no limit
     bool rejected = false;   // misaligned or too small: handed back with validSize 0
     uint64_t complete_at = 0;
-    std::vector<DeviceRecord> stamps;  // device records waiting for their timestamps
+    std::vector<DeviceRecord> stamps;               // device records waiting for their timestamps
     std::vector<std::pair<size_t, size_t>> layout;  // (offset, size) of every record
   };
   enum class Take { kFullAndComplete, kComplete, kEverything };
@@ -136,15 +137,16 @@ class ActivityStore {
   void EnsureWorker();
 
   // Runs with mu_ released.
-  static void Deliver(const std::vector<Buffer*>& buffers, CUpti_BuffersCallbackCompleteFunc completed);
+  static void Deliver(const std::vector<Buffer*>& buffers,
+                      CUpti_BuffersCallbackCompleteFunc completed);
   void WorkerMain(Worker* self);  // Runs on: the fake's worker thread ("Cupti_Worker").
 
   uint64_t (*cupti_now_)();
   const bool shuffle_;
 
   mutable std::mutex mu_;
-  std::condition_variable work_cv_;    // wakes the worker (pending work, stop)
-  std::condition_variable placed_cv_;  // the worker drained pending_
+  std::condition_variable work_cv_;       // wakes the worker (pending work, stop)
+  std::condition_variable placed_cv_;     // the worker drained pending_
   std::condition_variable delivered_cv_;  // a worker finished delivering a batch
   uint64_t worker_batches_taken_ = 0;     // batches of buffers workers took to deliver
   uint64_t worker_batches_delivered_ = 0;
@@ -152,7 +154,7 @@ class ActivityStore {
   CUpti_BuffersCallbackCompleteFunc completed_ = nullptr;
   std::array<std::atomic<bool>, CUPTI_ACTIVITY_KIND_COUNT> enabled_{};
   std::unordered_map<uint64_t, Buffer*> current_;  // owner (thread key) -> open buffer
-  std::vector<Buffer*> closed_;                   // full or rejected, not yet delivered
+  std::vector<Buffer*> closed_;                    // full or rejected, not yet delivered
   std::deque<DeviceRecord> pending_;
   size_t dropped_ = 0;
   uint32_t flush_period_ms_ = 0;

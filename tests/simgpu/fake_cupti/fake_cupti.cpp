@@ -44,12 +44,12 @@
 
 #include <algorithm>
 #include <array>
-#include <iterator>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -107,13 +107,13 @@ static_assert(SortedById(kRuntimeNames) && SortedById(kDriverNames) && SortedByI
 
 template <size_t N>
 const char* FindName(const NameEntry (&table)[N], uint32_t id) {
-  const NameEntry* entry = std::lower_bound(
-      std::begin(table), std::end(table), id,
-      [](const NameEntry& e, uint32_t wanted) { return e.id < wanted; });
+  const NameEntry* entry =
+      std::lower_bound(std::begin(table), std::end(table), id,
+                       [](const NameEntry& e, uint32_t wanted) { return e.id < wanted; });
   return entry != std::end(table) && entry->id == id ? entry->name : nullptr;
 }
 
-constexpr uint32_t kVersion = 130001;  // CUPTI_API_VERSION of CUDA 13.0 Update 1
+constexpr uint32_t kVersion = 130001;                // CUPTI_API_VERSION of CUDA 13.0 Update 1
 constexpr const char* kInvalidSymbol = "<invalid>";  // symbolName outside launch callbacks
 alignas(16) constexpr unsigned char kZeroParams[512] = {};  // functionParams: all fields zero
 constexpr int kEnterReturnPoison = 0x5eed;  // what functionReturnValue points to at ENTER
@@ -291,8 +291,8 @@ class Fake {
   ActivityStore& store() { return store_; }
 
   // --- subscription -------------------------------------------------------------------------
-  CUptiResult Subscribe(CUpti_SubscriberHandle* handle, CUpti_CallbackFunc callback,
-                        void* userdata, CUpti_SubscriberParams* params) {
+  CUptiResult Subscribe(CUpti_SubscriberHandle* handle, CUpti_CallbackFunc callback, void* userdata,
+                        CUpti_SubscriberParams* params) {
     if (mode_ == Mode::kNoDriver) return CUPTI_ERROR_UNKNOWN;
     if (handle == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
     if (params != nullptr && params->structSize == 0) return CUPTI_ERROR_INVALID_PARAMETER;
@@ -314,8 +314,8 @@ class Fake {
                                CUpti_Subscriber_st{callback, userdata, {}}))
                            .get();
     if (params != nullptr && params->subscriberName != nullptr) {
-      subscriber->name = std::string(params->subscriberName)
-                             .substr(0, CUPTI_SUBSCRIBER_NAME_MAX_LEN - 1);
+      subscriber->name =
+          std::string(params->subscriberName).substr(0, CUPTI_SUBSCRIBER_NAME_MAX_LEN - 1);
     }
     subscriber_ = subscriber;
     domain_all_.fill(false);
@@ -384,8 +384,7 @@ class Fake {
     const Dispatch* dispatch = dispatch_.load();
     if (dispatch != nullptr && dispatch->Enabled(domain, cbid)) {
       ++tls_callback_depth;
-      dispatch->callback(dispatch->userdata, static_cast<CUpti_CallbackDomain>(domain), cbid,
-                         data);
+      dispatch->callback(dispatch->userdata, static_cast<CUpti_CallbackDomain>(domain), cbid, data);
       --tls_callback_depth;
     }
     callbacks_running_.fetch_sub(1);
@@ -442,8 +441,8 @@ class Fake {
       PublishLocked();
       callbacks_in_finalize_ += tls_callback_depth;
       finalizers_waiting_.fetch_add(1);
-      callbacks_idle_.wait(
-          lock, [this] { return callbacks_running_.load() == callbacks_in_finalize_; });
+      callbacks_idle_.wait(lock,
+                           [this] { return callbacks_running_.load() == callbacks_in_finalize_; });
       finalizers_waiting_.fetch_sub(1);
       callbacks_in_finalize_ -= tls_callback_depth;
     }
@@ -577,17 +576,17 @@ class Fake {
     }
   };
 
-  std::mutex cb_mu_;  // leaf lock; never held while a client callback runs
-  std::condition_variable callbacks_idle_;  // callbacks_running_ fell
-  std::atomic<int> callbacks_running_{0};   // Fire calls in progress, all threads
-  std::atomic<int> finalizers_waiting_{0};  // Finalize calls waiting for callbacks_running_
-  int callbacks_in_finalize_ = 0;  // of those, the ones whose thread is inside Finalize
+  std::mutex cb_mu_;                           // leaf lock; never held while a client callback runs
+  std::condition_variable callbacks_idle_;     // callbacks_running_ fell
+  std::atomic<int> callbacks_running_{0};      // Fire calls in progress, all threads
+  std::atomic<int> finalizers_waiting_{0};     // Finalize calls waiting for callbacks_running_
+  int callbacks_in_finalize_ = 0;              // of those, the ones whose thread is inside Finalize
   CUpti_Subscriber_st* subscriber_ = nullptr;  // the current one, or none
   std::vector<std::unique_ptr<CUpti_Subscriber_st>> subscribers_;  // every one ever made
   std::array<bool, CUPTI_CB_DOMAIN_SIZE> domain_all_{};
   std::map<std::pair<int, uint32_t>, bool> overrides_;
-  std::atomic<const Dispatch*> dispatch_{nullptr};    // what Fire reads; null: no subscriber
-  std::unique_ptr<Dispatch> current_dispatch_;         // owns dispatch_
+  std::atomic<const Dispatch*> dispatch_{nullptr};  // what Fire reads; null: no subscriber
+  std::unique_ptr<Dispatch> current_dispatch_;      // owns dispatch_
   std::vector<std::unique_ptr<Dispatch>> retired_dispatches_;  // replaced, maybe still read
 
   std::mutex objects_mu_;  // leaf lock
@@ -619,9 +618,8 @@ void FireApi(const OpenCall& call, const CallSide& side, CUpti_ApiCallbackSite s
   data.callbackSite = site;
   data.functionName = FunctionName(side.domain, side.cbid);
   data.functionParams = kZeroParams;
-  data.functionReturnValue =
-      site == CUPTI_API_EXIT ? const_cast<int*>(&call.return_value)
-                             : const_cast<int*>(&kEnterReturnPoison);
+  data.functionReturnValue = site == CUPTI_API_EXIT ? const_cast<int*>(&call.return_value)
+                                                    : const_cast<int*>(&kEnterReturnPoison);
   data.symbolName = IsLaunchCbid(side.domain, side.cbid) ? call.symbol.c_str() : kInvalidSymbol;
   data.context = context;
   data.contextUid = context != nullptr ? context->id : 0;
@@ -697,8 +695,8 @@ CUptiResult CUPTIAPI cuptiGetVersion(uint32_t* version) {
 
 CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char** str) {
   if (str == nullptr) return Result(CUPTI_ERROR_INVALID_PARAMETER);
-  const char* name = gpuattr::simgpu::FindName(gpuattr::simgpu::kResultNames,
-                                               static_cast<uint32_t>(result));
+  const char* name =
+      gpuattr::simgpu::FindName(gpuattr::simgpu::kResultNames, static_cast<uint32_t>(result));
   if (name == nullptr) return Result(CUPTI_ERROR_INVALID_PARAMETER);
   *str = name;
   return CUPTI_SUCCESS;
@@ -729,9 +727,9 @@ CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t 
 }
 
 CUptiResult CUPTIAPI cuptiSupportedDomains(size_t* domainCount, CUpti_DomainTable* domainTable) {
-  static CUpti_CallbackDomain kDomains[] = {
-      CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_RESOURCE,
-      CUPTI_CB_DOMAIN_SYNCHRONIZE, CUPTI_CB_DOMAIN_NVTX, CUPTI_CB_DOMAIN_STATE};
+  static CUpti_CallbackDomain kDomains[] = {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                            CUPTI_CB_DOMAIN_RESOURCE,   CUPTI_CB_DOMAIN_SYNCHRONIZE,
+                                            CUPTI_CB_DOMAIN_NVTX,       CUPTI_CB_DOMAIN_STATE};
   if (domainCount == nullptr || domainTable == nullptr) {
     return Result(CUPTI_ERROR_INVALID_PARAMETER);
   }
@@ -740,8 +738,8 @@ CUptiResult CUPTIAPI cuptiSupportedDomains(size_t* domainCount, CUpti_DomainTabl
   return CUPTI_SUCCESS;
 }
 
-CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber,
-                                    CUpti_CallbackFunc callback, void* userdata) {
+CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                                    void* userdata) {
   return Result(Fake::Get().Subscribe(subscriber, callback, userdata, nullptr));
 }
 
@@ -784,8 +782,8 @@ CUptiResult CUPTIAPI cuptiGetThreadIdType(CUpti_ActivityThreadIdType* type) {
   return CUPTI_SUCCESS;
 }
 
-CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(
-    CUpti_TimestampCallbackFunc funcTimestamp) {
+CUptiResult CUPTIAPI
+cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc funcTimestamp) {
   if (Fake::Get().no_driver()) return Result(CUPTI_ERROR_UNKNOWN);
   if (funcTimestamp == nullptr) return Result(CUPTI_ERROR_INVALID_PARAMETER);
   gpuattr::simgpu::g_timestamp_callback.store(funcTimestamp);
@@ -808,9 +806,9 @@ CUptiResult CUPTIAPI cuptiActivityGetAttribute(CUpti_ActivityAttribute attr, siz
   return Result(Fake::Get().GetAttribute(attr, valueSize, value));
 }
 
-CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
-    CUpti_BuffersCallbackRequestFunc funcBufferRequested,
-    CUpti_BuffersCallbackCompleteFunc funcBufferCompleted) {
+CUptiResult CUPTIAPI
+cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc funcBufferRequested,
+                               CUpti_BuffersCallbackCompleteFunc funcBufferCompleted) {
   if (funcBufferRequested == nullptr || funcBufferCompleted == nullptr) {
     return Result(CUPTI_ERROR_INVALID_PARAMETER);
   }
@@ -938,8 +936,7 @@ uint32_t simgpu_api_enter(int domain, uint32_t cbid, const char* symbol, uint32_
   call->symbol = symbol != nullptr ? symbol : "";
   call->device = device;
   call->stream = stream;
-  const uint32_t nested_cbid =
-      domain == CUPTI_CB_DOMAIN_RUNTIME_API ? NestedDriverCbid(cbid) : 0;
+  const uint32_t nested_cbid = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? NestedDriverCbid(cbid) : 0;
   if (nested_cbid != 0 && fake.nested() != NestedDriver::kOff) {
     const uint32_t id = fake.nested() == NestedDriver::kSameId ? call->outer.correlation_id
                                                                : fake.NextCorrelationId();

@@ -1,9 +1,10 @@
 /* simgpu_control.h: the test-control API that only the fake libcupti.so.13 exports.
  *
- * The simulated CUDA driver (tests/simgpu/sim/, linked into simgpu-run) is the only intended caller:
- * it plays the part the real driver plays towards the real CUPTI. It binds these functions with
- * dlsym() on the library named by GPUATTR_CUPTI_LIBRARY; when they are absent (the real libcupti),
- * the simulation runs without CUPTI. Tests may call them too, through dlopen like any client.
+ * The simulated CUDA driver (tests/simgpu/sim/, linked into simgpu-run) is the only intended
+ * caller: it plays the part the real driver plays towards the real CUPTI. It binds these functions
+ * with dlsym() on the library named by GPUATTR_CUPTI_LIBRARY; when they are absent (the real
+ * libcupti), the simulation runs without CUPTI. Tests may call them too, through dlopen like any
+ * client.
  *
  * Threads: every function may be called from any application thread, concurrently. An API call is
  * a per-thread bracket: simgpu_api_enter() fires the ENTER callbacks on the calling thread and
@@ -51,25 +52,25 @@ typedef enum {
  * start = end = 0). */
 typedef struct {
   SimgpuActivityType type;
-  uint32_t correlation_id;   /* of the API call that launched it (the graph launch for nodes) */
+  uint32_t correlation_id; /* of the API call that launched it (the graph launch for nodes) */
   uint32_t device;
   uint32_t stream;
-  uint64_t start_ns;          /* CLOCK_MONOTONIC */
-  uint64_t end_ns;            /* CLOCK_MONOTONIC */
-  const char* name;          /* kernels: mangled name; copied (interned) by the fake */
+  uint64_t start_ns; /* CLOCK_MONOTONIC */
+  uint64_t end_ns;   /* CLOCK_MONOTONIC */
+  const char* name;  /* kernels: mangled name; copied (interned) by the fake */
   int32_t grid[3];
   int32_t block[3];
   int32_t static_shared_memory;
   int32_t dynamic_shared_memory;
   uint16_t registers_per_thread;
-  uint64_t bytes;            /* memcpy/memset */
-  uint8_t copy_kind;         /* memcpy: CUpti_ActivityMemcpyKind; PTOP gives a MEMCPY2 record */
-  uint8_t src_kind;          /* memcpy: CUpti_ActivityMemoryKind */
+  uint64_t bytes;    /* memcpy/memset */
+  uint8_t copy_kind; /* memcpy: CUpti_ActivityMemcpyKind; PTOP gives a MEMCPY2 record */
+  uint8_t src_kind;  /* memcpy: CUpti_ActivityMemoryKind */
   uint8_t dst_kind;
-  uint32_t peer_device;      /* memcpy PTOP: the other device */
+  uint32_t peer_device; /* memcpy PTOP: the other device */
   uint32_t memset_value;
-  uint32_t graph_id;         /* 0 unless launched by a graph */
-  uint64_t graph_node_id;    /* 0 unless launched by a graph: the exec's clone node id */
+  uint32_t graph_id;      /* 0 unless launched by a graph */
+  uint64_t graph_node_id; /* 0 unless launched by a graph: the exec's clone node id */
 } SimgpuActivity;
 
 /* SIMGPU_CONTROL_VERSION of the library (2: SimgpuActivity times are CLOCK_MONOTONIC). */
@@ -104,8 +105,8 @@ uint64_t simgpu_graph_node_create(uint32_t graph_id, int node_type);
 
 /* Instantiates graph `graph_id`: creates the executable and its clone graph, and for each node,
  * in creation order, fires GRAPHNODE_CREATED then GRAPHNODE_CLONED (originalNode -> node) and then
- * GRAPHEXEC_CREATED, inside the innermost open call. Writes up to `max_nodes` clone node ids (in the
- * order of the original nodes) and the clone graph's id. Returns the exec id, 0 for an unknown
+ * GRAPHEXEC_CREATED, inside the innermost open call. Writes up to `max_nodes` clone node ids (in
+ * the order of the original nodes) and the clone graph's id. Returns the exec id, 0 for an unknown
  * graph. */
 uint32_t simgpu_graph_instantiate(uint32_t graph_id, uint32_t* clone_graph_id,
                                   uint64_t* clone_node_ids, size_t max_nodes);

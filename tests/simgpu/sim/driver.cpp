@@ -103,8 +103,8 @@ Driver::Driver(uint64_t launch_latency_ns, uint64_t graph_node_gap_ns)
 void Driver::EnsureInit() {
   std::call_once(init_once_, [this] {
     const char* cupti = std::getenv("GPUATTR_CUPTI_LIBRARY");
-    void* handle = cupti != nullptr && *cupti != '\0' ? dlopen(cupti, RTLD_NOW | RTLD_GLOBAL)
-                                                      : nullptr;
+    void* handle =
+        cupti != nullptr && *cupti != '\0' ? dlopen(cupti, RTLD_NOW | RTLD_GLOBAL) : nullptr;
     if (handle != nullptr) {
       decltype(&simgpu_control_version) version = nullptr;
       Bind(handle, "simgpu_control_version", &version);
@@ -116,9 +116,9 @@ void Driver::EnsureInit() {
         Bind(handle, "simgpu_graph_node_create", &node_create_);
         Bind(handle, "simgpu_graph_instantiate", &instantiate_);
       }
-      const bool complete = api_enter_ != nullptr && api_exit_ != nullptr &&
-                            submit_ != nullptr && graph_create_ != nullptr &&
-                            node_create_ != nullptr && instantiate_ != nullptr;
+      const bool complete = api_enter_ != nullptr && api_exit_ != nullptr && submit_ != nullptr &&
+                            graph_create_ != nullptr && node_create_ != nullptr &&
+                            instantiate_ != nullptr;
       if (!complete) {
         // Not the fake (e.g. the real libcupti): simulate without CUPTI.
         api_enter_ = nullptr;
@@ -128,8 +128,8 @@ void Driver::EnsureInit() {
     const char* injection = std::getenv("CUDA_INJECTION64_PATH");
     if (injection != nullptr && *injection != '\0') {
       void* library = dlopen(injection, RTLD_NOW);
-      auto* initialize =
-          library != nullptr ? reinterpret_cast<int (*)()>(dlsym(library, "InitializeInjection"))
+      auto* initialize = library != nullptr
+                             ? reinterpret_cast<int (*)()>(dlsym(library, "InitializeInjection"))
                              : nullptr;
       if (initialize != nullptr) {
         initialize();
@@ -173,8 +173,8 @@ WorkResult Driver::Submit(const DeviceWork& work, const CaptureSite& site) {
   }
   result.launch_ns = Now();
   const char* symbol = work.type == SIMGPU_ACTIVITY_KERNEL ? work.name.c_str() : nullptr;
-  const uint32_t id = Enter(CUPTI_CB_DOMAIN_RUNTIME_API, RuntimeCbid(work), symbol, work.device,
-                            work.stream);
+  const uint32_t id =
+      Enter(CUPTI_CB_DOMAIN_RUNTIME_API, RuntimeCbid(work), symbol, work.device, work.stream);
   if (has_cupti()) result.correlation_id = id;
   if (!graph.empty()) {
     // Captured: the node is created inside the launch call, on this thread; no device work.
@@ -272,16 +272,16 @@ bool Driver::CaptureEnd(const std::string& graph, std::string* error) {
     }
     snapshot = it->second;
   }
-  Enter(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
-        nullptr, snapshot.device, snapshot.stream);
+  Enter(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, nullptr,
+        snapshot.device, snapshot.stream);
   {
     std::lock_guard<std::mutex> lock(mu_);
     graphs_[graph].capturing = false;
     capturing_.erase({snapshot.device, snapshot.stream});
   }
   Exit();
-  Enter(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000,
-        nullptr, snapshot.device, snapshot.stream);
+  Enter(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, nullptr,
+        snapshot.device, snapshot.stream);
   std::vector<uint64_t> clones(snapshot.nodes.size(), 0);
   uint32_t clone_graph_id = 0;
   if (instantiate_ != nullptr) {
@@ -316,9 +316,9 @@ GraphLaunchResult Driver::GraphLaunch(const std::string& graph, uint32_t stream,
     g = it->second;
   }
   result.launch_ns = Now();
-  const uint32_t id = Enter(CUPTI_CB_DOMAIN_RUNTIME_API,
-                            CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, nullptr, g.device,
-                            stream);
+  const uint32_t id =
+      Enter(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, nullptr,
+            g.device, stream);
   if (has_cupti()) result.correlation_id = id;
   {
     // The nodes run back to back on the launch stream, as one unit of work on it.

@@ -7,7 +7,8 @@
 //     InitializeInjection(), as the CUDA driver does;
 //   - every CUDA call brackets itself with simgpu_api_enter/exit, so the fake fires the callbacks
 //     a real GPU's CUPTI would, with the correlation id the fake assigns;
-//   - the device: work is queued per (device, stream) on a timeline in CLOCK_MONOTONIC ns. Launches are
+//   - the device: work is queued per (device, stream) on a timeline in CLOCK_MONOTONIC ns. Launches
+//   are
 //     asynchronous: start = max(host entry + launch latency, end of the previous work on that
 //     stream), FIFO per stream, streams overlap; Sync() really sleeps the calling thread until the
 //     simulated completion time. Nothing ever synchronises implicitly.
@@ -105,8 +106,7 @@ class Driver {
   // cudaDeviceSynchronize (no stream) or cudaStreamSynchronize.
   void Sync(uint32_t device, std::optional<uint32_t> stream);
   // cudaStreamBeginCapture; false (and *error) on misuse.
-  bool CaptureBegin(const std::string& graph, uint32_t device, uint32_t stream,
-                    std::string* error);
+  bool CaptureBegin(const std::string& graph, uint32_t device, uint32_t stream, std::string* error);
   // cudaStreamEndCapture + cudaGraphInstantiate.
   bool CaptureEnd(const std::string& graph, std::string* error);
   // cudaGraphLaunch of an instantiated graph.
@@ -132,8 +132,7 @@ class Driver {
     std::vector<Node> nodes;
   };
 
-  uint32_t Enter(int domain, uint32_t cbid, const char* symbol, uint32_t device,
-                 uint32_t stream);
+  uint32_t Enter(int domain, uint32_t cbid, const char* symbol, uint32_t device, uint32_t stream);
   void Exit();
   void SleepUntil(uint64_t t) const;
 
@@ -151,8 +150,8 @@ class Driver {
   decltype(&simgpu_graph_node_create) node_create_ = nullptr;
   decltype(&simgpu_graph_instantiate) instantiate_ = nullptr;
 
-  std::mutex mu_;  // leaf; see header comment
-  std::map<std::pair<uint32_t, uint32_t>, uint64_t> stream_end_;  // (device, stream) -> ns
+  std::mutex mu_;                                                   // leaf; see header comment
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> stream_end_;    // (device, stream) -> ns
   std::map<std::pair<uint32_t, uint32_t>, std::string> capturing_;  // (device, stream) -> graph
   std::map<std::string, Graph> graphs_;
 };

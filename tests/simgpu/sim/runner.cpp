@@ -102,8 +102,8 @@ struct Process {
   }
 
   [[noreturn]] void Fatal(const std::string& where, const std::string& what) {
-    std::fprintf(stderr, "simgpu-run: process \"%s\", %s: %s\n", spec.name.c_str(),
-                 where.c_str(), what.c_str());
+    std::fprintf(stderr, "simgpu-run: process \"%s\", %s: %s\n", spec.name.c_str(), where.c_str(),
+                 what.c_str());
     std::_Exit(2);
   }
 };

@@ -1,12 +1,11 @@
 #include "scenario.h"
 
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 namespace gpuattr::simgpu {
 namespace {
@@ -58,8 +57,7 @@ class Parser {
                           ? INT64_MAX
                           : value.get<int64_t>();
     if (v < lo || v > hi) {
-      Fail(path, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                     "]");
+      Fail(path, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
       return lo;
     }
     return v;
@@ -124,10 +122,11 @@ class Parser {
       return;
     }
     if (has_us) {
-      out->duration_ns = static_cast<uint64_t>(
-          std::llround(Number(op["us"], path + ".us", 0, 1e9) * 1000.0));
+      out->duration_ns =
+          static_cast<uint64_t>(std::llround(Number(op["us"], path + ".us", 0, 1e9) * 1000.0));
     } else if (has_ns) {
-      out->duration_ns = static_cast<uint64_t>(Integer(op["ns"], path + ".ns", 0, int64_t{1} << 50));
+      out->duration_ns =
+          static_cast<uint64_t>(Integer(op["ns"], path + ".ns", 0, int64_t{1} << 50));
     } else if (required) {
       Fail(path, "missing duration: give \"us\" (a number) or \"ns\" (an integer)");
     }
@@ -152,15 +151,17 @@ class Parser {
     // "repeat" is an op of its own and also graph_launch's count, so it is the kind only when
     // no other kind key is present.
     static const std::vector<std::string> kTypeKeys = {
-        "push", "pop", "range_start", "range_end", "mark", "launch", "memcpy", "memset",
-        "cpu_us", "start_thread", "join_thread", "capture_begin", "capture_end",
-        "graph_launch", "sync", "repeat_until_file", "fork", "exit", "crash"};
+        "push",        "pop",          "range_start", "range_end",
+        "mark",        "launch",       "memcpy",      "memset",
+        "cpu_us",      "start_thread", "join_thread", "capture_begin",
+        "capture_end", "graph_launch", "sync",        "repeat_until_file",
+        "fork",        "exit",         "crash"};
     std::string type;
     for (const std::string& key : kTypeKeys) {
       if (!op.contains(key)) continue;
       if (!type.empty()) {
-        Fail(path, "an op has exactly one of its kind keys; found \"" + type + "\" and \"" +
-                       key + "\"");
+        Fail(path,
+             "an op has exactly one of its kind keys; found \"" + type + "\" and \"" + key + "\"");
         return out;
       }
       type = key;
@@ -211,16 +212,16 @@ class Parser {
       if (op.contains("grid")) out.grid = Dim3(op["grid"], path + ".grid");
       if (op.contains("block")) out.block = Dim3(op["block"], path + ".block");
       if (op.contains("shared_mem")) {
-        out.shared_mem = static_cast<int32_t>(
-            Integer(op["shared_mem"], path + ".shared_mem", 0, INT32_MAX));
+        out.shared_mem =
+            static_cast<int32_t>(Integer(op["shared_mem"], path + ".shared_mem", 0, INT32_MAX));
       }
       if (op.contains("static_shared_mem")) {
         out.static_shared_mem = static_cast<int32_t>(
             Integer(op["static_shared_mem"], path + ".static_shared_mem", 0, INT32_MAX));
       }
       if (op.contains("registers")) {
-        out.registers = static_cast<uint16_t>(
-            Integer(op["registers"], path + ".registers", 0, 255));
+        out.registers =
+            static_cast<uint16_t>(Integer(op["registers"], path + ".registers", 0, 255));
       }
     } else if (type == "memcpy") {
       std::set<std::string> allowed = kTimed;
@@ -368,8 +369,8 @@ void CheckReferences(Parser& parser, const ProcessSpec& process, const std::stri
         if (op.type == OpType::kCaptureBegin) graphs.insert(op.name);
         continue;
       }
-      const bool names_thread = op.type == OpType::kStartThread ||
-                                op.type == OpType::kJoinThread || op.type == OpType::kFork;
+      const bool names_thread = op.type == OpType::kStartThread || op.type == OpType::kJoinThread ||
+                                op.type == OpType::kFork;
       if (names_thread && threads.count(op.name) == 0) {
         parser.Fail(here, "no thread named \"" + op.name + "\" in this process");
       }

@@ -53,12 +53,12 @@ struct Op {
   double jitter = 0;         // uniform +-fraction
   std::array<int32_t, 3> grid{1, 1, 1};
   std::array<int32_t, 3> block{1, 1, 1};
-  int32_t shared_mem = 0;         // dynamic shared memory per block
+  int32_t shared_mem = 0;  // dynamic shared memory per block
   int32_t static_shared_mem = 0;
   uint16_t registers = 32;
   uint64_t bytes = 0;
-  uint32_t value = 0;   // memset byte value
-  uint64_t count = 1;   // repeat, graph_launch repeat, repeat_until_file max
+  uint32_t value = 0;  // memset byte value
+  uint64_t count = 1;  // repeat, graph_launch repeat, repeat_until_file max
   int exit_code = 0;
   int signal = 0;
   std::vector<Op> ops;  // repeat / repeat_until_file body
@@ -78,8 +78,8 @@ struct ProcessSpec {
 struct Scenario {
   std::vector<ProcessSpec> processes;
   uint64_t seed = 0;
-  uint64_t launch_latency_ns = 5000;   // host entry -> earliest device start
-  uint64_t graph_node_gap_ns = 1000;   // between consecutive nodes of one graph launch
+  uint64_t launch_latency_ns = 5000;  // host entry -> earliest device start
+  uint64_t graph_node_gap_ns = 1000;  // between consecutive nodes of one graph launch
 };
 
 // Parses and validates `text`. On failure returns false and sets *error to "PATH: what".

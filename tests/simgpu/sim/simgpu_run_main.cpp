@@ -19,11 +19,10 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "runner.h"
 #include "scenario.h"
@@ -36,8 +35,8 @@ using nlohmann::json;
 constexpr int kUsageError = 2;
 
 int Usage(const char* message) {
-  std::fprintf(stderr,
-               "simgpu-run: %s\nusage: simgpu-run SCENARIO.json --truth TRUTH.json\n", message);
+  std::fprintf(stderr, "simgpu-run: %s\nusage: simgpu-run SCENARIO.json --truth TRUTH.json\n",
+               message);
   return kUsageError;
 }
 
@@ -107,8 +106,8 @@ int Launch(const std::string& scenario_path, const std::string& truth_path) {
     setenv("GPUATTR_CUPTI_LIBRARY", (dir + "/libcupti.so.13").c_str(), 1);
   }
   const char* tmp_root = std::getenv("TMPDIR");
-  std::string dir_template = std::string(tmp_root != nullptr ? tmp_root : "/tmp") +
-                             "/simgpu-truth-XXXXXX";
+  std::string dir_template =
+      std::string(tmp_root != nullptr ? tmp_root : "/tmp") + "/simgpu-truth-XXXXXX";
   if (mkdtemp(dir_template.data()) == nullptr) {
     std::fprintf(stderr, "simgpu-run: mkdtemp: %s\n", std::strerror(errno));
     return 1;
@@ -136,10 +135,10 @@ int Launch(const std::string& scenario_path, const std::string& truth_path) {
   for (size_t i = 0; i < pids.size(); ++i) {
     int status = 0;
     if (pids[i] > 0) waitpid(pids[i], &status, 0);
-    statuses[i] = pids[i] <= 0              ? 1
-                  : WIFEXITED(status)       ? WEXITSTATUS(status)
-                  : WIFSIGNALED(status)     ? 128 + WTERMSIG(status)
-                                            : 1;
+    statuses[i] = pids[i] <= 0          ? 1
+                  : WIFEXITED(status)   ? WEXITSTATUS(status)
+                  : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                        : 1;
   }
 
   json truth = {{"processes", json::array()}};
@@ -163,8 +162,8 @@ int Launch(const std::string& scenario_path, const std::string& truth_path) {
       if (!part.is_object() || !part.contains("processes")) continue;
       for (const json& process : part["processes"]) {
         json entry = process;
-        entry["exit_status"] = name.find(".fork.") == std::string::npos ? json(statuses[i])
-                                                                        : json(nullptr);
+        entry["exit_status"] =
+            name.find(".fork.") == std::string::npos ? json(statuses[i]) : json(nullptr);
         truth["processes"].push_back(std::move(entry));
       }
     }

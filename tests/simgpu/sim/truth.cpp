@@ -13,7 +13,8 @@ void ProcessTruth::Push(const std::string& thread, const std::string& name,
   std::vector<std::string> path;
   for (const Frame& frame : stack) path.push_back(frame.name);
   path.push_back(name);
-  ranges_.push_back({thread, domain, path, "push_pop", t, std::nullopt, std::nullopt, std::nullopt});
+  ranges_.push_back(
+      {thread, domain, path, "push_pop", t, std::nullopt, std::nullopt, std::nullopt});
   stack.push_back({name, domain, ranges_.size() - 1});
   last_boundary_[thread] = {ranges_.size() - 1, false};
 }
@@ -44,8 +45,7 @@ void ProcessTruth::BoundaryReturned(const std::string& thread, HostTime t) {
 void ProcessTruth::RangeStart(const std::string& id, const std::string& thread,
                               const std::string& name, HostTime t) {
   std::lock_guard<std::mutex> lock(mu_);
-  ranges_.push_back(
-      {thread, "", {name}, "start_end", t, std::nullopt, std::nullopt, std::nullopt});
+  ranges_.push_back({thread, "", {name}, "start_end", t, std::nullopt, std::nullopt, std::nullopt});
   open_start_end_[id] = ranges_.size() - 1;
 }
 
@@ -114,8 +114,7 @@ nlohmann::json ProcessTruth::ToJson(int pid, std::optional<int> rank, const std:
   for (const Range& range : ranges_) {
     nlohmann::json out_range = {
         {"thread", range.thread},
-        {"domain",
-         range.domain.empty() ? nlohmann::json(nullptr) : nlohmann::json(range.domain)},
+        {"domain", range.domain.empty() ? nlohmann::json(nullptr) : nlohmann::json(range.domain)},
         {"path", range.path},
         {"kind", range.kind},
         {"start_ns", range.start.ns},

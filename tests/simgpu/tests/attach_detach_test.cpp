@@ -3,14 +3,13 @@
 // re-attach from a third thread; an armed process (an injection that subscribes nothing) that a
 // subscriber joins mid-run; and the clock records carry with and without a timestamp callback.
 // Each TEST_CASE runs in its own process under ctest, so the fake's global state starts fresh.
-#include <catch2/catch.hpp>
-
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -66,11 +65,11 @@ struct KernelSeen {
 
 // What the client saw. Callbacks run on app threads, the fake's worker and flushing threads.
 struct Seen {
-  std::mutex mu;  // leaf
-  std::map<uint32_t, KernelSeen> kernels;            // by correlation id
-  std::map<uint32_t, KernelSeen> runtime_records;    // by correlation id
-  std::set<uint32_t> callback_ids;                   // API callbacks, by correlation id
-  long outstanding_buffers = 0;                      // requested, not yet handed back
+  std::mutex mu;                                   // leaf
+  std::map<uint32_t, KernelSeen> kernels;          // by correlation id
+  std::map<uint32_t, KernelSeen> runtime_records;  // by correlation id
+  std::set<uint32_t> callback_ids;                 // API callbacks, by correlation id
+  long outstanding_buffers = 0;                    // requested, not yet handed back
   size_t max_records_per_buffer = 0;
 };
 
@@ -210,9 +209,9 @@ Launch LaunchKernel(uint32_t stream, uint64_t earliest_start_ns, uint64_t durati
   FakeCupti& f = Fake();
   Launch launch{};
   launch.phase_before = g_phase.load();
-  launch.id = f.simgpu_api_enter(CUPTI_CB_DOMAIN_RUNTIME_API,
-                                 CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, "_Z1kv", 0,
-                                 stream);
+  launch.id =
+      f.simgpu_api_enter(CUPTI_CB_DOMAIN_RUNTIME_API,
+                         CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, "_Z1kv", 0, stream);
   SimgpuActivity a{};
   a.type = SIMGPU_ACTIVITY_KERNEL;
   a.correlation_id = launch.id;
@@ -427,8 +426,7 @@ TEST_CASE("cuptiFinalize returns only after callbacks running on other threads h
   app.join();
 }
 
-TEST_CASE("two EXIT callbacks on two threads finalizing at once both return",
-          "[simgpu][attach]") {
+TEST_CASE("two EXIT callbacks on two threads finalizing at once both return", "[simgpu][attach]") {
   Fresh();
   FakeCupti& f = Fake();
   // Each thread's EXIT callback waits until both are inside one, then finalizes: each finalizer

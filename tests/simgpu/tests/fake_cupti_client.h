@@ -16,19 +16,36 @@ namespace gpuattr::simgpu::testing {
 struct FakeCupti {
   void* handle = nullptr;
 #define GPUATTR_SIMGPU_FN(name) decltype(&::name) name = nullptr;
-#define GPUATTR_SIMGPU_FNS(X)                                                                 \
-  X(cuptiGetVersion)                                                                          \
-  X(cuptiGetResultString) X(cuptiGetLastError) X(cuptiGetCallbackName) X(cuptiSubscribe)      \
-      X(cuptiSubscribe_v2) X(cuptiUnsubscribe) X(cuptiEnableCallback) X(cuptiEnableDomain)    \
-          X(cuptiSetThreadIdType) X(cuptiGetThreadIdType) X(cuptiGetTimestamp)                \
-              X(cuptiActivityRegisterTimestampCallback) X(cuptiActivitySetAttribute)          \
-                  X(cuptiActivityGetAttribute) X(cuptiActivityRegisterCallbacks)              \
-                      X(cuptiActivityEnable) X(cuptiActivityDisable) X(cuptiActivityFlushAll) \
-                          X(cuptiActivityFlushPeriod) X(cuptiActivityGetNextRecord)           \
-                              X(cuptiActivityGetNumDroppedRecords) X(cuptiGetGraphNodeId)     \
-                                  X(cuptiGetGraphId) X(cuptiFinalize) X(simgpu_now)           \
-                                      X(simgpu_api_enter) X(simgpu_api_exit)                  \
-                                          X(simgpu_activity_submit)
+#define GPUATTR_SIMGPU_FNS(X)               \
+  X(cuptiGetVersion)                        \
+  X(cuptiGetResultString)                   \
+  X(cuptiGetLastError)                      \
+  X(cuptiGetCallbackName)                   \
+  X(cuptiSubscribe)                         \
+  X(cuptiSubscribe_v2)                      \
+  X(cuptiUnsubscribe)                       \
+  X(cuptiEnableCallback)                    \
+  X(cuptiEnableDomain)                      \
+  X(cuptiSetThreadIdType)                   \
+  X(cuptiGetThreadIdType)                   \
+  X(cuptiGetTimestamp)                      \
+  X(cuptiActivityRegisterTimestampCallback) \
+  X(cuptiActivitySetAttribute)              \
+  X(cuptiActivityGetAttribute)              \
+  X(cuptiActivityRegisterCallbacks)         \
+  X(cuptiActivityEnable)                    \
+  X(cuptiActivityDisable)                   \
+  X(cuptiActivityFlushAll)                  \
+  X(cuptiActivityFlushPeriod)               \
+  X(cuptiActivityGetNextRecord)             \
+  X(cuptiActivityGetNumDroppedRecords)      \
+  X(cuptiGetGraphNodeId)                    \
+  X(cuptiGetGraphId)                        \
+  X(cuptiFinalize)                          \
+  X(simgpu_now)                             \
+  X(simgpu_api_enter)                       \
+  X(simgpu_api_exit)                        \
+  X(simgpu_activity_submit)
   GPUATTR_SIMGPU_FNS(GPUATTR_SIMGPU_FN)
 #undef GPUATTR_SIMGPU_FN
 

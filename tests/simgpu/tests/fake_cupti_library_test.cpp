@@ -1,7 +1,6 @@
 // The fake libcupti.so.13 at the link level and its stateless record walk, checked the way a
 // client sees them: through dlopen.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <string>
 #include <vector>
@@ -60,8 +59,7 @@ TEST_CASE("the fake has SONAME libcupti.so.13 and versions every export", "[simg
   CHECK(dlvsym(handle, "simgpu_api_enter", "libcupti.so.13") != nullptr);
 }
 
-TEST_CASE("cuptiGetVersion, result strings and callback names match the 13.0 library",
-          "[simgpu]") {
+TEST_CASE("cuptiGetVersion, result strings and callback names match the 13.0 library", "[simgpu]") {
   FakeCupti& f = Fake();
   uint32_t version = 0;
   REQUIRE(f.cuptiGetVersion(&version) == CUPTI_SUCCESS);
@@ -72,8 +70,8 @@ TEST_CASE("cuptiGetVersion, result strings and callback names match the 13.0 lib
   const char* name = nullptr;
   REQUIRE(f.cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, 505, &name) == CUPTI_SUCCESS);
   CHECK(std::string(name) == "__cudaLaunchKernel_v13000");
-  REQUIRE(f.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API,
-                                 CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &name) == CUPTI_SUCCESS);
+  REQUIRE(f.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+                                 &name) == CUPTI_SUCCESS);
   CHECK(std::string(name) == "cuLaunchKernel");
   CHECK(f.cuptiGetCallbackName(CUPTI_CB_DOMAIN_RESOURCE, 1, &name) ==
         CUPTI_ERROR_INVALID_PARAMETER);
@@ -105,8 +103,7 @@ TEST_CASE("cuptiActivityGetNextRecord is stateless and walks records by their ki
     }
     CHECK(seen == std::vector<uint8_t*>{kernel, memcpy_record, memset_record, api});
     CHECK(reinterpret_cast<uint8_t*>(record) == api);
-    CHECK(f.cuptiActivityGetNextRecord(b.bytes, b.used, &record) ==
-          CUPTI_ERROR_MAX_LIMIT_REACHED);
+    CHECK(f.cuptiActivityGetNextRecord(b.bytes, b.used, &record) == CUPTI_ERROR_MAX_LIMIT_REACHED);
   }
   SECTION("a truncated last record is the end") {
     record = reinterpret_cast<CUpti_Activity*>(memset_record);

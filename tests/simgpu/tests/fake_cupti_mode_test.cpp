@@ -2,7 +2,6 @@
 // built twice: SIMGPU_TEST_NODRIVER (SIMGPU_CUPTI_MODE=nodriver) and SIMGPU_TEST_CONFLICT
 // (SIMGPU_CUPTI_MODE=conflict:nsys).
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "fake_cupti_client.h"

@@ -7,12 +7,11 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "subprocess.h"
 #include "test_files.h"
@@ -37,8 +36,9 @@ std::string WriteFile(const TempDir& dir, const std::string& name, const std::st
 
 // Runs simgpu-run with no injection at all.
 Outcome RunSimgpu(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"env", "-u", "CUDA_INJECTION64_PATH", "-u",
-                                   "NVTX_INJECTION64_PATH", "-u", "LD_PRELOAD", SIMGPU_RUN_PATH};
+  std::vector<std::string> argv = {
+      "env", "-u",         "CUDA_INJECTION64_PATH", "-u", "NVTX_INJECTION64_PATH",
+      "-u",  "LD_PRELOAD", SIMGPU_RUN_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
   const ProcessResult result = RunProcess(argv);
   return {result.exited ? result.exit_code : -1, result.out + result.err};
@@ -47,10 +47,14 @@ Outcome RunSimgpu(const std::vector<std::string>& args) {
 // simgpu-run's argv with CUDA_INJECTION64_PATH naming an injection that subscribes nothing (the
 // shim in armed mode, as far as the simulated driver can tell).
 std::vector<std::string> ArmedArgv(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"env", "-u", "NVTX_INJECTION64_PATH", "-u", "LD_PRELOAD",
-                                   std::string("CUDA_INJECTION64_PATH=") +
-                                       SIMGPU_NULL_INJECTION_PATH,
-                                   SIMGPU_RUN_PATH};
+  std::vector<std::string> argv = {
+      "env",
+      "-u",
+      "NVTX_INJECTION64_PATH",
+      "-u",
+      "LD_PRELOAD",
+      std::string("CUDA_INJECTION64_PATH=") + SIMGPU_NULL_INJECTION_PATH,
+      SIMGPU_RUN_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
 }
@@ -140,10 +144,10 @@ TEST_CASE("without injection the truth keeps each stream FIFO and lets two strea
   auto start = [&](const char* n) { return by_name[n]["start_ns"].get<uint64_t>(); };
   auto end = [&](const char* n) { return by_name[n]["end_ns"].get<uint64_t>(); };
   CHECK(end("a") - start("a") == 50000000);
-  CHECK(start("c") >= end("a"));        // FIFO on stream 1
-  CHECK(start("b") < end("a"));         // streams 1 and 2 overlap
+  CHECK(start("c") >= end("a"));  // FIFO on stream 1
+  CHECK(start("b") < end("a"));   // streams 1 and 2 overlap
   CHECK(start("a") < end("b"));
-  CHECK(start("d") >= end("b"));        // the sync really waited for the device
+  CHECK(start("d") >= end("b"));  // the sync really waited for the device
   for (const char* n : {"a", "b", "c"}) {
     CHECK(by_name[n]["attribution"] == "direct");
     CHECK(by_name[n]["range_path"] == nlohmann::json::array({"step"}));
@@ -160,8 +164,10 @@ TEST_CASE("repeat_until_file runs its ops until the file exists or max iteration
   TempDir dir;
   const std::string stop_file = dir.File("stop");
   auto scenario = [&](uint64_t max) {
-    return WriteFile(dir, "s.json", R"({"processes": [{"threads": [{"name": "main", "ops": [
-      {"repeat_until_file": ")" + stop_file + R"(", "max": )" + std::to_string(max) + R"(, "ops": [
+    return WriteFile(dir, "s.json",
+                     R"({"processes": [{"threads": [{"name": "main", "ops": [
+      {"repeat_until_file": ")" +
+                         stop_file + R"(", "max": )" + std::to_string(max) + R"(, "ops": [
         {"push": "step"}, {"launch": "k", "us": 1}, {"pop": true}, {"cpu_us": 1000}]}]}]}]})");
   };
   auto activities = [&](const std::string& truth_path) -> size_t {

@@ -189,7 +189,7 @@ TEST_CASE("steps: auto-detected rows with the measured terms", "[unit][steps]") 
   CHECK(row1["other_ns"] == 70 + 10);
   CHECK(row1["backward_ns"] == 0);
   CHECK(row1["unattributed_ns"] == 0);
-  CHECK(row1["busy_ns"] == 80 + 20);     // 620-700 and 780-800 (busy is clipped to the step)
+  CHECK(row1["busy_ns"] == 80 + 20);  // 620-700 and 780-800 (busy is clipped to the step)
   CHECK(row1["gaps_ns"] == 100);
   const Json& summary = steps["summary"];  // lower medians of two rows: the smaller
   CHECK(summary["host_ns"] == 200);
@@ -274,12 +274,17 @@ TEST_CASE("steps: ProfilerStep#N instances are one step range", "[unit][steps]")
   Message m;
   m.Add(MakeHello(102)).Add(CuptiOk()).Str(kGemm, "_Z4gemmPfS_").Str(kStep, "data");
   m.Str(kProfilerStep1, "ProfilerStep#1").Str(kProfilerStep2, "ProfilerStep#2");
-  m.Add(MakeNode(kNodeProfiler1, 0, kProfilerStep1)).Add(MakeNode(kNodeProfiler2, 0, kProfilerStep2));
+  m.Add(MakeNode(kNodeProfiler1, 0, kProfilerStep1))
+      .Add(MakeNode(kNodeProfiler2, 0, kProfilerStep2));
   m.Add(MakeNode(kNodeStep, 0, kStep));
   // `data` has three instances, more than either ProfilerStep name, but is not step-like.
   for (uint64_t t : {0, 2, 4}) m.Push(t, 1, kNodeStep).Pop(t + 1, 1, kNodeStep);
-  m.Push(10, 1, kNodeProfiler1).Add(MakeLaunch(1, 11, 1, kNodeProfiler1)).Pop(20, 1, kNodeProfiler1);
-  m.Push(20, 1, kNodeProfiler2).Add(MakeLaunch(2, 21, 1, kNodeProfiler2)).Pop(40, 1, kNodeProfiler2);
+  m.Push(10, 1, kNodeProfiler1)
+      .Add(MakeLaunch(1, 11, 1, kNodeProfiler1))
+      .Pop(20, 1, kNodeProfiler1);
+  m.Push(20, 1, kNodeProfiler2)
+      .Add(MakeLaunch(2, 21, 1, kNodeProfiler2))
+      .Pop(40, 1, kNodeProfiler2);
   m.Add(MakeKernel(1, 12, 18, 7, kGemm)).Add(MakeKernel(2, 25, 45, 7, kGemm));
   m.Add(wire::Goodbye{50, 1, 0});
   REQUIRE(feed.Send(m).ok());
@@ -322,13 +327,19 @@ TEST_CASE("families report launch cost and launch-to-start latency", "[unit][fam
   REQUIRE(process["families"].size() == 1);
   const Json& launch = process["families"][0]["launch"];
   // api: 10, 5 and the graph launch's 30 once: [5, 10, 30].
-  CHECK(launch["api_ns"] ==
-        Json({{"count", 3}, {"mean", 15}, {"min", 5}, {"median", 10}, {"max", 30},
-              {"median_exact", true}}));
+  CHECK(launch["api_ns"] == Json({{"count", 3},
+                                  {"mean", 15},
+                                  {"min", 5},
+                                  {"median", 10},
+                                  {"max", 30},
+                                  {"median_exact", true}}));
   // latency: 100, 10, 40, 60, 10 -> [10, 10, 40, 60, 100], mean 220 / 5.
-  CHECK(launch["latency_ns"] ==
-        Json({{"count", 5}, {"mean", 44}, {"min", 10}, {"median", 40}, {"max", 100},
-              {"median_exact", true}}));
+  CHECK(launch["latency_ns"] == Json({{"count", 5},
+                                      {"mean", 44},
+                                      {"min", 10},
+                                      {"median", 40},
+                                      {"max", 100},
+                                      {"median_exact", true}}));
   const Json summary_launch = ReportFor({&trace})["summary"]["families"][0]["launch"];
   CHECK(summary_launch == launch);
 }

@@ -1,15 +1,14 @@
 // RangeIndex (collector/analysis/range_index.h): every query visits exactly the instances a
 // brute-force scan finds, while ranges close between queries, lengths span nanoseconds to
 // seconds and queries wander back and forth in time as released activities do.
-#include <catch2/catch.hpp>
+#include "analysis/range_index.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <deque>
 #include <random>
 #include <vector>
-
-#include "analysis/range_index.h"
 
 namespace gpuattr::collector {
 namespace {

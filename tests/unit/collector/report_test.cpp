@@ -183,12 +183,11 @@ TEST_CASE("the written text is dump(2) of the whole report with the step rows in
   // process 3 rows without device time.
   const Json steps = {{"range", "step \"quoted\""}, {"rows", Json::array()}, {"summary", 5}};
   Report report;
-  report.without_step_rows = {
-      {"schema_version", "gpuattr.report/1"},
-      {"processes", Json::array({{{"pid", 1}, {"steps", steps}},
-                                 {{"pid", 2}, {"steps", nullptr}},
-                                 {{"pid", 3}, {"steps", steps}}})},
-      {"summary", {{"ranks", Json::array()}}}};
+  report.without_step_rows = {{"schema_version", "gpuattr.report/1"},
+                              {"processes", Json::array({{{"pid", 1}, {"steps", steps}},
+                                                         {{"pid", 2}, {"steps", nullptr}},
+                                                         {{"pid", 3}, {"steps", steps}}})},
+                              {"summary", {{"ranks", Json::array()}}}};
   std::vector<StepRow> rows;
   for (uint64_t i = 0; i < 20000; ++i) {
     StepRow row;

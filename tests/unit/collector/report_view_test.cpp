@@ -291,7 +291,8 @@ TEST_CASE("an imported report names its format and files where a run names its c
   Json report = Report({TreeProcess()});
   report["capture"]["mode"] = "import";
   report["capture"]["command"] = Json::array();
-  report["capture"]["source"] = {{"format", "kineto"}, {"files", {"rank0.json.gz", "rank1.json.gz"}}};
+  report["capture"]["source"] = {{"format", "kineto"},
+                                 {"files", {"rank0.json.gz", "rank1.json.gz"}}};
   CHECK_THAT(RenderReportView(report, {}),
              Catch::Contains("capture import: kineto: rank0.json.gz rank1.json.gz"));
 }

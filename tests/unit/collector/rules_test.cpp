@@ -96,7 +96,8 @@ TEST_CASE("malformed rule files are refused with the problem named", "[unit][rul
   const StatusOr<FamilyRules> missing = FamilyRules::Load(dir.File("absent.json"));
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.status().message(), Catch::Matchers::Contains("cannot open"));
-  std::ofstream(dir.File("rules.json")) << R"json({"rules": [{"match": "^my_(\\w+)", "family": "mine:$1"}]})json";
+  std::ofstream(dir.File("rules.json"))
+      << R"json({"rules": [{"match": "^my_(\\w+)", "family": "mine:$1"}]})json";
   const StatusOr<FamilyRules> loaded = FamilyRules::Load(dir.File("rules.json"));
   REQUIRE(loaded.ok());
   CHECK(loaded->FamilyOf("my_kernel_v2") == "mine:kernel_v2");

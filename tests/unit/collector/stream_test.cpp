@@ -3,9 +3,8 @@
 // the same messages to a streaming trace with a short window and to a deferred trace (the whole
 // stream analysed at the end), and checks the report is the same where the design says it must
 // be, and names what the window changed where it says it may.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <functional>
 
 #include "report_test_util.h"
@@ -92,8 +91,9 @@ TEST_CASE("streaming: a kernel arriving before its launch joins across messages"
   CHECK(U(streamed["steps"]["instances"]) == 2);
 }
 
-TEST_CASE("streaming: an unmatched launch expires behind the window, and its late kernel is an orphan",
-          "[unit][stream]") {
+TEST_CASE(
+    "streaming: an unmatched launch expires behind the window, and its late kernel is an orphan",
+    "[unit][stream]") {
   ProcessTrace trace(Streaming());
   std::vector<Message> messages(4);
   messages[0] = Preamble();

@@ -3,7 +3,6 @@
 // correlation id (deferred and streaming), ranges open before the window, and graph nodes whose
 // creation was never seen. Every expected number is worked out by hand in the comments.
 #include <catch2/catch.hpp>
-
 #include <functional>
 
 #include "report_test_util.h"
@@ -40,8 +39,7 @@ Message Preamble(bool window = true) {
 }
 
 Json AttachReport(const std::vector<const ProcessTrace*>& traces,
-                  std::map<uint32_t, uint64_t> attach_indices = {},
-                  AnalysisOptions options = {}) {
+                  std::map<uint32_t, uint64_t> attach_indices = {}, AnalysisOptions options = {}) {
   ReportInputs inputs;
   inputs.capture.mode = "attach";
   inputs.capture.host = "testhost";
@@ -125,8 +123,7 @@ TEST_CASE("window: a stream ended by WindowEnd is complete and reports its windo
   CHECK(check.valid);
 }
 
-TEST_CASE("window: cut streams are truncated, unknown wire values read as null",
-          "[unit][window]") {
+TEST_CASE("window: cut streams are truncated, unknown wire values read as null", "[unit][window]") {
   auto window_of = [](const std::function<void(Message&)>& end) {
     ProcessTrace trace;
     Feeder feed(trace);
@@ -395,8 +392,8 @@ void FeedGraphBeforeWindow(ProcessTrace& trace, bool window) {
 
 TEST_CASE("window: graph nodes whose creation was never seen fall back to their launch",
           "[unit][window]") {
-  const Json expected_fallbacks = Json::parse(
-      R"([{"reason": "graph_captured_before_window", "ns": 130, "activities": 4}])");
+  const Json expected_fallbacks =
+      Json::parse(R"([{"reason": "graph_captured_before_window", "ns": 130, "activities": 4}])");
   auto check = [&](const Json& process) {
     const Json& step = Pass(process, {"step"});
     CHECK(U(step["attribution"]["direct_ns"]) == 60 + 40 + 10);
@@ -420,9 +417,9 @@ TEST_CASE("window: graph nodes whose creation was never seen fall back to their 
   SECTION("traced from the start (records lost)") { check(ProcessReportOf(traced)); }
   SECTION("the summary merges the processes' fallbacks") {
     const Json report = AttachReport({&windowed, &traced});
-    CHECK(report["summary"]["coverage"]["fallbacks"] ==
-          Json::parse(
-              R"([{"reason": "graph_captured_before_window", "ns": 260, "activities": 8}])"));
+    CHECK(
+        report["summary"]["coverage"]["fallbacks"] ==
+        Json::parse(R"([{"reason": "graph_captured_before_window", "ns": 260, "activities": 8}])"));
   }
   SECTION("an unmeasured process has null fallbacks, a clean one none") {
     ProcessTrace nvtx_only;

@@ -81,11 +81,11 @@ inline wire::Hello MakeWindowHello(uint32_t pid, int32_t rank = -1) {
   return hello;
 }
 
-inline wire::WindowEnd MakeWindowEnd(uint64_t ts, uint32_t window_id,
-                                     wire::WindowEndReason reason, wire::DetachOutcome detach,
-                                     uint32_t steps_seen = 0, uint64_t detach_ns = 0) {
-  return {ts, window_id, static_cast<uint32_t>(reason), static_cast<uint32_t>(detach), steps_seen,
-          detach_ns};
+inline wire::WindowEnd MakeWindowEnd(uint64_t ts, uint32_t window_id, wire::WindowEndReason reason,
+                                     wire::DetachOutcome detach, uint32_t steps_seen = 0,
+                                     uint64_t detach_ns = 0) {
+  return {ts,         window_id, static_cast<uint32_t>(reason), static_cast<uint32_t>(detach),
+          steps_seen, detach_ns};
 }
 
 inline wire::PathNode MakeNode(uint32_t id, uint32_t parent, uint32_t name, uint32_t domain = 0) {

@@ -1,13 +1,13 @@
 // Gate rules, verdicts (U test vs plain bound, absolute bounds, default deny, missing metrics),
 // the outputs (table, markdown, JUnit, JSON) and report diffs, on small synthetic reports.
-#include <catch2/catch.hpp>
+#include "gate/gate.h"
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "gate/diff.h"
-#include "gate/gate.h"
 #include "gate/rules.h"
 
 namespace gpuattr::gate {
@@ -23,23 +23,39 @@ Json Report(const std::vector<int64_t>& forward_rows, double coverage, int64_t f
   Json rows = Json::array();
   for (int64_t f : forward_rows) {
     forward_total += f;
-    rows.push_back({{"forward_ns", f}, {"backward_ns", 0}, {"recompute_ns", 0},
-                    {"optimizer_ns", 0}, {"loss_ns", 0}, {"other_ns", 0}});
+    rows.push_back({{"forward_ns", f},
+                    {"backward_ns", 0},
+                    {"recompute_ns", 0},
+                    {"optimizer_ns", 0},
+                    {"loss_ns", 0},
+                    {"other_ns", 0}});
   }
-  Json children = {{{"name", "forward"}, {"phase", "forward"}, {"children", Json::array()},
+  Json children = {{{"name", "forward"},
+                    {"phase", "forward"},
+                    {"children", Json::array()},
                     {"device", {{"self_ns", forward_total}, {"total_ns", forward_total}}}}};
   if (!extra_pass.empty()) {
-    children.push_back({{"name", extra_pass}, {"phase", nullptr}, {"children", Json::array()},
+    children.push_back({{"name", extra_pass},
+                        {"phase", nullptr},
+                        {"children", Json::array()},
                         {"device", {{"self_ns", 0}, {"total_ns", 0}}}});
   }
   return {{"schema_version", "gpuattr.report/1"},
           {"processes",
            {{{"pid", 1},
              {"rank", nullptr},
-             {"passes", {{{"name", "step"}, {"phase", nullptr}, {"children", children},
-                          {"device", {{"self_ns", 0}, {"total_ns", forward_total}}}}}},
-             {"phases", {{"forward_ns", forward_total}, {"backward_ns", 0}, {"recompute_ns", 0},
-                         {"optimizer_ns", 0}, {"loss_ns", 0}, {"other_ns", 0}}},
+             {"passes",
+              {{{"name", "step"},
+                {"phase", nullptr},
+                {"children", children},
+                {"device", {{"self_ns", 0}, {"total_ns", forward_total}}}}}},
+             {"phases",
+              {{"forward_ns", forward_total},
+               {"backward_ns", 0},
+               {"recompute_ns", 0},
+               {"optimizer_ns", 0},
+               {"loss_ns", 0},
+               {"other_ns", 0}}},
              {"steps", {{"rows", rows}}},
              {"devices", {{{"id", 0}, {"busy_ns", 100}, {"idle_ns", 10}, {"idle_fraction", 0.1}}}},
              {"loss", {{"dropped_records", 0}}}}}},
@@ -80,11 +96,12 @@ TEST_CASE("rules files are checked field by field", "[unit][gate]") {
   const GateRules rules = Parse({{"schema_version", "gpuattr.gate/1"},
                                  {"alpha", 0.05},
                                  {"default_deny", true},
-                                 {"rules", {{{"metric", "device.idle_fraction"}, {"max", 0.2}},
-                                            {{"name", "fwd"},
-                                             {"metric", "phases.forward_ns"},
-                                             {"max_increase_pct", 3},
-                                             {"alpha", 0.001}}}}});
+                                 {"rules",
+                                  {{{"metric", "device.idle_fraction"}, {"max", 0.2}},
+                                   {{"name", "fwd"},
+                                    {"metric", "phases.forward_ns"},
+                                    {"max_increase_pct", 3},
+                                    {"alpha", 0.001}}}}});
   CHECK(rules.alpha == 0.05);
   CHECK(rules.default_deny);
   REQUIRE(rules.rules.size() == 2);
@@ -152,16 +169,16 @@ TEST_CASE("without per-step values the plain bound decides, and says so", "[unit
   CHECK(forward.why.find("too few step rows") != std::string::npos);
 }
 
-TEST_CASE("absolute bounds, coverage threshold, missing metrics and default deny",
-          "[unit][gate]") {
+TEST_CASE("absolute bounds, coverage threshold, missing metrics and default deny", "[unit][gate]") {
   const Json baseline = Report(Steps(1000, 20, 10), 1.0, 5000);
-  const GateOutcome low = Evaluate(baseline, Report(Steps(1000, 20, 10), 0.8, 5000),
-                                   DefaultGateRules(baseline));
+  const GateOutcome low =
+      Evaluate(baseline, Report(Steps(1000, 20, 10), 0.8, 5000), DefaultGateRules(baseline));
   CHECK_FALSE(Find(low, "coverage.attributed_fraction").passed);
   CHECK(Find(low, "coverage.attributed_fraction").bound == ">= 0.95 (coverage.threshold)");
 
-  const GateRules missing = Parse({{"rules", {{{"metric", "passes[\"step/nothing\"].device.total_ns"},
-                                               {"max_increase_pct", 5}}}}});
+  const GateRules missing = Parse(
+      {{"rules",
+        {{{"metric", "passes[\"step/nothing\"].device.total_ns"}, {"max_increase_pct", 5}}}}});
   StatusOr<GateOutcome> refused = EvaluateGate(baseline, baseline, missing);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().code() == StatusCode::kNotFound);
@@ -177,9 +194,10 @@ TEST_CASE("absolute bounds, coverage threshold, missing metrics and default deny
   CHECK(noted.Passed());
   REQUIRE(noted.notes.size() == 1);
   CHECK(noted.notes[0].find("step/extra") != std::string::npos);
-  GateRules deny = Parse({{"default_deny", true},
-                          {"rules", {{{"metric", "passes[\"step/forward\"].device.total_ns"},
-                                      {"max_increase_pct", 5}}}}});
+  GateRules deny = Parse(
+      {{"default_deny", true},
+       {"rules",
+        {{{"metric", "passes[\"step/forward\"].device.total_ns"}, {"max_increase_pct", 5}}}}});
   const GateOutcome denied = Evaluate(baseline, with_extra, deny);
   CHECK(denied.Failures() == 3);  // step and cublas_gemm uncovered, step/extra new
   CHECK_FALSE(Find(denied, "passes[\"step/extra\"]").passed);
@@ -238,7 +256,8 @@ TEST_CASE("diff: passes and families sorted by absolute change, new and vanished
   CHECK(process["matched_by"] == "only process");
   CHECK(process["passes"][0]["path"] == Json({"step"}));
   CHECK(process["passes"][0]["total_ns"]["delta"] == 4000.0);
-  CHECK(process["passes"][0]["total_ns"]["delta_pct"] == Approx(4000.0 / 20570 * 100));  // rows sum to 20570
+  CHECK(process["passes"][0]["total_ns"]["delta_pct"] ==
+        Approx(4000.0 / 20570 * 100));  // rows sum to 20570
   CHECK(process["new_passes"] == Json::array({Json::array({"step", "fresh"})}));
   CHECK(process["vanished_passes"] == Json::array({Json::array({"step", "gone"})}));
   CHECK(diff["families"][0]["family"] == "cublas_gemm");

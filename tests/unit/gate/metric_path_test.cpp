@@ -1,11 +1,10 @@
 // Metric paths: parsing and the canonical spelling, resolution against a report (scopes, pass
 // paths, families, device maxima, summed loss), per-step values, and refusals that name the path.
-#include <catch2/catch.hpp>
+#include "gate/metric_path.h"
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
-
-#include "gate/metric_path.h"
 
 namespace gpuattr::gate {
 namespace {
@@ -13,27 +12,41 @@ namespace {
 using Json = nlohmann::json;
 
 Json Row(int64_t forward, int64_t backward) {
-  return {{"forward_ns", forward}, {"backward_ns", backward}, {"recompute_ns", 0},
-          {"optimizer_ns", 0},     {"loss_ns", 0},            {"other_ns", 0},
+  return {{"forward_ns", forward}, {"backward_ns", backward},
+          {"recompute_ns", 0},     {"optimizer_ns", 0},
+          {"loss_ns", 0},          {"other_ns", 0},
           {"host_ns", 1000},       {"busy_ns", forward + backward}};
 }
 
 // One process: step > forward (60) and step > backward (40 + a child `bwd_inner` in backward
 // phase with 0 and a child `fwd_in_bwd` with forward phase 10); two step rows.
 Json Process(uint64_t pid, uint64_t rank) {
-  const Json forward = {{"name", "forward"}, {"phase", "forward"}, {"children", Json::array()},
+  const Json forward = {{"name", "forward"},
+                        {"phase", "forward"},
+                        {"children", Json::array()},
                         {"device", {{"self_ns", 60}, {"total_ns", 60}}}};
-  const Json inner = {{"name", "fwd_in_bwd"}, {"phase", "forward"}, {"children", Json::array()},
+  const Json inner = {{"name", "fwd_in_bwd"},
+                      {"phase", "forward"},
+                      {"children", Json::array()},
                       {"device", {{"self_ns", 10}, {"total_ns", 10}}}};
-  const Json backward = {{"name", "backward"}, {"phase", "backward"}, {"children", {inner}},
+  const Json backward = {{"name", "backward"},
+                         {"phase", "backward"},
+                         {"children", {inner}},
                          {"device", {{"self_ns", 40}, {"total_ns", 50}}}};
-  const Json step = {{"name", "step"}, {"phase", nullptr}, {"children", {forward, backward}},
+  const Json step = {{"name", "step"},
+                     {"phase", nullptr},
+                     {"children", {forward, backward}},
                      {"device", {{"self_ns", 0}, {"total_ns", 110}}}};
   return {{"pid", pid},
           {"rank", rank},
           {"passes", {step}},
-          {"phases", {{"forward_ns", 70}, {"backward_ns", 40}, {"recompute_ns", 0},
-                      {"optimizer_ns", 0}, {"loss_ns", 0}, {"other_ns", 0}}},
+          {"phases",
+           {{"forward_ns", 70},
+            {"backward_ns", 40},
+            {"recompute_ns", 0},
+            {"optimizer_ns", 0},
+            {"loss_ns", 0},
+            {"other_ns", 0}}},
           {"steps", {{"rows", {Row(30, 20), Row(40, 20)}}, {"summary", {{"forward_ns", 30}}}}},
           {"devices", {{{"id", 0}, {"idle_fraction", 0.25}}, {{"id", 1}, {"idle_fraction", 0.5}}}},
           {"loss", {{"dropped_records", 2}}}};
@@ -42,10 +55,12 @@ Json Process(uint64_t pid, uint64_t rank) {
 Json Report(int processes) {
   Json report = {{"schema_version", "gpuattr.report/1"},
                  {"processes", Json::array()},
-                 {"summary", {{"coverage", {{"attributed_fraction", 0.9}, {"threshold", 0.95}}},
-                              {"families", {{{"family", "cublas_gemm"}, {"total_ns", 80}}}}}}};
+                 {"summary",
+                  {{"coverage", {{"attributed_fraction", 0.9}, {"threshold", 0.95}}},
+                   {"families", {{{"family", "cublas_gemm"}, {"total_ns", 80}}}}}}};
   for (int i = 0; i < processes; ++i) {
-    report["processes"].push_back(Process(100 + static_cast<uint64_t>(i), static_cast<uint64_t>(i)));
+    report["processes"].push_back(
+        Process(100 + static_cast<uint64_t>(i), static_cast<uint64_t>(i)));
   }
   return report;
 }
@@ -68,12 +83,11 @@ Status Refusal(const Json& report, const std::string& text) {
 }
 
 TEST_CASE("metric paths parse and print canonically", "[unit][gate]") {
-  for (const char* text :
-       {"coverage.attributed_fraction", "devices[0].idle_fraction",
-        "passes[\"step/forward\"].device.total_ns", "families[\"gemm<a|b>\"].total_ns",
-        "process[rank=3].phases.forward_ns", "process[pid=42].loss.dropped_records",
-        "summary.coverage.threshold", "passes[[\"a/b\",\"c\"]].device.self_ns",
-        "families[*].total_ns"}) {
+  for (const char* text : {"coverage.attributed_fraction", "devices[0].idle_fraction",
+                           "passes[\"step/forward\"].device.total_ns",
+                           "families[\"gemm<a|b>\"].total_ns", "process[rank=3].phases.forward_ns",
+                           "process[pid=42].loss.dropped_records", "summary.coverage.threshold",
+                           "passes[[\"a/b\",\"c\"]].device.self_ns", "families[*].total_ns"}) {
     StatusOr<MetricPath> path = ParseMetricPath(text);
     INFO(text);
     REQUIRE(path.ok());

@@ -1,12 +1,11 @@
 // The Mann–Whitney U test: exact values for small samples, ties, the smallest reachable p-value,
 // and its false-alarm and detection rates on simulated noise (the numbers docs/gate.md quotes).
-#include <catch2/catch.hpp>
+#include "gate/statistics.h"
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <random>
 #include <vector>
-
-#include "gate/statistics.h"
 
 namespace gpuattr::gate {
 namespace {
@@ -72,8 +71,10 @@ TEST_CASE("U test: false-alarm and detection rates on 1000 simulated pairs", "[u
     false_alarms += MannWhitneyU(base, same, Alternative::kGreater).p_value <= kAlpha ? 1 : 0;
     detected += MannWhitneyU(base, slow, Alternative::kGreater).p_value <= kAlpha ? 1 : 0;
   }
-  std::printf("U test at alpha %.2f on %d simulated pairs of 24 steps: false alarms %d, "
-              "10 %% slowdowns detected %d\n", kAlpha, kPairs, false_alarms, detected);
+  std::printf(
+      "U test at alpha %.2f on %d simulated pairs of 24 steps: false alarms %d, "
+      "10 %% slowdowns detected %d\n",
+      kAlpha, kPairs, false_alarms, detected);
   // Binomial(1000, 0.01): mean 10, sd 3.1; 25 is ~5 sd out. The exact test is never above α.
   CHECK(false_alarms <= 25);
   CHECK(detected >= 990);

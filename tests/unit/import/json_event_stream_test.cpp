@@ -42,8 +42,7 @@ Status Split(const std::string& text, Collect* out, size_t step = 1 << 20) {
   return SplitTraceEvents(&source, out, nullptr);
 }
 
-TEST_CASE("The splitter hands over each event and the other top-level members",
-          "[import][json]") {
+TEST_CASE("The splitter hands over each event and the other top-level members", "[import][json]") {
   const std::string text =
       R"({"schemaVersion": 1, "distributedInfo": {"rank": 3},
           "traceEvents": [ {"name": "a}\"]", "args": {"x": [1, {"y": "}"}]}} ,{"ph":"X"}],
@@ -54,7 +53,8 @@ TEST_CASE("The splitter hands over each event and the other top-level members",
     REQUIRE(collect.events.size() == 2);
     CHECK(collect.events[0] == R"({"name": "a}\"]", "args": {"x": [1, {"y": "}"}]}})");
     CHECK(collect.events[1] == R"({"ph":"X"})");
-    CHECK(collect.top == std::vector<std::string>{"schemaVersion=1", R"(distributedInfo={"rank": 3})",
+    CHECK(collect.top == std::vector<std::string>{"schemaVersion=1",
+                                                  R"(distributedInfo={"rank": 3})",
                                                   "baseTimeNanoseconds=17"});
   }
 }

@@ -178,7 +178,8 @@ TEST_CASE("Kineto import: one file per rank makes one report, ordered by rank",
                      {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": )" +
                      std::to_string(pid) + R"(, "tid": 3, "ts": 1, "dur": 1,
                       "args": {"correlation": 1}}],
-                    "distributedInfo": {"rank": )" + std::to_string(rank) + "}}");
+                    "distributedInfo": {"rank": )" +
+                     std::to_string(rank) + "}}");
   };
   const Imported imported = ImportPaths({rank_file(1, 500), rank_file(0, 600)});
   const json& processes = imported.report["processes"];

@@ -59,14 +59,17 @@ TEST_CASE("Nsight Systems import: kernels, copies, runtime and NVTX", "[import][
   TempDir dir;
   const std::string tid = std::to_string(kGlobalTid);
   const std::string pid = std::to_string(kGlobalPid);
-  const std::string path = MakeDatabase(dir, "profile.sqlite", std::string(kSchema) + R"(
+  const std::string path = MakeDatabase(dir, "profile.sqlite",
+                                        std::string(kSchema) + R"(
     INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, textId) VALUES
       (1000, 9000, 59, NULL, )" + tid + R"(, 5),
       (1100, 2000, 59, 'forward', )" + tid + R"(, NULL),
-      (1500, NULL, 59, 'never_closed', )" + tid + R"(, NULL),
+      (1500, NULL, 59, 'never_closed', )" + tid +
+                                            R"(, NULL),
       (100, 200, 34, 'a mark', )" + tid + R"(, NULL);
     INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, globalTid, correlationId, nameId) VALUES
-      (1200, 1300, )" + tid + R"(, 7, 1), (5000, 5100, )" + tid + R"(, 8, 4);
+      (1200, 1300, )" + tid + R"(, 7, 1), (5000, 5100, )" +
+                                            tid + R"(, 8, 4);
     INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, streamId, correlationId,
       globalPid, demangledName, shortName, gridX, gridY, gridZ, blockX, blockY, blockZ,
       staticSharedMemory, dynamicSharedMemory, registersPerThread, graphNodeId) VALUES
@@ -75,7 +78,8 @@ TEST_CASE("Nsight Systems import: kernels, copies, runtime and NVTX", "[import][
       (5300, 5450, 0, 14, 8, )" + pid + R"(, 6, 6, 1, 1, 1, 32, 1, 1, 0, 0, 16, 78),
       (9500, 9600, 0, 13, 31, )" + pid + R"(, 6, 6, 1, 1, 1, 32, 1, 1, 0, 0, 16, NULL);
     INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, streamId, correlationId,
-      globalPid, bytes, copyKind) VALUES (2500, 2600, 0, 13, 0, )" + pid + R"(, 4096, 1);
+      globalPid, bytes, copyKind) VALUES (2500, 2600, 0, 13, 0, )" +
+                                            pid + R"(, 4096, 1);
   )");
   const Imported imported = ImportPaths({path});
   CHECK(imported.report["capture"]["source"]["format"] == "nsys");
@@ -105,13 +109,14 @@ TEST_CASE("Nsight Systems import: missing tables and older columns are tolerated
           "[import][nsys]") {
   TempDir dir;
   // No StringIds, no RUNTIME, no NVTX; a KERNEL table without most columns.
-  const std::string path = MakeDatabase(dir, "old.sqlite", R"(
+  const std::string path = MakeDatabase(dir, "old.sqlite",
+                                        R"(
     CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER,
       streamId INTEGER, correlationId INTEGER, globalPid INTEGER);
     INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, 30, 1, 7, 3, )" +
-                                                           std::to_string(kGlobalPid) + R"(),
+                                            std::to_string(kGlobalPid) + R"(),
                                                   (20, 50, 1, 8, 4, )" +
-                                                           std::to_string(kGlobalPid) + R"();
+                                            std::to_string(kGlobalPid) + R"();
   )");
   const Imported imported = ImportPaths({path});
   const json& process = imported.report["processes"][0];

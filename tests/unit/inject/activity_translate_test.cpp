@@ -1,13 +1,13 @@
 // Activity translation from real CUDA 13.0 record structs packed in a buffer, walked through a
 // test double of cuptiActivityGetNextRecord installed in the CuptiApi table (the seam).
-#include <catch2/catch.hpp>
+#include "cupti/activity_translate.h"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "cupti/activity_translate.h"
 #include "wire/protocol.h"
 
 namespace gpuattr::inject {
@@ -16,13 +16,20 @@ namespace {
 size_t RecordSize(CUpti_ActivityKind kind) {
   switch (kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
-    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
-    case CUPTI_ACTIVITY_KIND_DEVICE: return sizeof(CUpti_ActivityDevice5);
-    case CUPTI_ACTIVITY_KIND_RUNTIME: return sizeof(CUpti_ActivityAPI);
-    default: return 0;
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      return sizeof(CUpti_ActivityMemcpyPtoP4);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_DEVICE:
+      return sizeof(CUpti_ActivityDevice5);
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+      return sizeof(CUpti_ActivityAPI);
+    default:
+      return 0;
   }
 }
 
@@ -166,9 +173,9 @@ TEST_CASE("kernel, memcpy, peer memcpy and memset records translate field by fie
   CHECK(counts.incomplete == 0);
 
   const Decoded decoded = Decode(out);
-  REQUIRE(decoded.types == std::vector<wire::RecordType>{
-                               wire::RecordType::kKernel, wire::RecordType::kMemcpy,
-                               wire::RecordType::kMemcpy, wire::RecordType::kMemset});
+  REQUIRE(decoded.types ==
+          std::vector<wire::RecordType>{wire::RecordType::kKernel, wire::RecordType::kMemcpy,
+                                        wire::RecordType::kMemcpy, wire::RecordType::kMemset});
   const auto kernel = decoded.At<wire::Kernel>(0);
   CHECK(kernel.start_ns == 1000);
   CHECK(kernel.end_ns == 1500);

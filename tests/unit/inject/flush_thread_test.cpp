@@ -1,14 +1,15 @@
 // The flush thread's cycle, driven on the test thread against a socketpair peer that decodes
 // every message with wire::MessageReader and checks the stream's invariants.
-#include <catch2/catch.hpp>
+#include "runtime/flush_thread.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <map>
 #include <memory>
-#include <atomic>
 #include <set>
 #include <string>
 #include <thread>
@@ -16,7 +17,6 @@
 
 #include "cupti/subscriber.h"
 #include "nvtx/nvtx_injection.h"
-#include "runtime/flush_thread.h"
 #include "runtime/shim_state.h"
 #include "wire/codec.h"
 
@@ -51,11 +51,10 @@ int Pop() {
 
 // Kernel-only stand-in for cuptiActivityGetNextRecord (stateless, as the real one).
 CUptiResult CUPTIAPI KernelOnlyNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
-  const size_t offset =
-      *record == nullptr
-          ? 0
-          : static_cast<size_t>(reinterpret_cast<uint8_t*>(*record) - buffer) +
-                sizeof(CUpti_ActivityKernel10);
+  const size_t offset = *record == nullptr
+                            ? 0
+                            : static_cast<size_t>(reinterpret_cast<uint8_t*>(*record) - buffer) +
+                                  sizeof(CUpti_ActivityKernel10);
   if (offset + sizeof(CUpti_ActivityKernel10) > valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
   *record = reinterpret_cast<CUpti_Activity*>(buffer + offset);
   return CUPTI_SUCCESS;
@@ -198,8 +197,7 @@ TEST_CASE("a session stream starts with Hello and defines every id before its fi
   CHECK(diagnostics.socket_dropped_messages == 0);
 }
 
-TEST_CASE("an exited thread's ring is drained, then recycled for the next new thread",
-          "[flush]") {
+TEST_CASE("an exited thread's ring is drained, then recycled for the next new thread", "[flush]") {
   Harness harness;
   harness.flush->SendHello(SessionInfo{});
   ThreadState* first = nullptr;
@@ -227,8 +225,7 @@ TEST_CASE("an exited thread's ring is drained, then recycled for the next new th
   CHECK(peer.Count(wire::RecordType::kRangePush) == 2);
 }
 
-TEST_CASE("completed CUPTI buffers become Kernel records after their name definitions",
-          "[flush]") {
+TEST_CASE("completed CUPTI buffers become Kernel records after their name definitions", "[flush]") {
   Harness harness;
   ShimState& shim = Shim();
   shim.cupti.cuptiActivityGetNextRecord = &KernelOnlyNextRecord;
@@ -268,7 +265,6 @@ TEST_CASE("completed CUPTI buffers become Kernel records after their name defini
   CHECK(peer.records.back().As<wire::Diagnostics>().incomplete_records == 1);
 }
 
-
 CUptiResult CUPTIAPI FlushAllNothing(uint32_t) { return CUPTI_SUCCESS; }
 CUptiResult CUPTIAPI SevenDropped(CUcontext, uint32_t, size_t* dropped) {
   *dropped = 7;
@@ -297,7 +293,6 @@ TEST_CASE("a stream's last cycle always collects CUPTI's dropped-record count", 
   REQUIRE(peer.records.back().type == wire::RecordType::kDiagnostics);
   CHECK(peer.records.back().As<wire::Diagnostics>().cupti_dropped_records == 14);
 }
-
 
 // Sends one control message to the shim, as the daemon does.
 void SendControl(int fd, const wire::Control& control) {
@@ -338,14 +333,14 @@ TEST_CASE("an armed process records nothing until a steps window opens, then exa
   Pop();
   harness.flush->ArmedCycle();
 
-  SendControl(harness.peer_fd, wire::Control{static_cast<uint32_t>(wire::ControlCommand::kOpenWindow),
-                                             7, static_cast<uint32_t>(wire::WindowTrigger::kSteps),
-                                             2, 0, 0});
+  SendControl(harness.peer_fd,
+              wire::Control{static_cast<uint32_t>(wire::ControlCommand::kOpenWindow), 7,
+                            static_cast<uint32_t>(wire::WindowTrigger::kSteps), 2, 0, 0});
   harness.flush->ArmedCycle();
   CHECK(shim.window.phase() == CaptureWindow::kWaitingForStep);
   Push("warmup");  // not a step name: the window has not begun
   Pop();
-  Push("step");    // begins the window
+  Push("step");  // begins the window
   Push("forward");
   Pop();
   loader_stage = 2;
@@ -363,7 +358,8 @@ TEST_CASE("an armed process records nothing until a steps window opens, then exa
   Peer peer{harness.peer_fd};
   peer.ReceiveAll();
   REQUIRE(peer.records.front().type == wire::RecordType::kHello);
-  CHECK(peer.records.front().As<wire::Hello>().mode == static_cast<uint32_t>(wire::HelloMode::kArmed));
+  CHECK(peer.records.front().As<wire::Hello>().mode ==
+        static_cast<uint32_t>(wire::HelloMode::kArmed));
   // The window's stream restarts: a Hello{window} at sequence 0, then WindowBegin, ..., WindowEnd.
   size_t window_hello = 0;
   for (size_t i = 1; i < peer.records.size(); ++i) {

@@ -1,11 +1,11 @@
-#include <catch2/catch.hpp>
+#include "runtime/intern_table.h"
 
+#include <catch2/catch.hpp>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "runtime/intern_table.h"
 #include "wire/protocol.h"
 
 namespace gpuattr::inject {
@@ -53,7 +53,7 @@ TEST_CASE("path nodes: same key same id, other parent or domain other id", "[int
   CHECK(child != root);
   CHECK(table->Intern(PathKey{0, 5, 0}) == root);
   CHECK(table->Intern(PathKey{root, 6, 0}) == child);
-  CHECK(table->Intern(PathKey{0, 5, 9}) != root);   // same name, other domain
+  CHECK(table->Intern(PathKey{0, 5, 9}) != root);      // same name, other domain
   CHECK(table->Intern(PathKey{child, 5, 0}) != root);  // same name, other parent
   CHECK(table->Get(child).parent == root);
   CHECK(table->Get(child).name == 6);

@@ -1,14 +1,14 @@
 // Drives the NVTX handlers the way NVTX3 does: through an export table whose
 // GetModuleFunctionTable hands out arrays of slot addresses, then through the filled slots.
-#include <catch2/catch.hpp>
+#include "nvtx/nvtx_injection.h"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "nvtx/nvtx_injection.h"
-#include "runtime/shim_state.h"
 #include "ring_records.h"
+#include "runtime/shim_state.h"
 #include "runtime/thread_state.h"
 #include "wire/protocol.h"
 
@@ -131,7 +131,8 @@ TEST_CASE("push and pop produce RangePush/RangePop with path nodes and real dept
   DrainMyRing();
 }
 
-TEST_CASE("domains share one stack, and a domain pop removes that domain's latest frame", "[nvtx]") {
+TEST_CASE("domains share one stack, and a domain pop removes that domain's latest frame",
+          "[nvtx]") {
   Installed nvtx;
   auto create = Core2<nvtxDomainCreateA_impl_fntype>(NVTX_CBID_CORE2_DomainCreateA);
   auto domain_push = Core2<nvtxDomainRangePushEx_impl_fntype>(NVTX_CBID_CORE2_DomainRangePushEx);
@@ -200,7 +201,9 @@ TEST_CASE("messages decode from ASCII, wide and registered strings", "[nvtx]") {
   const PathKey second = Shim().paths.Get(records[1].As<wire::RangeEvent>().node);
   const PathKey third = Shim().paths.Get(records[2].As<wire::RangeEvent>().node);
   CHECK(NameOf(first.name) == "registered-name");
-  CHECK(NameOf(second.name) == "gr\xC3\xBC\xC3\x9F" "e \xE2\x82\xAC");
+  CHECK(NameOf(second.name) ==
+        "gr\xC3\xBC\xC3\x9F"
+        "e \xE2\x82\xAC");
   CHECK(third.name == 0);
 }
 

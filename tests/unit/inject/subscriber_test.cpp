@@ -1,6 +1,7 @@
 // CUPTI setup and the callback switchboard, against a test double of the CuptiApi table.
-#include <catch2/catch.hpp>
+#include "cupti/subscriber.h"
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -9,9 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "cupti/subscriber.h"
-#include "runtime/shim_state.h"
 #include "ring_records.h"
+#include "runtime/shim_state.h"
 #include "runtime/thread_state.h"
 #include "wire/protocol.h"
 
@@ -149,8 +149,7 @@ void Resource(CUpti_CallbackId cbid, uintptr_t node, uintptr_t original, uintptr
 
 std::string StringOf(uint32_t id) { return std::string(Shim().strings.Get(id)); }
 
-TEST_CASE("a held subscriber slot is a subscriber_conflict refusal naming the holder",
-          "[cupti]") {
+TEST_CASE("a held subscriber slot is a subscriber_conflict refusal naming the holder", "[cupti]") {
   FakeCupti fake;
   fake.subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   g_fake = &fake;
@@ -200,9 +199,9 @@ TEST_CASE("setup subscribes, sets the clock before enabling, and enables per CBI
   CHECK(fake.calls[2] == "timestamp");
   CHECK(fake.calls[3] == "buffers");
   CHECK(fake.calls[4].rfind("enable:", 0) == 0);
-  for (int kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                   CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
-                   CUPTI_ACTIVITY_KIND_DEVICE}) {
+  for (int kind :
+       {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+        CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_DEVICE}) {
     CHECK(fake.kinds.count(kind) == 1);
   }
   const auto enabled = [&](CUpti_CallbackDomain domain, uint32_t cbid) {
@@ -215,11 +214,10 @@ TEST_CASE("setup subscribes, sets the clock before enabling, and enables per CBI
   CHECK(enabled(CUPTI_CB_DOMAIN_RUNTIME_API,
                 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060));
   CHECK(enabled(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000));
-  CHECK(enabled(CUPTI_CB_DOMAIN_RUNTIME_API,
-                CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v13000));
+  CHECK(enabled(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v13000));
   CHECK(enabled(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020));
-  CHECK(enabled(CUPTI_CB_DOMAIN_RUNTIME_API,
-                CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000));
+  CHECK(
+      enabled(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000));
   CHECK(enabled(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx));
   CHECK(enabled(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch));
   CHECK(enabled(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2));
@@ -245,8 +243,7 @@ TEST_CASE("a nested driver launch yields one ApiEnter/ApiExit pair, tagged with 
   DrainMyRing();
   CurrentThread()->current_node = 17;  // as if an NVTX range were open
 
-  Call runtime{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
-               7};
+  Call runtime{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, 7};
   Call driver{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 7};
   runtime.Enter();
   driver.Enter();
@@ -340,8 +337,7 @@ TEST_CASE("a CUPTI fatal error is a refusal and silences later callbacks", "[cup
   CHECK(StringOf(refusal.cause_string).find("device lost") != std::string::npos);
 }
 
-TEST_CASE("activity buffers: aligned, recycled, declined and counted when exhausted",
-          "[cupti]") {
+TEST_CASE("activity buffers: aligned, recycled, declined and counted when exhausted", "[cupti]") {
   auto pool = std::make_unique<BufferPool>();
   REQUIRE(pool->Init(4096, /*may_decline=*/true));
   std::vector<uint8_t*> buffers;

@@ -1,11 +1,11 @@
-#include <catch2/catch.hpp>
+#include "runtime/thread_ring.h"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <thread>
 #include <vector>
 
-#include "runtime/thread_ring.h"
 #include "wire/protocol.h"
 
 namespace gpuattr::inject {
@@ -39,8 +39,8 @@ TEST_CASE("a ring hands records to the consumer in order, unchanged", "[ring]") 
   REQUIRE(ring.Push(wire::RecordType::kRangePush, wire::RangeEvent{10, 7, 1}));
   REQUIRE(ring.Push(wire::RecordType::kRangePop, wire::RangeEvent{20, 7, 1}));
   const Drained out = DrainAll(ring);
-  REQUIRE(out.types == std::vector<wire::RecordType>{wire::RecordType::kRangePush,
-                                                     wire::RecordType::kRangePop});
+  REQUIRE(out.types ==
+          std::vector<wire::RecordType>{wire::RecordType::kRangePush, wire::RecordType::kRangePop});
   CHECK(out.events[0].timestamp_ns == 10);
   CHECK(out.events[1].timestamp_ns == 20);
   CHECK(out.events[1].tid == 7);

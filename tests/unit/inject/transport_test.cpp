@@ -1,16 +1,16 @@
 // The transport against a socketpair(AF_UNIX, SOCK_SEQPACKET) whose peer decodes with
 // wire::MessageReader.
-#include <catch2/catch.hpp>
+#include "runtime/transport.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
 #include <vector>
 
 #include "runtime/clock.h"
-#include "runtime/transport.h"
 #include "wire/codec.h"
 
 namespace gpuattr::inject {
@@ -107,7 +107,7 @@ TEST_CASE("a full socket drops and counts messages and never blocks", "[transpor
   CHECK(transport.dropped_messages() > 0);
   CHECK(transport.dropped_records() > 0);
   CHECK(transport.dropped_records() < records);  // the first messages got through
-  CHECK(transport.connected());                   // a full socket is not a broken one
+  CHECK(transport.connected());                  // a full socket is not a broken one
   CHECK(transport.sent_messages() + transport.dropped_messages() == outbox.next_sequence());
 }
 
