@@ -15,10 +15,11 @@ are recorded once and the same bytes are replayed through each build's `gpuattr 
             recording's datagrams, connection by connection as recorded.
 
 Normalised, and only these: capture.host, capture.started_at and capture.duration_ns (the replay's
-own clock), paths of the build and of this script (tokens <BUILD>, <REPO>, <SCRIPT>), and the
-interleaving of processes in the streamed exports (--activities lines and the timeline's events
-are grouped by pid, order within a pid kept): connections are serviced as they become readable,
-which no build controls.
+own clock), the paths of this script and of the build's gpuattr and shim (tokens <SCRIPT>,
+<BUILD>), and the interleaving of processes in the streamed exports (--activities lines and the
+timeline's events are grouped by pid, order within a pid kept): connections are serviced as they
+become readable, which no build controls. Files are normalised line by line (a 1M-kernel timeline
+is gigabytes), relying on the writers' layouts: one event or activity a line, reports indented.
 
 Usage:
   scripts/behaviour_snapshot.py record --build build --out /tmp/rec
@@ -27,7 +28,9 @@ Usage:
 """
 
 import argparse
+import filecmp
 import json
+import re
 import os
 import selectors
 import socket
@@ -148,50 +151,64 @@ def command_replay(args):
         connection.close()
 
 
-def tokens(build):
-    return [(SCRIPT, "<SCRIPT>"), (os.path.abspath(build), "<BUILD>"), (REPO, "<REPO>"),
-            (os.path.dirname(REPO), "<WORK>")]
-
-
 def replace_tokens(text, build):
-    for value, token in tokens(build):
+    """Paths that differ between builds and checkouts: this script's, and the build's own
+    gpuattr and shim (a recorded exe path stays as recorded: it is part of the input)."""
+    for value, token in ((SCRIPT, "<SCRIPT>"),
+                         (os.path.join(os.path.abspath(build), "collector") + "/",
+                          "<BUILD>/collector/"),
+                         (os.path.join(os.path.abspath(build), "inject") + "/",
+                          "<BUILD>/inject/")):
         text = text.replace(value, token)
     return text
 
 
-def normalise_report(text, build):
-    report = json.loads(text)
-    capture = report.get("capture", {})
-    for field in ("host", "started_at", "duration_ns"):
-        if field in capture:
-            capture[field] = f"<{field}>"
-    return replace_tokens(json.dumps(report, indent=1, sort_keys=True), build) + "\n"
+VOLATILE_CAPTURE = re.compile(r'^(    "(?:host|started_at|duration_ns)": ).*?(,?)$')
 
 
-def pid_of_line(line):
-    try:
-        return json.loads(line).get("pid", -1)
-    except ValueError:
-        return -1
+def normalise_report(source, out, build):
+    """The report as written (two-space indent, sorted keys): the capture block's host, start
+    and duration become placeholders, line by line."""
+    in_capture = False
+    for line in source:
+        if line.startswith('  "capture": {'):
+            in_capture = True
+        elif in_capture and line.startswith("  }"):
+            in_capture = False
+        elif in_capture:
+            line = VOLATILE_CAPTURE.sub(r"\1<volatile>\2", line.rstrip("\n")) + "\n"
+        out.write(replace_tokens(line, build))
 
 
-def normalise_lines(text, build):
-    """JSON lines grouped by pid (stable): processes interleave as connections are serviced."""
-    lines = text.splitlines()
-    lines = sorted(lines, key=pid_of_line)
-    return replace_tokens("\n".join(lines), build) + "\n"
+PID = re.compile(r'"pid":(\d+)')
 
 
-def normalise_timeline(text, build):
-    document = json.loads(text)
-    events = document.get("traceEvents") if isinstance(document, dict) else None
-    if isinstance(events, list):
-        document["traceEvents"] = sorted(events, key=lambda e: str(e.get("pid", "")))
-    return replace_tokens(json.dumps(document, indent=1, sort_keys=True), build) + "\n"
+def normalise_grouped(source, out, build):
+    """Lines grouped by the pid they carry (stable; lines without one keep their place before
+    the groups' first line and after their last): connections are serviced as they become
+    readable, so processes interleave differently from run to run. One pass when one pid."""
+    lines = source.readlines()
+    pids = []
+    for line in lines:
+        match = PID.search(line)
+        pids.append(match.group(1) if match else None)
+    distinct = {pid for pid in pids if pid is not None}
+    if len(distinct) > 1:
+        first = next(i for i, pid in enumerate(pids) if pid is not None)
+        last = max(i for i, pid in enumerate(pids) if pid is not None)
+        body = [(pid, line.rstrip(",\n")) for pid, line in zip(pids[first:last + 1],
+                                                               lines[first:last + 1])]
+        body.sort(key=lambda entry: int(entry[0]) if entry[0] is not None else -1)
+        separator = ",\n" if lines[first].rstrip("\n").endswith(",") else "\n"
+        lines = lines[:first] + [separator.join(text for _, text in body) + "\n"] + \
+            lines[last + 1:]
+    for line in lines:
+        out.write(replace_tokens(line, build))
 
 
-def normalise_plain(text, build):
-    return replace_tokens(text, build)
+def normalise_plain(source, out, build):
+    for line in source:
+        out.write(replace_tokens(line, build))
 
 
 def write(out_dir, name, text):
@@ -206,26 +223,36 @@ def read(path):
         return source.read()
 
 
+def normalise_file(normalise, path, out_path, build):
+    with open(path, encoding="utf-8", errors="replace") as source, \
+            open(out_path, "w", encoding="utf-8") as out:
+        normalise(source, out, build)
+
+
+def normalise_text(text, build):
+    return replace_tokens(text, build)
+
+
 def capture_outputs(build, out_dir, label, command, work):
     """Runs one gpuattr command whose outputs lie in `work`, then stores them normalised."""
     gpuattr = os.path.join(build, "collector", "gpuattr")
     result = subprocess.run([gpuattr] + command, capture_output=True, text=True, cwd=work)
     write(out_dir, f"{label}.status", f"exit {result.returncode}\n")
-    write(out_dir, f"{label}.stderr", normalise_plain(result.stderr, build))
-    outputs = {"report.json": normalise_report, "activities.jsonl": normalise_lines,
-               "trace.json": normalise_timeline, "folded.txt": normalise_plain,
+    write(out_dir, f"{label}.stderr", normalise_text(result.stderr, build))
+    outputs = {"report.json": normalise_report, "activities.jsonl": normalise_grouped,
+               "trace.json": normalise_grouped, "folded.txt": normalise_plain,
                "speedscope.json": normalise_plain}
     for name, normalise in outputs.items():
-        text = read(os.path.join(work, name))
-        if text is not None:
-            write(out_dir, f"{label}.{name}", normalise(text, build))
+        path = os.path.join(work, name)
+        if os.path.exists(path):
+            normalise_file(normalise, path, os.path.join(out_dir, f"{label}.{name}"), build)
     report = os.path.join(work, "report.json")
     if os.path.exists(report):
         for view_label, view in (("view.txt", ["report", report]),
                                  ("view_top3.txt", ["report", "--top", "3", report])):
             shown = subprocess.run([gpuattr] + view, capture_output=True, text=True, cwd=work)
             write(out_dir, f"{label}.{view_label}",
-                  f"exit {shown.returncode}\n" + normalise_plain(shown.stdout, build))
+                  f"exit {shown.returncode}\n" + normalise_text(shown.stdout, build))
     return result.returncode
 
 
@@ -263,7 +290,7 @@ def command_snapshot(args):
                 command = ["run", "--quiet"] + flags + EXPORT_FLAGS + [
                     "--", PYTHON, SCRIPT, "replay", recording]
                 capture_outputs(build, args.out, label, command, work)
-                if os.path.exists(os.path.join(work, "report.json")):
+                if name.startswith("gate_") and os.path.exists(os.path.join(work, "report.json")):
                     reports[label] = read(os.path.join(work, "report.json"))
         print(f"replayed {name}", flush=True)
     for label, files in trace_inputs():
@@ -305,12 +332,12 @@ def compare_reports(build, out_dir, reports):
                 result = subprocess.run([gpuattr] + command, capture_output=True, text=True,
                                         cwd=work)
                 write(out_dir, f"{label}__{other}.txt",
-                      f"exit {result.returncode}\n" + normalise_plain(result.stdout, build) +
-                      normalise_plain(result.stderr, build))
+                      f"exit {result.returncode}\n" + normalise_text(result.stdout, build) +
+                      normalise_text(result.stderr, build))
                 for extra in ("gate.md", "gate.xml", "gate.json"):
                     text = read(os.path.join(work, extra))
                     if text is not None and label == "gate":
-                        write(out_dir, f"{label}__{other}.{extra}", normalise_plain(text, build))
+                        write(out_dir, f"{label}__{other}.{extra}", normalise_text(text, build))
 
 
 def command_compare(args):
@@ -318,10 +345,9 @@ def command_compare(args):
     right = set(os.listdir(args.b))
     differing = []
     for name in sorted(left & right):
-        with open(os.path.join(args.a, name), "rb") as a, open(os.path.join(args.b, name),
-                                                                "rb") as b:
-            if a.read() != b.read():
-                differing.append(name)
+        if not filecmp.cmp(os.path.join(args.a, name), os.path.join(args.b, name),
+                           shallow=False):
+            differing.append(name)
     only = sorted(left ^ right)
     print(f"compared {len(left & right)} files: {len(differing)} differ, "
           f"{len(only)} in one snapshot only")
