@@ -17,8 +17,10 @@ are recorded once and the same bytes are replayed through each build's `gpuattr 
 Normalised, and only these: capture.host, capture.started_at and capture.duration_ns (the replay's
 own clock), the paths of this script and of the build's gpuattr and shim (tokens <SCRIPT>,
 <BUILD>), and the interleaving of processes in the streamed exports (--activities lines and the
-timeline's events are grouped by pid, order within a pid kept): connections are serviced as they
-become readable, which no build controls. Files are normalised line by line (a 1M-kernel timeline
+timeline's events are grouped by pid, order within a pid kept, and the timeline's flow and span
+ids, numbered across processes, renumbered in that order): connections are serviced as they
+become readable, which no build controls. The terminal view's "started ..., duration ..." is the
+capture's too. Files are normalised line by line (a 1M-kernel timeline
 is gigabytes), relying on the writers' layouts: one event or activity a line, reports indented.
 
 Usage:
@@ -181,6 +183,9 @@ def normalise_report(source, out, build):
 
 
 PID = re.compile(r'"pid":(\d+)')
+ID = re.compile(r'"id":(\d+)')
+# The terminal view's capture line: "host H, started T, duration D ms, ...".
+VIEW_CAPTURE = re.compile(r'started \S+, duration [0-9.]+ ms')
 
 
 def normalise_grouped(source, out, build):
@@ -199,6 +204,14 @@ def normalise_grouped(source, out, build):
         body = [(pid, line.rstrip(",\n")) for pid, line in zip(pids[first:last + 1],
                                                                lines[first:last + 1])]
         body.sort(key=lambda entry: int(entry[0]) if entry[0] is not None else -1)
+        # Flow and span ids are numbered across processes in write order: renumber them in the
+        # grouped order, by first appearance.
+        numbers = {}
+
+        def renumber(match):
+            return '"id":' + str(numbers.setdefault(match.group(1), len(numbers) + 1))
+
+        body = [(pid, ID.sub(renumber, text)) for pid, text in body]
         separator = ",\n" if lines[first].rstrip("\n").endswith(",") else "\n"
         lines = lines[:first] + [separator.join(text for _, text in body) + "\n"] + \
             lines[last + 1:]
@@ -230,7 +243,7 @@ def normalise_file(normalise, path, out_path, build):
 
 
 def normalise_text(text, build):
-    return replace_tokens(text, build)
+    return replace_tokens(VIEW_CAPTURE.sub("started <volatile>, duration <volatile>", text), build)
 
 
 def capture_outputs(build, out_dir, label, command, work):
