@@ -12,6 +12,7 @@ add_custom_command(
   VERBATIM)
 
 add_library(gpuattr_collector_export STATIC
+  export/activity_lines.cpp
   export/chrome_trace.cpp
   export/exports.cpp
   export/folded_stacks.cpp

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
 #include <regex>
@@ -324,12 +323,11 @@ struct Attribution {
 
 class ActivityFolder::Impl {
  public:
-  Impl(const TraceData& data, const AnalysisOptions& options, std::string* activity_lines)
+  Impl(const TraceData& data, const AnalysisOptions& options)
       : data_(data),
         options_(options),
         family_rules_(options.family_rules ? *options.family_rules : FamilyRules::Default()),
         phase_rules_(options.phase_rules ? *options.phase_rules : PhaseRules::Default()),
-        activity_lines_(activity_lines),
         paths_(data),
         ranges_(data) {
     if (options_.step) step_key_ = StepRangeKey(*options_.step);
@@ -431,7 +429,6 @@ class ActivityFolder::Impl {
     FoldDevice(activity, launch, late);
     if (kernel) FoldFamily(activity, launch);
     if (launch) FoldStep(launch->enter_ns, outcome, ns);
-    if (activity_lines_) AppendLine(activity, launch, outcome);
     if (options_.observer) Observe(activity, launch, outcome);
   }
 
@@ -848,8 +845,17 @@ class ActivityFolder::Impl {
       observed.family = &names.family;
     }
     observed.path = outcome.node != 0 ? &paths_.Names(outcome.node) : &kNoPath;
+    if (activity.graph_node_id != 0 && launch) {
+      observed.launch_path =
+          outcome.launch_node != 0 ? &paths_.Names(outcome.launch_node) : &kNoPath;
+    }
+    if (launch) {
+      auto name = data_.thread_names.find(launch->tid);
+      if (name != data_.thread_names.end()) observed.thread_name = StringOr(data_, name->second);
+    }
     observed.attribution = outcome.kind;
     observed.reason = outcome.reason;
+    observed.phase = outcome.phase;
     options_.observer->ActivityReleased(observed);
   }
 
@@ -876,70 +882,6 @@ class ActivityFolder::Impl {
       sampled.push_back(family.family);
     }
     family.api_samples.Add(launch->exit_ns - launch->enter_ns);
-  }
-
-  void AppendLine(const ActivityRecord& activity, const LaunchRecord* launch,
-                  const ActivityOutcome& outcome) {
-    using Json = nlohmann::json;
-    Json line;
-    line["pid"] = data_.hello ? data_.hello->pid : 0;
-    switch (activity.kind) {
-      case ActivityKind::kKernel: {
-        line["kind"] = "kernel";
-        auto known = kernel_names_.find(activity.name_string);
-        line["name"] = known != kernel_names_.end()
-                           ? known->second.demangled
-                           : DemangleKernelName(StringOr(data_, activity.name_string));
-        break;
-      }
-      case ActivityKind::kMemcpy:
-        line["kind"] = "memcpy";
-        line["name"] = nullptr;
-        break;
-      case ActivityKind::kMemset:
-        line["kind"] = "memset";
-        line["name"] = nullptr;
-        break;
-    }
-    line["correlation_id"] = activity.correlation_id;
-    line["device"] = activity.device;
-    line["stream"] = activity.stream;
-    line["start_ns"] = activity.start_ns;
-    line["end_ns"] = activity.end_ns;
-    line["launch_ns"] = launch ? Json(launch->enter_ns) : Json(nullptr);
-    if (launch) {
-      auto name = data_.thread_names.find(launch->tid);
-      line["thread"] = name != data_.thread_names.end() ? StringOr(data_, name->second)
-                                                        : std::to_string(launch->tid);
-    } else {
-      line["thread"] = nullptr;
-    }
-    line["path"] = outcome.node != 0 ? paths_.Names(outcome.node) : std::vector<std::string>{};
-    switch (outcome.kind) {
-      case AttributionKind::kNone:
-        line["attribution"] = "none";
-        break;
-      case AttributionKind::kDirect:
-        line["attribution"] = "direct";
-        break;
-      case AttributionKind::kInherited:
-        line["attribution"] = "inherited";
-        break;
-      case AttributionKind::kCaptured:
-        line["attribution"] = "captured";
-        break;
-    }
-    line["reason"] = outcome.reason ? Json(outcome.reason) : Json(nullptr);
-    line["graph_node"] = activity.graph_node_id ? Json(activity.graph_node_id) : Json(nullptr);
-    if (activity.graph_node_id != 0 && launch) {
-      line["launch_path"] =
-          outcome.launch_node != 0 ? paths_.Names(outcome.launch_node) : std::vector<std::string>{};
-    } else {
-      line["launch_path"] = nullptr;
-    }
-    line["phase"] = outcome.phase ? Json(PhaseName(*outcome.phase)) : Json(nullptr);
-    *activity_lines_ += line.dump(-1, ' ', false, Json::error_handler_t::replace);
-    activity_lines_->push_back('\n');
   }
 
   void AddHostRanges() {
@@ -1117,7 +1059,6 @@ class ActivityFolder::Impl {
   const AnalysisOptions& options_;
   const FamilyRules& family_rules_;
   const PhaseRules& phase_rules_;
-  std::string* activity_lines_;
   std::optional<std::string> step_key_;
   std::unordered_map<uint32_t, std::optional<Phase>> phase_cache_;
   std::unordered_map<uint32_t, std::vector<std::string>> key_cache_;
@@ -1146,9 +1087,8 @@ class ActivityFolder::Impl {
   std::map<std::string, StepKey> step_keys_;
 };
 
-ActivityFolder::ActivityFolder(const TraceData& data, const AnalysisOptions& options,
-                               std::string* activity_lines)
-    : impl_(std::make_unique<Impl>(data, options, activity_lines)) {}
+ActivityFolder::ActivityFolder(const TraceData& data, const AnalysisOptions& options)
+    : impl_(std::make_unique<Impl>(data, options)) {}
 ActivityFolder::~ActivityFolder() = default;
 
 void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord* launch,

@@ -344,10 +344,8 @@ inline constexpr const char* kFallbackGraphBeforeWindow = "graph_captured_before
 // (the ingest thread while streaming); single-threaded.
 class ActivityFolder {
  public:
-  // `activity_lines`, when set, receives one §Per-activity export JSON line per released
-  // activity with timestamps, in release (start) order. `data` and `options` must outlive this.
-  ActivityFolder(const TraceData& data, const AnalysisOptions& options,
-                 std::string* activity_lines);
+  // `data` and `options` must outlive this.
+  ActivityFolder(const TraceData& data, const AnalysisOptions& options);
   ~ActivityFolder();
   ActivityFolder(const ActivityFolder&) = delete;
   ActivityFolder& operator=(const ActivityFolder&) = delete;

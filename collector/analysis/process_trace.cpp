@@ -121,7 +121,6 @@ struct ProcessTrace::State {
   std::optional<ProcessAnalysis> analysis;  // streaming: the fold's result, once ended
   ReorderWindow window;
   std::deque<std::pair<uint64_t, uint32_t>> launch_order;  // (enter_ns, correlation id)
-  std::string lines;            // --activities lines not yet handed to the sink
   uint64_t released_start = 0;  // start of the last complete activity released
   bool released_any = false;
 
@@ -192,7 +191,6 @@ struct ProcessTrace::State {
   void Advance() {
     if (!streaming || data.last_timestamp_ns < options.reorder_window_ns) return;
     ReleaseBelow(data.last_timestamp_ns - options.reorder_window_ns);
-    if (lines.size() >= kLinesBatch) FlushLines();
     DropFoldedHostRecords();
   }
 
@@ -207,13 +205,6 @@ struct ProcessTrace::State {
       data.pushes.pop_front();
     }
   }
-
-  void FlushLines() {
-    if (!lines.empty() && options.activity_sink) options.activity_sink(lines);
-    lines.clear();
-  }
-
-  static constexpr size_t kLinesBatch = 1 << 20;
 };
 
 const TraceData& ReportBuilderAccess::Data(const ProcessTrace& trace) { return trace.state_->data; }
@@ -574,8 +565,7 @@ ProcessTrace::ProcessTrace() : state_(std::make_unique<State>()) {}
 ProcessTrace::ProcessTrace(AnalysisOptions options) : state_(std::make_unique<State>()) {
   state_->options = std::move(options);
   state_->streaming = true;
-  state_->folder = std::make_unique<ActivityFolder>(
-      state_->data, state_->options, state_->options.activity_sink ? &state_->lines : nullptr);
+  state_->folder = std::make_unique<ActivityFolder>(state_->data, state_->options);
 }
 ProcessTrace::~ProcessTrace() = default;
 
@@ -640,8 +630,7 @@ bool ProcessTrace::has_hello() const { return state_->data.hello.has_value(); }
 
 uint32_t ProcessTrace::pid() const { return state_->data.hello ? state_->data.hello->pid : 0; }
 
-ProcessAnalysis ProcessTrace::TakeAnalysis(const AnalysisOptions& options,
-                                           std::string* activity_lines) const {
+ProcessAnalysis ProcessTrace::TakeAnalysis(const AnalysisOptions& options) const {
   State& state = *state_;
   if (!state.streaming) {
     // Deferred: analyse a copy, so the trace can be analysed again with other options.
@@ -650,14 +639,13 @@ ProcessAnalysis ProcessTrace::TakeAnalysis(const AnalysisOptions& options,
     copy.window = state.window;
     copy.launch_order = state.launch_order;
     copy.options = options;
-    copy.folder = std::make_unique<ActivityFolder>(copy.data, copy.options, activity_lines);
+    copy.folder = std::make_unique<ActivityFolder>(copy.data, copy.options);
     copy.ReleaseBelow(std::numeric_limits<uint64_t>::max());
     return copy.folder->Finish();
   }
   // Streaming: the fold ends once; a second report reuses its result.
   if (!state.analysis) {
     state.ReleaseBelow(std::numeric_limits<uint64_t>::max());
-    state.FlushLines();
     state.analysis = state.folder->Finish();
     // Its per-instance step state is in the analysis now; nothing more can be released.
     if (state.data.finished) state.folder.reset();

@@ -17,7 +17,6 @@
 #define GPUATTR_COLLECTOR_ANALYSIS_PROCESS_TRACE_H_
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,11 +45,9 @@ struct AnalysisOptions {
   // Streaming only (ProcessTrace(AnalysisOptions)): how far behind the latest timestamp an
   // activity may arrive and still join the unions in start order (--reorder-window).
   uint64_t reorder_window_ns = 2'000'000'000;
-  // Streaming only: receives the §Per-activity export lines (docs/attribution.md) as
-  // activities are released, in batches; unset: no export. Called on the ingest thread.
-  std::function<void(const std::string&)> activity_sink;
   // Receives released activities, launches, closed ranges and the finished analysis of every
-  // process (analysis/trace_observer.h): the picture exports. Unset: none. Called on the
+  // process (analysis/trace_observer.h): the exports (--trace, --folded, --speedscope,
+  // --activities). Unset: none. Called on the
   // thread that folds (the ingest thread while streaming).
   std::shared_ptr<TraceObserver> observer;
 };
@@ -83,10 +80,10 @@ class ProcessTrace {
   bool has_hello() const;
   uint32_t pid() const;  // 0 before Hello
 
-  // After Finish: the analysis. For a deferred trace `options` and `activity_lines` shape it
-  // (each call analyses anew); a streaming one was shaped at construction (its activity lines
-  // went to the sink) and its first call ends the fold, later calls return the same result.
-  ProcessAnalysis TakeAnalysis(const AnalysisOptions& options, std::string* activity_lines) const;
+  // After Finish: the analysis. For a deferred trace `options` shape it (each call analyses
+  // anew); a streaming one was shaped at construction and its first call ends the fold, later
+  // calls return the same result.
+  ProcessAnalysis TakeAnalysis(const AnalysisOptions& options) const;
 
   // Test accessor: activities waiting in the reorder window plus launches in flight.
   size_t in_flight() const;

@@ -1,6 +1,6 @@
 // TraceObserver: what the streaming analysis shows, as it goes, to the exports that draw
 // pictures of a trace (docs/visualization.md): the Chrome trace-event file, folded stacks and
-// speedscope profiles (collector/export/).
+// speedscope profiles, and to the per-activity export (--activities) (collector/export/).
 //
 // ActivityFolder (attribution.h) is the only caller. It calls the observer from the same places
 // it folds: each device activity when the reorder window releases it (start order, joined and
@@ -17,6 +17,7 @@
 #define GPUATTR_COLLECTOR_ANALYSIS_TRACE_OBSERVER_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,13 @@ struct ObservedActivity {
   const std::string* kernel_name = nullptr;  // demangled; null for memcpy and memset
   const std::string* family = nullptr;       // the kernel's family; null for memcpy and memset
   const std::vector<std::string>* path = nullptr;  // attributed pass path; empty: unattributed
+  // Graph activities whose launch was seen: the path the graph was launched under (empty: no
+  // range); null otherwise.
+  const std::vector<std::string>* launch_path = nullptr;
+  std::optional<std::string> thread_name;  // the launching thread's name, when it has one
   AttributionKind attribution = AttributionKind::kNone;
   const char* reason = nullptr;  // the unattributed reason, else null
+  std::optional<Phase> phase;    // of the attributed path
 };
 
 class TraceObserver {

@@ -248,7 +248,7 @@ int GpuattrMain(int argc, char** argv) {
     run->add_option("--family-rules", run_options.family_rules_path,
                     "JSON file of kernel family rules replacing the built-in table "
                     "(docs/attribution.md §Kernel families)");
-    run->add_option("--activities", run_options.activities_path,
+    run->add_option("--activities", run_options.exports.activities,
                     "Also write one JSON line per device activity to this file");
     run->add_option("--trace,--perfetto", run_options.exports.trace,
                     "Also write a Chrome trace-event timeline (Perfetto UI, chrome://tracing)");
@@ -298,7 +298,7 @@ int GpuattrMain(int argc, char** argv) {
                        "JSON file of phase patterns replacing the built-in table");
     import->add_option("--family-rules", import_options.family_rules_path,
                        "JSON file of kernel family rules replacing the built-in table");
-    import->add_option("--activities", import_options.activities_path,
+    import->add_option("--activities", import_options.exports.activities,
                        "Also write one JSON line per device activity to this file");
     import->add_flag("-q,--quiet", import_options.quiet, "No summary on stderr");
     import->footer(kImportFooter);

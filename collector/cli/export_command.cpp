@@ -3,12 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "report/report_builder.h"
-
-#ifndef GPUATTR_VERSION
-#error "GPUATTR_VERSION must be defined by the build (collector/cli.cmake)"
-#endif
-
 namespace gpuattr::collector {
 namespace {
 
@@ -36,11 +30,11 @@ CLI::App* AddExportSubcommand(CLI::App& app, ExportCommandOptions* options) {
   ImportOptions& import = options->import;
   command->add_option("files", import.files, "TRACE...: Kineto JSON or nsys SQLite, one per rank")
       ->required();
-  command->add_option("--perfetto,--trace", options->exports.trace,
+  command->add_option("--perfetto,--trace", import.exports.trace,
                       "Write a Chrome trace-event timeline (Perfetto UI, chrome://tracing) here");
-  command->add_option("--folded", options->exports.folded,
+  command->add_option("--folded", import.exports.folded,
                       "Write folded stacks of device time (flamegraph.pl, inferno) here");
-  command->add_option("--speedscope", options->exports.speedscope,
+  command->add_option("--speedscope", import.exports.speedscope,
                       "Write a speedscope profile of device time here");
   command->add_option_function<std::string>(
       "-o,--output",
@@ -72,19 +66,11 @@ CLI::App* AddExportSubcommand(CLI::App& app, ExportCommandOptions* options) {
 }
 
 Status RunExport(const ExportCommandOptions& options) {
-  if (!options.exports.any()) {
+  if (!options.import.exports.any()) {
     return InvalidArgumentError(
         "nothing to export: name at least one of --perfetto, --folded, --speedscope");
   }
-  GPUATTR_ASSIGN_OR_RETURN(std::shared_ptr<Exports> exports,
-                           Exports::Create(options.exports, "gpuattr " GPUATTR_VERSION));
-  ImportOptions import = options.import;
-  import.analysis.observer = exports;
-  GPUATTR_ASSIGN_OR_RETURN(ImportResult result, BuildImportReport(import, nullptr));
-  if (options.write_report) {
-    GPUATTR_RETURN_IF_ERROR(WriteReportAtomically(result.report, import.output));
-  }
-  return exports->Commit();
+  return WriteImport(options.import, options.write_report).status();
 }
 
 }  // namespace gpuattr::collector

@@ -26,9 +26,9 @@ class App;
 namespace gpuattr::collector {
 
 struct ExportCommandOptions {
-  ImportOptions import;  // inputs and analysis options; import.output is used only with -o
+  // Inputs, analysis options and the exports; import.output is used only with -o.
+  ImportOptions import;
   bool write_report = false;
-  ExportPaths exports;
 };
 
 // Adds the `export` subcommand to `app`, parsing into `options` (which must outlive the parse).

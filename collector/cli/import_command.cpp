@@ -16,6 +16,10 @@
 #include "import/trace_replay.h"
 #include "report/report_builder.h"
 
+#ifndef GPUATTR_VERSION
+#error "GPUATTR_VERSION must be defined by the build (collector/cli.cmake)"
+#endif
+
 namespace gpuattr::collector {
 namespace {
 
@@ -42,7 +46,7 @@ StatusOr<std::string> DetectFormat(const std::string& path) {
 }  // namespace
 
 StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
-                                         std::string* activities_jsonl) {
+                                         std::shared_ptr<TraceObserver> observer) {
   if (options.files.empty()) return InvalidArgumentError("no input file: gpuattr import FILE...");
   if (options.format != "auto" && options.format != "kineto" && options.format != "nsys") {
     return InvalidArgumentError("--format must be auto, kineto or nsys");
@@ -53,6 +57,7 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
   AnalysisOptions analysis = options.analysis;
   GPUATTR_RETURN_IF_ERROR(
       LoadRuleFiles(options.phase_rules_path, options.family_rules_path, &analysis));
+  analysis.observer = std::move(observer);
 
   ImportResult result;
   std::vector<std::unique_ptr<ProcessTrace>> traces;
@@ -99,20 +104,23 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
   inputs.capture.started_at_realtime_ns =
       started == std::numeric_limits<uint64_t>::max() ? 0 : started;
   inputs.options = analysis;
-  inputs.activities_jsonl = activities_jsonl;
   result.report = BuildReport(inputs);
   return result;
 }
 
-Status RunImport(const ImportOptions& options) {
-  std::string activities;
-  GPUATTR_ASSIGN_OR_RETURN(
-      ImportResult result,
-      BuildImportReport(options, options.activities_path.empty() ? nullptr : &activities));
-  GPUATTR_RETURN_IF_ERROR(WriteReportAtomically(result.report, options.output));
-  if (!options.activities_path.empty()) {
-    GPUATTR_RETURN_IF_ERROR(WriteTextAtomically(activities, options.activities_path));
+StatusOr<ImportResult> WriteImport(const ImportOptions& options, bool write_report) {
+  std::shared_ptr<Exports> exports;
+  if (options.exports.any()) {
+    GPUATTR_ASSIGN_OR_RETURN(exports, Exports::Create(options.exports, "gpuattr " GPUATTR_VERSION));
   }
+  GPUATTR_ASSIGN_OR_RETURN(ImportResult result, BuildImportReport(options, exports));
+  if (write_report) GPUATTR_RETURN_IF_ERROR(WriteReportAtomically(result.report, options.output));
+  if (exports) GPUATTR_RETURN_IF_ERROR(exports->Commit());
+  return result;
+}
+
+Status RunImport(const ImportOptions& options) {
+  GPUATTR_ASSIGN_OR_RETURN(ImportResult result, WriteImport(options, /*write_report=*/true));
   if (!options.quiet) {
     std::fputs(RenderSummary(result.report.without_step_rows).c_str(), stderr);
     if (result.skipped_events > 0 || result.clipped_ranges > 0) {

@@ -15,11 +15,13 @@
 #define GPUATTR_COLLECTOR_CLI_IMPORT_COMMAND_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "analysis/process_trace.h"
 #include "base/status.h"
+#include "export/exports.h"
 #include "report/report_builder.h"
 
 namespace gpuattr::collector {
@@ -33,7 +35,7 @@ struct ImportOptions {
   AnalysisOptions analysis;
   std::string phase_rules_path;
   std::string family_rules_path;
-  std::string activities_path;
+  ExportPaths exports;  // --activities (import); --perfetto, --folded, --speedscope (export)
 };
 
 struct ImportResult {
@@ -43,9 +45,14 @@ struct ImportResult {
   uint64_t clipped_ranges = 0;  // ranges clipped to nest (trace_replay.h)
 };
 
-// Reads the inputs and builds the report (does not write it).
+// Reads the inputs and builds the report (writes neither it nor the exports); `observer`, when
+// set, watches the analysis.
 StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
-                                         std::string* activities_jsonl);
+                                         std::shared_ptr<TraceObserver> observer = nullptr);
+
+// Builds the report with the exports `options` names, writes the report atomically when
+// `write_report`, then publishes the exports.
+StatusOr<ImportResult> WriteImport(const ImportOptions& options, bool write_report);
 
 // The whole subcommand: build, write atomically, print the summary unless quiet.
 Status RunImport(const ImportOptions& options);

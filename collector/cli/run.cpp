@@ -14,7 +14,6 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <optional>
 
 #include "base/os.h"
 #include "cli/child_process.h"
@@ -185,22 +184,11 @@ StatusOr<int> RunCapture(const RunOptions& options) {
                                 std::to_string(static_cast<int>(kMaxDrainTimeoutS)) + " seconds");
   }
   GPUATTR_RETURN_IF_ERROR(CheckOutputPath(options.output, "the report path (-o)"));
-  if (!options.activities_path.empty()) {
-    GPUATTR_RETURN_IF_ERROR(
-        CheckOutputPath(options.activities_path, "the activities path (--activities)"));
-  }
   AnalysisOptions analysis = options.analysis;
   GPUATTR_RETURN_IF_ERROR(
       LoadRuleFiles(options.phase_rules_path, options.family_rules_path, &analysis));
-  // The --activities lines are streamed, as each connection's reorder window releases them,
-  // into a temporary file renamed onto the path once the report is written.
-  std::optional<AtomicTextFile> activities;
-  if (!options.activities_path.empty()) {
-    GPUATTR_ASSIGN_OR_RETURN(AtomicTextFile file, AtomicTextFile::Create(options.activities_path));
-    activities.emplace(std::move(file));
-  }
-  // --trace, --folded, --speedscope: fed by every connection's analysis as it streams, and
-  // published, like the activity lines, once the report is written.
+  // --trace, --folded, --speedscope, --activities: fed by every connection's analysis as it
+  // streams, and published once the report is written.
   std::shared_ptr<Exports> exports;
   if (options.exports.any()) {
     GPUATTR_ASSIGN_OR_RETURN(exports, Exports::Create(options.exports, "gpuattr " GPUATTR_VERSION));
@@ -211,11 +199,6 @@ StatusOr<int> RunCapture(const RunOptions& options) {
   const std::string socket_path = dir.path() + "/" + kSocketName;
   ServerOptions server_options;
   server_options.analysis = analysis;
-  if (activities) {
-    server_options.analysis->activity_sink = [&activities](const std::string& lines) {
-      activities->Append(lines);
-    };
-  }
   GPUATTR_ASSIGN_OR_RETURN(std::unique_ptr<SocketServer> server,
                            SocketServer::Listen(socket_path, server_options));
 
@@ -274,9 +257,6 @@ StatusOr<int> RunCapture(const RunOptions& options) {
   inputs.rejected_messages = server->stats().rejected_messages;
   const Report report = BuildReport(inputs);
   GPUATTR_RETURN_IF_ERROR(WriteReportAtomically(report, options.output));
-  if (activities) {
-    GPUATTR_RETURN_IF_ERROR(activities->Commit());
-  }
   if (exports) GPUATTR_RETURN_IF_ERROR(exports->Commit());
 
   if (!options.quiet) {

@@ -50,10 +50,10 @@ struct RunOptions {
   // Rule tables replacing the built-in ones, read and checked before CMD starts; empty: built-in.
   std::string phase_rules_path;
   std::string family_rules_path;
-  std::string activities_path;  // --activities: per-activity JSON lines; empty: none
-  ExportPaths exports;          // --trace, --folded, --speedscope (docs/visualization.md)
-  bool armed = false;           // --armed: run CMD armed for the daemon; no report here
-  std::string socket_path;      // --socket (armed): the daemon's; empty: the default
+  // --trace, --folded, --speedscope (docs/visualization.md), --activities.
+  ExportPaths exports;
+  bool armed = false;       // --armed: run CMD armed for the daemon; no report here
+  std::string socket_path;  // --socket (armed): the daemon's; empty: the default
 };
 
 // Runs the capture and returns the exit status gpuattr should exit with.

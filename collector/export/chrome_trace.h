@@ -34,7 +34,7 @@
 
 #include "analysis/trace_observer.h"
 #include "base/status.h"
-#include "report/report_builder.h"
+#include "report/atomic_write.h"
 
 namespace gpuattr::collector {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "base/os.h"
-#include "report/report_builder.h"
+#include "report/atomic_write.h"
 
 namespace gpuattr::collector {
 
@@ -15,11 +15,17 @@ StatusOr<std::shared_ptr<Exports>> Exports::Create(const ExportPaths& paths,
   if (!paths.speedscope.empty()) {
     GPUATTR_RETURN_IF_ERROR(CheckOutputPath(paths.speedscope, "--speedscope"));
   }
+  if (!paths.activities.empty()) {
+    GPUATTR_RETURN_IF_ERROR(CheckOutputPath(paths.activities, "--activities"));
+  }
   std::shared_ptr<Exports> exports(new Exports());
   exports->paths_ = paths;
   exports->generator_ = generator;
   if (!paths.trace.empty()) {
     GPUATTR_ASSIGN_OR_RETURN(exports->trace_, ChromeTraceWriter::Create(paths.trace, generator));
+  }
+  if (!paths.activities.empty()) {
+    GPUATTR_ASSIGN_OR_RETURN(exports->activities_, ActivityLinesWriter::Create(paths.activities));
   }
   return exports;
 }
@@ -35,6 +41,7 @@ void Exports::LaunchDone(uint32_t pid, uint32_t correlation_id, const LaunchReco
 
 void Exports::ActivityReleased(const ObservedActivity& activity) {
   if (trace_) trace_->ActivityReleased(activity);
+  if (activities_) activities_->ActivityReleased(activity);
 }
 
 void Exports::ProcessFinished(const TraceData& data, const ProcessAnalysis& analysis) {
@@ -58,6 +65,7 @@ Status Exports::Commit() {
         WriteTextAtomically(RenderSpeedscope(folded_, generator_), paths_.speedscope));
   }
   if (trace_) GPUATTR_RETURN_IF_ERROR(trace_->Commit());
+  if (activities_) GPUATTR_RETURN_IF_ERROR(activities_->Commit());
   return Status::Ok();
 }
 

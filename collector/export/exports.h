@@ -1,9 +1,11 @@
-// Exports: the picture files one analysis writes besides the report (docs/visualization.md),
-// behind the one TraceObserver the analysis takes (AnalysisOptions::observer):
+// Exports: the files one analysis writes besides the report, behind the one TraceObserver the
+// analysis takes (AnalysisOptions::observer):
 //   --trace / --perfetto FILE   the timeline, Chrome trace-event JSON (chrome_trace.h);
 //   --folded FILE               folded stacks of device time (folded_stacks.h);
-//   --speedscope FILE           the same as a speedscope profile.
-// `gpuattr run` sets it on the live analysis; `gpuattr export` on the replay of imported traces.
+//   --speedscope FILE           the same as a speedscope profile (docs/visualization.md);
+//   --activities FILE           one JSON line per device activity (activity_lines.h).
+// `gpuattr run` sets it on the live analysis; `gpuattr import` and `gpuattr export` on the replay
+// of imported traces.
 //
 // Every file is written through a temporary file beside its path and appears, whole, only at
 // Commit (after the report); destroyed uncommitted, nothing appears. Create checks the paths
@@ -18,6 +20,7 @@
 
 #include "analysis/trace_observer.h"
 #include "base/status.h"
+#include "export/activity_lines.h"
 #include "export/chrome_trace.h"
 #include "export/folded_stacks.h"
 
@@ -27,7 +30,10 @@ struct ExportPaths {
   std::string trace;       // Chrome trace-event JSON; empty: none
   std::string folded;      // folded stacks; empty: none
   std::string speedscope;  // speedscope JSON; empty: none
-  bool any() const { return !trace.empty() || !folded.empty() || !speedscope.empty(); }
+  std::string activities;  // per-activity JSON lines; empty: none
+  bool any() const {
+    return !trace.empty() || !folded.empty() || !speedscope.empty() || !activities.empty();
+  }
 };
 
 class Exports : public TraceObserver {
@@ -55,6 +61,7 @@ class Exports : public TraceObserver {
   ExportPaths paths_;
   std::string generator_;
   std::unique_ptr<ChromeTraceWriter> trace_;
+  std::unique_ptr<ActivityLinesWriter> activities_;
   std::vector<FoldedProcess> folded_;
 };
 

@@ -1,5 +1,7 @@
-// WriteTextAtomically and AtomicTextFile (report_builder.h): temp file in the target's directory,
+// WriteTextAtomically and AtomicTextFile (atomic_write.h): temp file in the target's directory,
 // fsync, rename.
+#include "report/atomic_write.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,8 +11,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "report/report_builder.h"
 
 namespace gpuattr::collector {
 

@@ -381,7 +381,7 @@ struct ProcessReport {
 ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs) {
   const TraceData& data = ReportBuilderAccess::Data(trace);
   const wire::Hello& hello = *data.hello;
-  ProcessAnalysis analysis = trace.TakeAnalysis(inputs.options, inputs.activities_jsonl);
+  ProcessAnalysis analysis = trace.TakeAnalysis(inputs.options);
   const bool measured = analysis.device_measured;
 
   Json refusals = Json::array();

@@ -21,6 +21,7 @@
 #include "analysis/attribution.h"
 #include "analysis/process_trace.h"
 #include "base/status.h"
+#include "report/atomic_write.h"
 
 namespace gpuattr::collector {
 
@@ -56,9 +57,6 @@ struct ReportInputs {
   // Collector-side loss not attributable to one process (bad clients, framing errors).
   uint64_t rejected_connections = 0;
   uint64_t rejected_messages = 0;
-  // When set, BuildReport appends the per-activity export (docs/attribution.md §Per-activity
-  // export, JSON lines) of every process here.
-  std::string* activities_jsonl = nullptr;
 };
 
 // One process's steps.rows, kept out of the DOM until written.
@@ -91,30 +89,6 @@ std::string SerializeReport(const Report& report);
 // directory and rename(2), so a reader sees the old file, the new file, or none, never half of
 // one, and the collector never holds the whole text.
 Status WriteReportAtomically(const Report& report, const std::string& path);
-// The same for any text.
-Status WriteTextAtomically(const std::string& text, const std::string& path);
-
-// A text file written piecewise and published at once: a temporary file beside `path`, renamed
-// onto it by Commit (the streamed --activities lines). Destroyed uncommitted, the temporary file
-// is removed. Single-threaded; Append keeps the first write error for Commit to return.
-class AtomicTextFile {
- public:
-  static StatusOr<AtomicTextFile> Create(const std::string& path);
-  AtomicTextFile(AtomicTextFile&& other) noexcept;
-  AtomicTextFile& operator=(AtomicTextFile&&) = delete;
-  ~AtomicTextFile();
-
-  void Append(const std::string& text);
-  Status Commit();
-
- private:
-  AtomicTextFile() = default;
-  int fd_ = -1;
-  std::string path_;
-  std::string temp_path_;
-  Status status_;
-};
-
 }  // namespace gpuattr::collector
 
 #endif  // GPUATTR_COLLECTOR_REPORT_REPORT_BUILDER_H_

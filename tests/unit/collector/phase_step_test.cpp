@@ -3,8 +3,11 @@
 // families, §Per-activity export). Every expected number is worked out by hand in the comments.
 #include <catch2/catch.hpp>
 #include <limits>
+#include <memory>
 
 #include "analysis/attribution.h"
+#include "analysis/trace_observer.h"
+#include "export/activity_lines.h"
 #include "report_test_util.h"
 #include "test_files.h"
 #include "wire_test_util.h"
@@ -379,14 +382,27 @@ TEST_CASE("families without seen launches have null launch statistics", "[unit][
   CHECK(launch["latency_ns"].is_null());
 }
 
-std::vector<Json> ActivityLines(const ProcessTrace& trace, AnalysisOptions options = {}) {
+// The per-activity export's lines, as the --activities writer makes them.
+class ActivityLineCollector : public TraceObserver {
+ public:
+  void RangeClosed(uint32_t, const HostRange&, const std::vector<std::string>&) override {}
+  void LaunchDone(uint32_t, uint32_t, const LaunchRecord&) override {}
+  void ActivityReleased(const ObservedActivity& activity) override {
+    text += ActivityLine(activity) + "\n";
+  }
+  void ProcessFinished(const TraceData&, const ProcessAnalysis&) override {}
   std::string text;
+};
+
+std::vector<Json> ActivityLines(const ProcessTrace& trace, AnalysisOptions options = {}) {
+  auto collector = std::make_shared<ActivityLineCollector>();
+  options.observer = collector;
   ReportInputs inputs;
   inputs.capture.mode = "run";
   inputs.processes = {&trace};
   inputs.options = options;
-  inputs.activities_jsonl = &text;
   BuildReport(inputs);
+  const std::string& text = collector->text;
   std::vector<Json> lines;
   size_t start = 0;
   for (size_t end = text.find('\n'); end != std::string::npos; end = text.find('\n', start)) {

@@ -22,22 +22,21 @@ struct Imported {
 
 inline Imported ImportPaths(const std::vector<std::string>& paths,
                             const std::string& ranges = "annotations") {
+  test_support::TempDir dir;
   ImportOptions options;
   options.files = paths;
   options.ranges = ranges;
-  std::string lines;
-  StatusOr<ImportResult> result = BuildImportReport(options, &lines);
+  options.output = dir.File("report.json");
+  options.exports.activities = dir.File("activities.jsonl");
+  StatusOr<ImportResult> result = WriteImport(options, /*write_report=*/true);
   INFO((result.ok() ? std::string() : result.status().message()));
   REQUIRE(result.ok());
   // Every imported report must satisfy the report schema.
-  test_support::TempDir dir;
-  const std::string report_path = dir.File("report.json");
-  REQUIRE(WriteReportAtomically(result->report, report_path).ok());
-  const test_support::SchemaCheck schema = test_support::ValidateReport(report_path);
+  const test_support::SchemaCheck schema = test_support::ValidateReport(options.output);
   INFO(schema.output);
   CHECK(schema.valid);
-  Imported out{nlohmann::json::parse(test_support::ReadFile(report_path)), {}};
-  std::istringstream stream(lines);
+  Imported out{nlohmann::json::parse(test_support::ReadFile(options.output)), {}};
+  std::istringstream stream(test_support::ReadFile(options.exports.activities));
   for (std::string line; std::getline(stream, line);) {
     out.activities.push_back(nlohmann::json::parse(line));
   }

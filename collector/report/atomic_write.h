@@ -1,0 +1,44 @@
+// Atomic writes: every file gpuattr writes (reports, exports, gate outputs) appears whole or not at
+// all. A temporary file is created beside the target (same directory, so same filesystem) and
+// renamed onto it once complete; on failure the temporary file is removed and the target is left
+// as it was.
+//
+// Single-threaded objects; no global state.
+#ifndef GPUATTR_COLLECTOR_REPORT_ATOMIC_WRITE_H_
+#define GPUATTR_COLLECTOR_REPORT_ATOMIC_WRITE_H_
+
+#include <string>
+
+#include "base/status.h"
+
+namespace gpuattr::collector {
+
+// Writes `text` to `path` through a temporary file in the same directory and rename(2), so a
+// reader sees the old file, the new file, or none, never half of one.
+Status WriteTextAtomically(const std::string& text, const std::string& path);
+
+// A text file written piecewise and published at once: a temporary file beside `path`, renamed
+// onto it by Commit (the streamed --activities lines, the timeline). Destroyed uncommitted, the
+// temporary file is removed. Single-threaded; Append keeps the first write error for Commit to
+// return.
+class AtomicTextFile {
+ public:
+  static StatusOr<AtomicTextFile> Create(const std::string& path);
+  AtomicTextFile(AtomicTextFile&& other) noexcept;
+  AtomicTextFile& operator=(AtomicTextFile&&) = delete;
+  ~AtomicTextFile();
+
+  void Append(const std::string& text);
+  Status Commit();
+
+ private:
+  AtomicTextFile() = default;
+  int fd_ = -1;
+  std::string path_;
+  std::string temp_path_;
+  Status status_;
+};
+
+}  // namespace gpuattr::collector
+
+#endif  // GPUATTR_COLLECTOR_REPORT_ATOMIC_WRITE_H_
