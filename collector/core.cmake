@@ -18,11 +18,19 @@ endforeach()
 add_library(gpuattr_collector_core STATIC
   base/os.cpp
   base/status.cpp
-  analysis/attribution.cpp
+  analysis/activity_folder.cpp
+  analysis/attribution_rules.cpp
+  analysis/device_sweep.cpp
+  analysis/family_fold.cpp
+  analysis/host_range_fold.cpp
   analysis/kernel_family.cpp
+  analysis/pass_tree.cpp
   analysis/phase.cpp
+  analysis/phase_fold.cpp
+  analysis/process_analysis.cpp
   analysis/process_trace.cpp
   analysis/rule_file.cpp
+  analysis/step_fold.cpp
   report/atomic_write.cpp
   report/refusal_catalogue.cpp
   report/render_summary.cpp

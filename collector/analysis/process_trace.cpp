@@ -8,9 +8,10 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/attribution.h"
+#include "analysis/activity_folder.h"
 #include "analysis/kernel_family.h"
 #include "analysis/phase.h"
+#include "analysis/process_analysis.h"
 #include "analysis/trace_data.h"
 #include "wire/codec.h"
 

@@ -1,12 +1,12 @@
 // TraceData: the decoded contents of one traced process's connection, as ProcessTrace keeps it.
 //
 // ProcessTrace (process_trace.cpp) is the only writer: it applies validated wire records here on
-// the ingest thread. The analysis (attribution.h) reads it, const, on the collector's main thread
-// after the connection ended; ReportBuilderAccess is its one way in. Nothing here is trusted to be
+// the ingest thread. The analysis (activity_folder.h and its fold units) reads it, const; the
+// report builder reaches it through ReportBuilderAccess. Nothing here is trusted to be
 // consistent: ids may be undefined, pops may not match pushes, activities may have no launch.
 //
 // Memory: device activities are not kept here. ProcessTrace holds them in its reorder window
-// and folds each one, when released, into the aggregates of attribution.h (ActivityFolder);
+// and folds each one, when released, into the aggregates of the fold units (activity_folder.h);
 // `launches` holds only launches in flight (a launch leaves on its first match, or when the
 // window passes it). Host-side records (graph nodes, strings, thread histories) are kept whole;
 // a streaming trace drops closed ranges and pushes once folded.
@@ -194,6 +194,13 @@ struct TraceData {
     return hello && hello->mode == static_cast<uint32_t>(wire::HelloMode::kWindow);
   }
 };
+
+// The name of an interned string, or "<unknown:ID>" when it was never defined.
+inline std::string StringOr(const TraceData& data, uint32_t id) {
+  auto it = data.strings.find(id);
+  if (it != data.strings.end()) return it->second;
+  return "<unknown:" + std::to_string(id) + ">";
+}
 
 // The analysis and the report builder read a trace through this (ProcessTrace's friend).
 class ReportBuilderAccess {

@@ -2,7 +2,7 @@
 // pictures of a trace (docs/visualization.md): the Chrome trace-event file, folded stacks and
 // speedscope profiles, and to the per-activity export (--activities) (collector/export/).
 //
-// ActivityFolder (attribution.h) is the only caller. It calls the observer from the same places
+// ActivityFolder (activity_folder.h) is the only caller. It calls the observer from the same places
 // it folds: each device activity when the reorder window releases it (start order, joined and
 // attributed), each launch when it leaves the join, each closed NVTX push/pop range at the next
 // release after it closed (when its path's names are known), and once per process at the end
@@ -21,7 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/attribution.h"
+#include "analysis/attributed_activity.h"
+#include "analysis/process_analysis.h"
 #include "analysis/trace_data.h"
 
 namespace gpuattr::collector {

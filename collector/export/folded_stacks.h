@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/attribution.h"
+#include "analysis/process_analysis.h"
 
 namespace gpuattr::collector {
 

@@ -15,7 +15,7 @@
 #include <ctime>
 #include <set>
 
-#include "analysis/attribution.h"
+#include "analysis/process_analysis.h"
 #include "analysis/trace_data.h"
 #include "report/refusal_catalogue.h"
 

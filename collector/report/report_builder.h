@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/attribution.h"
+#include "analysis/process_analysis.h"
 #include "analysis/process_trace.h"
 #include "base/status.h"
 #include "report/atomic_write.h"

@@ -5,7 +5,7 @@
 #include <limits>
 #include <memory>
 
-#include "analysis/attribution.h"
+#include "analysis/step_fold.h"
 #include "analysis/trace_observer.h"
 #include "export/activity_lines.h"
 #include "report_test_util.h"

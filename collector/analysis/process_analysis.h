@@ -1,26 +1,20 @@
-// Analysis of one ProcessTrace: attribution to the NVTX pass tree (DESIGN §2), busy/idle unions
-// and gaps per device, kernel families with their launch statistics, phases, steps, loss and
-// coverage. docs/attribution.md holds the exact definitions this implements; each function below
-// names the section it follows.
+// ProcessAnalysis: the result model of one traced process's analysis, plain values that the
+// report builder turns into JSON (report/) and that the summary merges over processes.
 //
-// Streaming (docs/architecture.md §Streaming analysis): ActivityFolder receives each device
-// activity once, joined, in start order, as ProcessTrace's reorder window releases it, and folds
-// it into aggregates; ProcessAnalysis, plain values the report builder turns into JSON, comes out
-// at the end. Single-threaded, on the thread that owns the ProcessTrace. Every number here is
-// measured; where DESIGN allows "not measured" the field is an std::optional and stays empty
-// rather than 0.
+// The fold units (activity_folder.h) fill it once, at the end of the process's stream; nothing
+// here refers back to the trace. docs/attribution.md defines every number. Where DESIGN allows
+// "not measured" a field is an std::optional and stays empty rather than 0; device fields are
+// meaningful only when device_measured holds.
 //
 // Invariant (tested): sum over root passes of total_ns + sum over unattributed of ns equals
 // kernel_ns + memcpy_ns + memset_ns, exactly. Activities without timestamps (start = end = 0) are
 // counted in loss and excluded from every time.
-#ifndef GPUATTR_COLLECTOR_ANALYSIS_ATTRIBUTION_H_
-#define GPUATTR_COLLECTOR_ANALYSIS_ATTRIBUTION_H_
+#ifndef GPUATTR_COLLECTOR_ANALYSIS_PROCESS_ANALYSIS_H_
+#define GPUATTR_COLLECTOR_ANALYSIS_PROCESS_ANALYSIS_H_
 
-#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
-#include <limits>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,90 +22,13 @@
 #include <vector>
 
 #include "analysis/phase.h"
-#include "analysis/process_trace.h"
+#include "analysis/samples.h"
 #include "analysis/trace_data.h"
 
 namespace gpuattr::collector {
 
-struct DurationStats {
-  uint64_t count = 0;
-  uint64_t total = 0;
-  uint64_t min = 0;
-  uint64_t median = 0;  // the lower median: always an observed duration
-  uint64_t max = 0;
-  bool median_exact = true;  // false: the median of a uniform sample (Samples below)
-};
-
-// The samples of one statistic, bounded: every sample up to kExactSamples, then a uniform
-// reservoir of that many (Vitter's algorithm R with a fixed seed, so a report is reproducible).
-// count, total, min and max stay exact; the median is exact while exact() holds.
-template <typename T>
-class Samples {
- public:
-  static constexpr size_t kExactSamples = 65536;
-
-  // Timestamps come from the wire: a hostile or broken stream can make sums overflow, which must
-  // clamp rather than be undefined.
-  static T SaturatingAdd(T a, T b) {
-    T sum;
-    if (!__builtin_add_overflow(a, b, &sum)) return sum;
-    return b > 0 ? std::numeric_limits<T>::max() : std::numeric_limits<T>::min();
-  }
-
-  void Add(T value) {
-    if (count_ == 0) {
-      min_ = max_ = value;
-    } else {
-      min_ = std::min(min_, value);
-      max_ = std::max(max_, value);
-    }
-    ++count_;
-    total_ = SaturatingAdd(total_, value);
-    if (kept_.size() < kExactSamples) {
-      kept_.push_back(value);
-      return;
-    }
-    rng_ = rng_ * 6364136223846793005ULL + 1442695040888963407ULL;  // LCG (Knuth MMIX)
-    const uint64_t slot = (rng_ >> 11) % count_;
-    if (slot < kept_.size()) kept_[static_cast<size_t>(slot)] = value;
-  }
-  // Adds `other`'s samples as if they had been added here one by one; its exact count, total,
-  // min and max carry over (a merged reservoir is a sample, and says so).
-  void Merge(const Samples& other) {
-    if (other.count_ == 0) return;
-    const T min = count_ == 0 ? other.min_ : std::min(min_, other.min_);
-    const T max = count_ == 0 ? other.max_ : std::max(max_, other.max_);
-    const uint64_t count = count_ + other.count_;
-    const T total = SaturatingAdd(total_, other.total_);
-    for (T value : other.kept_) Add(value);
-    count_ = count;
-    total_ = total;
-    min_ = min;
-    max_ = max;
-  }
-
-  uint64_t count() const { return count_; }
-  T total() const { return total_; }
-  T min() const { return min_; }
-  T max() const { return max_; }
-  bool exact() const { return count_ == kept_.size(); }
-  // The lower median of the kept samples (an observed value); 0 without samples.
-  T median() const {
-    if (kept_.empty()) return 0;
-    std::vector<T> sorted = kept_;
-    auto middle = sorted.begin() + static_cast<std::ptrdiff_t>((sorted.size() - 1) / 2);
-    std::nth_element(sorted.begin(), middle, sorted.end());
-    return *middle;
-  }
-
- private:
-  std::vector<T> kept_;
-  uint64_t count_ = 0;
-  T total_ = 0;
-  T min_ = 0;
-  T max_ = 0;
-  uint64_t rng_ = 0x9E3779B97F4A7C15ULL;
-};
+constexpr size_t kLargestGaps = 5;
+constexpr size_t kFamilyExamples = 5;
 
 // Device time of captured (graph) activities of a pass, split by the path open where the graph
 // was launched: DESIGN §2's "second dimension". `path` is empty when the launch had no range,
@@ -255,19 +172,6 @@ struct MarkStats {
   uint64_t count = 0;
 };
 
-enum class AttributionKind : uint8_t { kNone, kDirect, kInherited, kCaptured };
-
-// What the attribution decided for one activity (index-aligned with TraceData::activities).
-// Activities without timestamps are kNone with no reason: they are not device time.
-struct ActivityOutcome {
-  uint32_t node = 0;             // attributed path node; 0: unattributed
-  uint32_t launch_node = 0;      // graph nodes: path node by rules 2-3 at the graph launch; 0: none
-  const char* reason = nullptr;  // unattributed reason (a kReason* constant)
-  const char* fallback = nullptr;  // a kFallback* constant when a fallback rule was applied
-  AttributionKind kind = AttributionKind::kNone;
-  std::optional<Phase> phase;
-};
-
 // Device time by phase (§Phases); kernels, memcpys and memsets.
 struct PhaseTotals {
   std::array<uint64_t, kPhaseCount> ns{};
@@ -327,59 +231,6 @@ struct ProcessAnalysis {
   std::vector<MarkStats> marks;
 };
 
-constexpr size_t kLargestGaps = 5;
-constexpr size_t kFamilyExamples = 5;
-
-// Unattributed reasons (DESIGN §2).
-inline constexpr const char* kReasonNoOpenRange = "no_open_range";
-inline constexpr const char* kReasonLaunchNotSeen = "launch_not_seen";
-// Fallbacks (coverage.fallbacks): a graph node whose creation was never seen (captured before
-// the capture window, or its records were lost) is attributed by rules 2-3 at its graph launch.
-inline constexpr const char* kFallbackGraphBeforeWindow = "graph_captured_before_window";
-
-// The streaming analysis: device activities leave ProcessTrace's reorder window one by one, in
-// start order, joined with their launch, and are folded here into the aggregates of
-// ProcessAnalysis; nothing per activity is kept. Host-side data (ranges, graph nodes, strings) is
-// read from `data` as it stands at each release. Runs on whichever thread owns the ProcessTrace
-// (the ingest thread while streaming); single-threaded.
-class ActivityFolder {
- public:
-  // `data` and `options` must outlive this.
-  ActivityFolder(const TraceData& data, const AnalysisOptions& options);
-  ~ActivityFolder();
-  ActivityFolder(const ActivityFolder&) = delete;
-  ActivityFolder& operator=(const ActivityFolder&) = delete;
-
-  // One activity leaving the window; `launch` null when its launch was not seen. `late`: it
-  // starts before an activity already released, so it counts in every sum but in no union.
-  void Release(const ActivityRecord& activity, const LaunchRecord* launch, bool late);
-  // An activity leaving the reorder window that lies outside the capture window (window
-  // streams, docs/attach.md): counted as excluded, and in nothing else.
-  void ExcludeOutsideWindow();
-  // The launch left the join (graph launches keep a per-family dedupe until then).
-  void ForgetLaunch(uint32_t correlation_id, const LaunchRecord& launch);
-  // Once, after the last Release, with `data` finished.
-  ProcessAnalysis Finish();
-
-  // How many of data.host_ranges and data.pushes, counted from the first ever, are folded: the
-  // owner may drop them from the front (TraceData::host_ranges_dropped, pushes_dropped).
-  uint64_t folded_host_ranges() const;
-  uint64_t folded_pushes() const;
-
- private:
-  class Impl;
-  std::unique_ptr<Impl> impl_;
-};
-
-// The name a step range goes by: `ProfilerStep#*` for every `ProfilerStep#N`, else `name`.
-std::string StepRangeKey(const std::string& name);
-
-// The name of an interned string, or "<unknown:ID>" when it was never defined.
-std::string StringOr(const TraceData& data, uint32_t id);
-
-// Lower median, min, max and total of `durations` (reordered). Empty input -> count 0.
-DurationStats Summarize(std::vector<uint64_t>& durations);
-
 }  // namespace gpuattr::collector
 
-#endif  // GPUATTR_COLLECTOR_ANALYSIS_ATTRIBUTION_H_
+#endif  // GPUATTR_COLLECTOR_ANALYSIS_PROCESS_ANALYSIS_H_

@@ -1,0 +1,179 @@
+#include "analysis/activity_folder.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/trace_observer.h"
+
+namespace gpuattr::collector {
+namespace {
+
+void CountTotals(Totals& totals, ActivityKind kind, uint64_t ns) {
+  switch (kind) {
+    case ActivityKind::kKernel:
+      totals.kernel_ns += ns;
+      ++totals.kernels;
+      break;
+    case ActivityKind::kMemcpy:
+      totals.memcpy_ns += ns;
+      ++totals.memcpys;
+      break;
+    case ActivityKind::kMemset:
+      totals.memset_ns += ns;
+      ++totals.memsets;
+      break;
+  }
+}
+
+}  // namespace
+
+ActivityFolder::ActivityFolder(const TraceData& data, const AnalysisOptions& options)
+    : data_(data),
+      options_(options),
+      paths_(data),
+      history_(data),
+      rules_(data, options.inherit),
+      passes_(options.phase_rules ? *options.phase_rules : PhaseRules::Default()),
+      families_(data, options.family_rules ? *options.family_rules : FamilyRules::Default()),
+      phases_(data, paths_, options.phase_rules ? *options.phase_rules : PhaseRules::Default()),
+      host_ranges_(data),
+      steps_(data, paths_, options.step, options.skip_steps) {}
+
+void ActivityFolder::RefreshNames() {
+  if (!paths_.Refresh()) return;
+  phases_.Refresh();
+  steps_.Refresh();
+  families_.Refresh();
+}
+
+void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord* launch,
+                             bool late) {
+  RefreshNames();
+  steps_.RegisterInstances();
+  FoldClosedRanges();
+  if (launch == nullptr) ++loss_.orphan_activities;
+  if (!activity.complete()) {
+    ++loss_.incomplete_records;
+    return;
+  }
+  if (late) ++loss_.late_activities;
+  last_end_ns_ = std::max(last_end_ns_, activity.end_ns);
+  CountTotals(totals_, activity.kind, activity.duration_ns());
+
+  ActivityOutcome outcome = rules_.Attribute(activity, launch);
+  outcome.phase = phases_.PhaseOf(outcome.node);
+  const AttributedActivity attributed{activity, launch, late, outcome};
+  phases_.Fold(attributed);
+  if (outcome.node != 0) {
+    std::optional<std::vector<std::string>> launch_context;
+    if (outcome.kind == AttributionKind::kCaptured && launch) {
+      launch_context =
+          outcome.launch_node != 0 ? paths_.Of(outcome.launch_node) : std::vector<std::string>{};
+    }
+    passes_.Fold(attributed, paths_.Of(outcome.node), families_.LeafFamily(activity),
+                 launch_context);
+  }
+  devices_.Fold(activity, launch, late);
+  if (attributed.kernel()) families_.Fold(activity, launch);
+  steps_.Fold(attributed);
+  if (options_.observer) Observe(attributed);
+}
+
+void ActivityFolder::ForgetLaunch(uint32_t correlation_id, const LaunchRecord& launch) {
+  families_.ForgetLaunch(correlation_id);
+  if (options_.observer) options_.observer->LaunchDone(pid(), correlation_id, launch);
+}
+
+// Closed push/pop ranges not yet folded, and the observer, now that their names are known.
+void ActivityFolder::FoldClosedRanges() {
+  if (!options_.observer) {
+    host_ranges_.FoldClosed(nullptr);
+    return;
+  }
+  host_ranges_.FoldClosed([this](const HostRange& range) {
+    options_.observer->RangeClosed(pid(), range, paths_.Of(range.node));
+  });
+}
+
+void ActivityFolder::Observe(const AttributedActivity& attributed) {
+  static const std::vector<std::string> kNoPath;
+  const ActivityRecord& activity = attributed.activity;
+  const ActivityOutcome& outcome = attributed.outcome;
+  ObservedActivity observed;
+  observed.pid = pid();
+  observed.activity = &activity;
+  observed.launch = attributed.launch;
+  if (attributed.kernel()) {
+    const FamilyFold::KernelNames& names = families_.NamesOf(activity.name_string);
+    observed.kernel_name = &names.demangled;
+    observed.family = &names.family;
+  }
+  observed.path = outcome.node != 0 ? &paths_.Of(outcome.node) : &kNoPath;
+  if (activity.graph_node_id != 0 && attributed.launch) {
+    observed.launch_path = outcome.launch_node != 0 ? &paths_.Of(outcome.launch_node) : &kNoPath;
+  }
+  if (attributed.launch) {
+    auto name = data_.thread_names.find(attributed.launch->tid);
+    if (name != data_.thread_names.end()) observed.thread_name = StringOr(data_, name->second);
+  }
+  observed.attribution = outcome.kind;
+  observed.reason = outcome.reason;
+  observed.phase = outcome.phase;
+  options_.observer->ActivityReleased(observed);
+}
+
+ProcessAnalysis ActivityFolder::Finish() {
+  // Names defined since the last release: paths and phases are read again (the pass tree's
+  // phases come from its paths).
+  paths_.Refresh();
+  phases_.Refresh();
+  steps_.RegisterInstances();
+  ProcessAnalysis result;
+  result.main_tid = data_.main_tid;
+  // A window's stream may carry activities outside the window (excluded): its capture ends
+  // at its last host timestamp or the last activity counted, whichever is later.
+  result.capture_end_ns = data_.window_stream()
+                              ? std::max(data_.last_host_timestamp_ns, last_end_ns_)
+                              : data_.last_timestamp_ns;
+  result.device_measured =
+      data_.cupti_state ? data_.cupti_state->result == 0 : data_.activities_seen > 0;
+  result.excluded_activities = excluded_activities_;
+  FoldClosedRanges();
+  for (const auto& [node, durations] : host_ranges_.durations_by_node()) {
+    passes_.AddHostDurations(paths_.Of(node), durations);
+  }
+  phases_.Finish(result);
+  result.totals = totals_;
+  result.totals.launches = data_.launches_seen;
+  result.loss = loss_;
+  result.loss.unmatched_launches = data_.unmatched_launches;
+  result.loss.expired_launches = data_.expired_launches;
+  result.passes = passes_.Finish();
+  result.devices = devices_.Finish(
+      result.capture_end_ns,
+      [this](uint32_t tid, uint64_t t) -> std::optional<std::vector<std::string>> {
+        const uint32_t node = history_.InnermostAt(tid, t);
+        if (node == 0) return std::nullopt;
+        return paths_.Of(node);
+      },
+      [this](uint32_t device) -> std::optional<std::string> {
+        auto name = data_.device_names.find(device);
+        if (name == data_.device_names.end()) return std::nullopt;
+        return StringOr(data_, name->second);
+      });
+  result.families = families_.Finish();
+  steps_.Finish(host_ranges_.durations_by_node(), result);
+  host_ranges_.FinishSpansAndMarks(result);
+  if (data_.diagnostics) {
+    const wire::Diagnostics& d = *data_.diagnostics;
+    result.loss.dropped_records =
+        d.ring_dropped_records + d.socket_dropped_records + d.cupti_dropped_records;
+  }
+  if (options_.observer) options_.observer->ProcessFinished(data_, result);
+  return result;
+}
+
+}  // namespace gpuattr::collector

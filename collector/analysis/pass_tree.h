@@ -1,0 +1,68 @@
+// PassTree: the pass tree under construction (docs/attribution.md §Passes): one node per path of
+// range names (domains merged), each with its device time by attribution kind, its busy union,
+// its device time by kernel family (the folded exports' leaf frames), the launch contexts of its
+// captured activities, and its host durations.
+//
+// The activity folder hands it every attributed activity with the names of its path; host
+// durations arrive once, at the end, from the host-range fold. Finish() returns the roots with
+// totals (self + children), phases and children ordered by total device time, then host time.
+//
+// Single-threaded, on the thread that folds. Memory: one node per distinct path.
+#ifndef GPUATTR_COLLECTOR_ANALYSIS_PASS_TREE_H_
+#define GPUATTR_COLLECTOR_ANALYSIS_PASS_TREE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/attributed_activity.h"
+#include "analysis/interval_union.h"
+#include "analysis/phase.h"
+#include "analysis/process_analysis.h"
+#include "analysis/samples.h"
+
+namespace gpuattr::collector {
+
+class PassTree {
+ public:
+  // `phase_rules` must outlive this.
+  explicit PassTree(const PhaseRules& phase_rules);
+
+  // An attributed activity (outcome.node != 0) on `path`. `leaf_family` is the kernel's family,
+  // or "[memcpy]" / "[memset]". For captured activities, `launch_context` is the path the graph
+  // was launched under (empty: no range; nullopt: the launch was never seen); else ignored.
+  void Fold(const AttributedActivity& attributed, const std::vector<std::string>& path,
+            const std::string& leaf_family,
+            const std::optional<std::vector<std::string>>& launch_context);
+  // The closed host instances of `path` (several path nodes may share a path: merged).
+  void AddHostDurations(const std::vector<std::string>& path, const Samples<uint64_t>& durations);
+
+  // The roots, finished. Once.
+  std::vector<PassNode> Finish();
+
+ private:
+  struct Node {
+    std::string name;
+    std::map<std::string, size_t> children;
+    PassNode out;
+    IntervalUnion busy;  // of its own activities, in start order
+    Samples<uint64_t> host_durations;
+    std::map<std::optional<std::vector<std::string>>, LaunchContext> contexts;
+    std::unordered_map<std::string, uint64_t> family_ns;  // self_ns by leaf family
+  };
+
+  Node& At(const std::vector<std::string>& path);
+  PassNode Finalize(size_t index);
+  void SetPhases(PassNode& node) const;
+
+  const PhaseRules& phase_rules_;
+  std::vector<Node> nodes_;  // index 0: the root, which names no pass
+};
+
+}  // namespace gpuattr::collector
+
+#endif  // GPUATTR_COLLECTOR_ANALYSIS_PASS_TREE_H_

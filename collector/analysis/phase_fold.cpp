@@ -1,0 +1,67 @@
+#include "analysis/phase_fold.h"
+
+#include <algorithm>
+
+namespace gpuattr::collector {
+
+PhaseFold::PhaseFold(const TraceData& data, PathNames& paths, const PhaseRules& rules)
+    : data_(data), paths_(paths), rules_(rules), history_(data) {}
+
+std::optional<Phase> PhaseFold::PhaseOf(uint32_t node) {
+  if (node == 0) return std::nullopt;
+  auto cached = phases_.find(node);
+  if (cached != phases_.end()) return cached->second;
+  const std::optional<Phase> phase = rules_.PhaseOfPath(paths_.Of(node));
+  phases_.emplace(node, phase);
+  return phase;
+}
+
+void PhaseFold::Fold(const AttributedActivity& attributed) {
+  const ActivityOutcome& outcome = attributed.outcome;
+  const uint64_t ns = attributed.ns();
+  const bool kernel = attributed.kernel();
+  if (outcome.fallback) {
+    Fallback& entry = fallbacks_[outcome.fallback];
+    entry.ns += ns;
+    entry.activities += 1;
+  }
+  if (outcome.node == 0) {
+    Unattributed& entry = unattributed_[outcome.reason];
+    entry.ns += ns;
+    entry.activities += 1;
+    if (!kernel) return;
+    entry.kernel_ns += ns;
+    // §Coverage: counts against the phase the main thread was in at the launch.
+    if (attributed.launch && data_.main_tid) {
+      const std::optional<Phase> main_phase =
+          PhaseOf(history_.InnermostAt(*data_.main_tid, attributed.launch->enter_ns));
+      if (main_phase) coverage_.unattributed_kernel_ns[static_cast<size_t>(*main_phase)] += ns;
+    }
+    return;
+  }
+  if (outcome.phase) {
+    totals_.ns[static_cast<size_t>(*outcome.phase)] += ns;
+    if (kernel) coverage_.attributed_kernel_ns[static_cast<size_t>(*outcome.phase)] += ns;
+  } else {
+    totals_.other_ns += ns;
+  }
+  if (kernel) attributed_kernel_ns_ += ns;
+}
+
+void PhaseFold::Finish(ProcessAnalysis& analysis) {
+  analysis.phases = totals_;
+  analysis.phase_coverage = coverage_;
+  analysis.attributed_kernel_ns = attributed_kernel_ns_;
+  for (auto& [reason, entry] : unattributed_) {
+    entry.reason = reason;
+    analysis.unattributed.push_back(entry);
+  }
+  std::stable_sort(analysis.unattributed.begin(), analysis.unattributed.end(),
+                   [](const Unattributed& a, const Unattributed& b) { return a.ns > b.ns; });
+  for (auto& [reason, entry] : fallbacks_) {
+    entry.reason = reason;
+    analysis.fallbacks.push_back(entry);
+  }
+}
+
+}  // namespace gpuattr::collector

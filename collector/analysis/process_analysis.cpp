@@ -1,0 +1,66 @@
+#include "analysis/process_analysis.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace gpuattr::collector {
+
+namespace {
+
+// The order of FamilyStats::shapes: most kernels first, then most time.
+bool RanksBefore(const ShapeStats& a, const ShapeStats& b) {
+  return a.kernels != b.kernels ? a.kernels > b.kernels : a.total_ns > b.total_ns;
+}
+
+// Adds `count` kernels that ran `total_ns` in all, the shortest `min_ns` and the longest `max_ns`.
+void AddKernelCounts(FamilyStats& stats, uint64_t count, uint64_t total_ns, uint64_t min_ns,
+                     uint64_t max_ns) {
+  stats.min_ns = stats.kernels == 0 ? min_ns : std::min(stats.min_ns, min_ns);
+  stats.max_ns = std::max(stats.max_ns, max_ns);
+  stats.kernels += count;
+  stats.total_ns += total_ns;
+}
+
+// The entry of `shape` in `shapes`, appended with no kernels when it is new.
+std::vector<ShapeStats>::iterator ShapeEntry(std::vector<ShapeStats>& shapes,
+                                             const KernelShape& shape) {
+  auto it = std::find_if(shapes.begin(), shapes.end(),
+                         [&](const ShapeStats& mine) { return mine.shape == shape; });
+  return it != shapes.end() ? it : shapes.insert(shapes.end(), ShapeStats{shape, 0, 0});
+}
+
+}  // namespace
+
+void FamilyStats::AddKernel(const KernelShape& shape, uint64_t duration_ns) {
+  AddKernelCounts(*this, 1, duration_ns, duration_ns, duration_ns);
+  auto it = ShapeEntry(shapes, shape);
+  ++it->kernels;
+  it->total_ns += duration_ns;
+  // Only this shape grew, so the stable order Merge sorts into is restored by moving it ahead
+  // of the shapes it now ranks strictly before.
+  for (; it != shapes.begin() && RanksBefore(*it, *std::prev(it)); --it) {
+    std::iter_swap(it, std::prev(it));
+  }
+}
+
+void FamilyStats::AddExample(const std::string& name) {
+  if (names.size() < kFamilyExamples &&
+      std::find(names.begin(), names.end(), name) == names.end()) {
+    names.push_back(name);
+  }
+}
+
+void FamilyStats::Merge(const FamilyStats& other) {
+  AddKernelCounts(*this, other.kernels, other.total_ns, other.min_ns, other.max_ns);
+  for (const std::string& name : other.names) AddExample(name);
+  for (const ShapeStats& shape : other.shapes) {
+    auto it = ShapeEntry(shapes, shape.shape);
+    it->kernels += shape.kernels;
+    it->total_ns += shape.total_ns;
+  }
+  std::stable_sort(shapes.begin(), shapes.end(), RanksBefore);
+  api_samples.Merge(other.api_samples);
+  latency_samples.Merge(other.latency_samples);
+}
+
+}  // namespace gpuattr::collector

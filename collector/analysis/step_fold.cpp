@@ -1,0 +1,258 @@
+#include "analysis/step_fold.h"
+
+#include <algorithm>
+#include <memory>
+#include <regex>
+
+namespace gpuattr::collector {
+namespace {
+
+// Auto-detection's preferred names, by StepRangeKey: every name of a key agrees.
+bool StepLikeKey(const std::string& key) {
+  static const std::regex kStepLike("(train_?)?step|iteration|iter",
+                                    std::regex::ECMAScript | std::regex::icase);
+  return key == "ProfilerStep#*" || std::regex_match(key, kStepLike);
+}
+
+}  // namespace
+
+std::string StepRangeKey(const std::string& name) {
+  static const std::regex kProfilerStep("ProfilerStep#\\d+");
+  return std::regex_match(name, kProfilerStep) ? "ProfilerStep#*" : name;
+}
+
+StepFold::StepFold(const TraceData& data, PathNames& paths, std::optional<std::string> step,
+                   uint64_t skip_steps)
+    : data_(data),
+      paths_(paths),
+      step_key_(step ? std::optional<std::string>(StepRangeKey(*step)) : std::nullopt),
+      skip_steps_(skip_steps) {}
+
+void StepFold::RegisterInstances() {
+  while (registered_ < data_.pushes_dropped + data_.pushes.size()) {
+    const auto [tid, index] =
+        data_.pushes[static_cast<size_t>(registered_++ - data_.pushes_dropped)];
+    const HistoryEntry& entry = data_.history.at(tid)[index];
+    if (entry.node == 0) continue;
+    const std::vector<std::string>& names = paths_.Of(entry.node);
+    if (names.empty()) continue;
+    const std::string& key = KeysOf(entry.node).back();
+    if (step_key_ && key != *step_key_) continue;
+    auto [found, added] = step_keys_.try_emplace(key);
+    Key& step_key = found->second;
+    if (added) step_key.step_like = StepLikeKey(key);
+    if (only_step_like_keys_ && !step_key.step_like) continue;
+    if (step_key_ || names.size() == 1) step_key.tracked = true;
+    const size_t id = instances_.size();
+    instances_.push_back({tid, &entry, entry.node, entry.start_ns, {}, 0, 0});
+    step_key.by_node[entry.node].Add(id, entry.start_ns, &entry.end_ns);
+    if (!step_key_ && !only_step_like_keys_ && step_key.step_like && names.size() == 1) {
+      step_like_open_.emplace_back(&step_key, id);
+    }
+  }
+  if (!step_like_open_.empty()) DropKeysThatCannotWin();
+}
+
+// Auto-detection: once a step-like key has two closed top-level instances, the instances of
+// keys that are not step-like can never be rows; they stop being tracked and kept.
+void StepFold::DropKeysThatCannotWin() {
+  bool settled = false;
+  size_t kept = 0;
+  for (const auto& [key, id] : step_like_open_) {
+    if (EndOf(instances_[id]) == HistoryEntry::kOpenEnd) {
+      step_like_open_[kept++] = {key, id};
+    } else {
+      settled = settled || ++key->top_level_closed >= 2;
+    }
+  }
+  step_like_open_.resize(kept);
+  if (!settled) return;
+  only_step_like_keys_ = true;
+  step_like_open_ = {};
+  for (auto& [name, key] : step_keys_) {
+    if (key.step_like) continue;
+    key.tracked = false;
+    key.by_node.clear();
+  }
+}
+
+bool StepFold::Earlier(size_t a, size_t b) const {
+  const Instance& x = instances_[a];
+  const Instance& y = instances_[b];
+  if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
+  const uint64_t ex = EndOf(x);
+  const uint64_t ey = EndOf(y);
+  if (ex != ey) return ex < ey;
+  return x.tid != y.tid ? x.tid < y.tid : a < b;
+}
+
+// Keeps in `best` the earlier of it and the earliest instance in `index` whose [start, end]
+// holds t.
+void StepFold::EarliestAt(RangeIndex& index, uint64_t t, std::optional<size_t>& best) {
+  index.ForEachOverlapping(t, t, [&](size_t id) {
+    if (!best || Earlier(id, *best)) best = id;
+  });
+}
+
+const std::vector<std::string>& StepFold::KeysOf(uint32_t node) {
+  auto cached = keys_.find(node);
+  if (cached != keys_.end()) return cached->second;
+  std::vector<std::string> keys;
+  for (const std::string& name : paths_.Of(node)) keys.push_back(StepRangeKey(name));
+  return keys_.emplace(node, std::move(keys)).first->second;
+}
+
+void StepFold::Fold(const AttributedActivity& attributed) {
+  if (!attributed.late) {
+    const ActivityRecord& activity = attributed.activity;
+    if (const auto closed = busy_.Add(activity.start_ns, activity.end_ns)) AddBusy(*closed);
+  }
+  if (attributed.launch) {
+    FoldTerms(attributed.launch->enter_ns, attributed.outcome, attributed.ns());
+  }
+}
+
+void StepFold::FoldTerms(uint64_t launch_ns, const ActivityOutcome& outcome, uint64_t ns) {
+  if (outcome.node == 0) {
+    for (auto& [name, key] : step_keys_) {
+      if (!key.tracked) continue;
+      std::optional<size_t> id;
+      for (auto& [node, index] : key.by_node) EarliestAt(index, launch_ns, id);
+      if (id) instances_[*id].unattributed_ns += ns;
+    }
+    return;
+  }
+  const std::vector<std::string>& path = paths_.Of(outcome.node);
+  const std::vector<std::string>& keys = KeysOf(outcome.node);
+  // The earliest matching instance per step key, keyed by the key's entry (no allocation: this
+  // runs for every activity).
+  std::vector<std::pair<const Key*, size_t>>& best = best_instances_;
+  best.clear();
+  for (size_t depth = 0; depth < keys.size(); ++depth) {
+    auto key = step_keys_.find(keys[depth]);
+    if (key == step_keys_.end() || !key->second.tracked) continue;
+    std::optional<size_t> id;
+    for (auto& [node, index] : key->second.by_node) {
+      const std::vector<std::string>& step_path = paths_.Of(node);
+      if (step_path.size() == depth + 1 &&
+          std::equal(step_path.begin(), step_path.end(), path.begin())) {
+        EarliestAt(index, launch_ns, id);
+      }
+    }
+    if (!id) continue;
+    const Key* identity = &key->second;
+    auto it = std::find_if(best.begin(), best.end(),
+                           [&](const auto& entry) { return entry.first == identity; });
+    if (it == best.end()) {
+      best.emplace_back(identity, *id);
+    } else if (Earlier(*id, it->second)) {
+      it->second = *id;
+    }
+  }
+  for (const auto& [key, id] : best) {
+    Instance& instance = instances_[id];
+    if (outcome.phase) {
+      instance.phases.ns[static_cast<size_t>(*outcome.phase)] += ns;
+    } else {
+      instance.phases.other_ns += ns;
+    }
+  }
+}
+
+// A merged interval of all device activity closed: its overlap with every tracked instance.
+void StepFold::AddBusy(const Interval& merged) {
+  for (auto& [name, key] : step_keys_) {
+    if (!key.tracked) continue;
+    for (auto& [node, index] : key.by_node) {
+      index.ForEachOverlapping(merged.first, merged.second, [&](size_t id) {
+        Instance& instance = instances_[id];
+        const uint64_t end = EndOf(instance);
+        if (end > merged.first && instance.start_ns < merged.second) {
+          instance.busy_ns +=
+              std::min(end, merged.second) - std::max(instance.start_ns, merged.first);
+        }
+      });
+    }
+  }
+}
+
+std::optional<std::string> StepFold::ChooseStepRange(
+    const std::map<uint32_t, Samples<uint64_t>>& host_durations, std::string& why) {
+  if (step_key_) return step_key_;
+  struct Candidate {
+    uint64_t instances = 0;
+    uint64_t host_ns = 0;
+    bool step_like = false;
+  };
+  std::map<std::string, Candidate> top_level;
+  for (const auto& [node, durations] : host_durations) {
+    if (paths_.Of(node).size() != 1) continue;
+    const std::string& key = KeysOf(node).back();
+    Candidate& candidate = top_level[key];
+    candidate.instances += durations.count();
+    candidate.host_ns += durations.total();
+    candidate.step_like = StepLikeKey(key);
+  }
+  const std::pair<const std::string, Candidate>* best = nullptr;
+  auto better = [&](const std::pair<const std::string, Candidate>& entry) {
+    if (best == nullptr) return true;
+    const Candidate& a = entry.second;
+    const Candidate& b = best->second;
+    if (a.step_like != b.step_like) return a.step_like;
+    if (a.instances != b.instances) return a.instances > b.instances;
+    return a.host_ns > b.host_ns;  // equal: the first name in byte order stays
+  };
+  for (const auto& entry : top_level) {
+    if (entry.second.instances >= 2 && better(entry)) best = &entry;
+  }
+  if (best == nullptr) {
+    why = "no top-level range has two or more instances";
+    return std::nullopt;
+  }
+  return best->first;
+}
+
+void StepFold::Finish(const std::map<uint32_t, Samples<uint64_t>>& host_durations,
+                      ProcessAnalysis& analysis) {
+  if (!busy_.empty()) AddBusy(busy_.current());
+  const std::optional<std::string> range = ChooseStepRange(host_durations, analysis.steps_reason);
+  if (!range) return;
+  auto key = step_keys_.find(*range);
+  std::vector<size_t> ids;
+  if (key != step_keys_.end() && key->second.tracked) {
+    for (auto& [node, index] : key->second.by_node) {
+      index.ForEachOverlapping(0, RangeIndex::kOpenEnd, [&](size_t id) {
+        if (EndOf(instances_[id]) != HistoryEntry::kOpenEnd) ids.push_back(id);
+      });
+    }
+  }
+  if (ids.empty()) {
+    analysis.steps_reason = "no range named '" + *range + "' was closed";
+    return;
+  }
+  std::sort(ids.begin(), ids.end(), [&](size_t a, size_t b) { return Earlier(a, b); });
+  Steps steps;
+  steps.range = *range;
+  steps.detected = !step_key_.has_value();
+  steps.instances = ids.size();
+  steps.skipped = skip_steps_;
+  const size_t skip = static_cast<size_t>(std::min<uint64_t>(skip_steps_, ids.size()));
+  auto rows = std::make_shared<std::vector<StepRow>>();
+  rows->reserve(ids.size() - skip);
+  for (size_t i = skip; i < ids.size(); ++i) {
+    const Instance& instance = instances_[ids[i]];
+    StepRow row;
+    row.index = i;
+    row.name = paths_.Of(instance.node).back();
+    row.start_ns = instance.start_ns;
+    row.end_ns = EndOf(instance);
+    row.phases = instance.phases;
+    row.unattributed_ns = instance.unattributed_ns;
+    row.busy_ns = instance.busy_ns;
+    rows->push_back(std::move(row));
+  }
+  steps.rows = std::move(rows);
+  analysis.steps = std::move(steps);
+}
+
+}  // namespace gpuattr::collector

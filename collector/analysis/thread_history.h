@@ -1,0 +1,49 @@
+// ThreadHistory: "which range was open on thread T at time t", read from the threads' push/pop
+// histories as they stand (TraceData::history, push order).
+//
+// Attribution rule 2 (inheritance from the main thread), a gap's host range and the phase the
+// main thread was in at an unattributed launch all ask it. Ranges of one thread nest (a stack),
+// so the innermost one open at t is the last range pushed at or before t or one of its
+// ancestors: a binary search, then a walk up the parent links until a range still contains t.
+// Ranges with node 0 name no path and are skipped.
+//
+// Reads TraceData, const; single-threaded, on the thread that folds.
+#ifndef GPUATTR_COLLECTOR_ANALYSIS_THREAD_HISTORY_H_
+#define GPUATTR_COLLECTOR_ANALYSIS_THREAD_HISTORY_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "analysis/trace_data.h"
+
+namespace gpuattr::collector {
+
+class ThreadHistory {
+ public:
+  explicit ThreadHistory(const TraceData& data) : data_(data) {}
+
+  // The path node innermost-open on `tid` at `t` ([start, end) contains t), 0 when none.
+  uint32_t InnermostAt(uint32_t tid, uint64_t t) const {
+    auto it = data_.history.find(tid);
+    if (it == data_.history.end()) return 0;
+    const auto& entries = it->second;
+    auto after =
+        std::upper_bound(entries.begin(), entries.end(), t,
+                         [](uint64_t value, const HistoryEntry& e) { return value < e.start_ns; });
+    int64_t i = static_cast<int64_t>(after - entries.begin()) - 1;
+    while (i >= 0) {
+      const HistoryEntry& entry = entries[static_cast<size_t>(i)];
+      if (entry.end_ns > t && entry.node != 0) return entry.node;
+      i = entry.parent;
+    }
+    return 0;
+  }
+
+ private:
+  const TraceData& data_;
+};
+
+}  // namespace gpuattr::collector
+
+#endif  // GPUATTR_COLLECTOR_ANALYSIS_THREAD_HISTORY_H_
