@@ -28,11 +28,12 @@ add_library(gpuattr_collector_core STATIC
   analysis/phase.cpp
   analysis/phase_fold.cpp
   analysis/process_analysis.cpp
+  analysis/process_facts.cpp
   analysis/process_trace.cpp
+  analysis/refusal_catalogue.cpp
   analysis/rule_file.cpp
   analysis/step_fold.cpp
   report/atomic_write.cpp
-  report/refusal_catalogue.cpp
   report/render_summary.cpp
   report/report_builder.cpp
   report/report_writer.cpp

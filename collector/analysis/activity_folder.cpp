@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/process_facts.h"
 #include "analysis/trace_observer.h"
 
 namespace gpuattr::collector {
@@ -167,11 +168,7 @@ ProcessAnalysis ActivityFolder::Finish() {
   result.families = families_.Finish();
   steps_.Finish(host_ranges_.durations_by_node(), result);
   host_ranges_.FinishSpansAndMarks(result);
-  if (data_.diagnostics) {
-    const wire::Diagnostics& d = *data_.diagnostics;
-    result.loss.dropped_records =
-        d.ring_dropped_records + d.socket_dropped_records + d.cupti_dropped_records;
-  }
+  AddProcessFacts(data_, result);
   if (options_.observer) options_.observer->ProcessFinished(data_, result);
   return result;
 }

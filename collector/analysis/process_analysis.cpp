@@ -63,4 +63,16 @@ void FamilyStats::Merge(const FamilyStats& other) {
   latency_samples.Merge(other.latency_samples);
 }
 
+const char* ProcessStatusName(ProcessStatus status) {
+  switch (status) {
+    case ProcessStatus::kComplete:
+      return "complete";
+    case ProcessStatus::kTruncated:
+      return "truncated";
+    case ProcessStatus::kRefused:
+      return "refused";
+  }
+  return "refused";
+}
+
 }  // namespace gpuattr::collector

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "analysis/phase.h"
+#include "analysis/refusal_catalogue.h"
 #include "analysis/samples.h"
 #include "analysis/trace_data.h"
 
@@ -151,13 +152,62 @@ struct Totals {
   uint64_t device_ns() const { return kernel_ns + memcpy_ns + memset_ns; }
 };
 
+// Every loss counter of the report's `loss` (docs/attribution.md §Loss): the shim's, from its
+// latest Diagnostics record, and the collector's own.
 struct Loss {
   std::optional<uint64_t> dropped_records;  // ring + socket + CUPTI; empty without Diagnostics
+  std::optional<wire::Diagnostics> shim;    // the latest (cumulative) Diagnostics, if any came
   uint64_t unmatched_launches = 0;
   uint64_t orphan_activities = 0;   // activities whose correlation id matched no launch
   uint64_t incomplete_records = 0;  // activities without timestamps, seen by the collector
   uint64_t late_activities = 0;     // released below an earlier release: outside the unions
   uint64_t expired_launches = 0;    // launches the reorder window dropped before the end
+  uint64_t lost_messages = 0;       // sequence gaps
+  uint64_t sequence_regressions = 0;
+  uint64_t unmatched_pops = 0;
+  uint64_t implicitly_closed_ranges = 0;  // closed because an outer range was popped first
+  uint64_t unclosed_ranges = 0;           // still open when a traced stream ended
+  uint64_t unmatched_range_ends = 0;
+  uint64_t unknown_records = 0;  // record types this collector does not know (skipped)
+  uint64_t orphan_api_exits = 0;
+  uint64_t zero_correlation_launches = 0;
+};
+
+// Who the process is, as its Hello says.
+struct ProcessIdentity {
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  int32_t rank = -1;  // -1: RANK unset
+  int32_t local_rank = -1;
+  std::optional<std::string> exe;
+  uint64_t monotonic_ns = 0;  // the Hello's clock pair: the stream's start on both clocks
+  uint64_t realtime_ns = 0;
+};
+
+// complete: the stream ended with Goodbye (a window's: WindowEnd); truncated: it did not, or
+// CUPTI finalized itself mid-run; refused: no device time was measured.
+enum class ProcessStatus : uint8_t { kComplete, kTruncated, kRefused };
+
+// "complete", "truncated", "refused".
+const char* ProcessStatusName(ProcessStatus status);
+
+// Why some data could not be collected: a catalogue entry (refusal_catalogue.h) with what was
+// seen (empty: nothing more) and CUPTI's result (0: none).
+struct ProcessRefusal {
+  const RefusalEntry* entry = nullptr;
+  std::string seen;
+  int32_t cupti_result = 0;
+};
+
+struct ThreadName {
+  uint32_t tid = 0;
+  std::string name;
+};
+
+// A capture window's stream (docs/attach.md): its WindowBegin and WindowEnd, as far as they came.
+struct CaptureWindow {
+  std::optional<wire::WindowBegin> begin;
+  std::optional<wire::WindowEnd> end;
 };
 
 struct SpanStats {
@@ -209,7 +259,13 @@ struct Steps {
 };
 
 struct ProcessAnalysis {
-  bool device_measured = false;  // CUPTI subscribed (or device records arrived regardless)
+  std::optional<ProcessIdentity> process;  // empty: the stream never said Hello
+  ProcessStatus status = ProcessStatus::kRefused;
+  bool goodbye = false;  // the stream ended with Goodbye
+  std::vector<ProcessRefusal> refusals;
+  std::vector<ThreadName> threads;      // named threads, by tid
+  std::optional<CaptureWindow> window;  // a capture window's stream; empty for a traced one
+  bool device_measured = false;         // CUPTI subscribed (or device records arrived regardless)
   std::optional<uint32_t> main_tid;
   uint64_t capture_end_ns = 0;  // the latest timestamp of the stream
   Totals totals;

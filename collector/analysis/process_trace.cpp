@@ -208,8 +208,6 @@ struct ProcessTrace::State {
   }
 };
 
-const TraceData& ReportBuilderAccess::Data(const ProcessTrace& trace) { return trace.state_->data; }
-
 namespace {
 
 // Names travel as raw bytes; the report is JSON, which must be valid UTF-8. Invalid sequences

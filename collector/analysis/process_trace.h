@@ -91,7 +91,6 @@ class ProcessTrace {
   size_t host_records_held() const;
 
  private:
-  friend class ReportBuilderAccess;
   struct State;
   void Apply(const wire::RecordView& record);
   void AddActivity(const ActivityRecord& record);

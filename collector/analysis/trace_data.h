@@ -1,8 +1,8 @@
 // TraceData: the decoded contents of one traced process's connection, as ProcessTrace keeps it.
 //
 // ProcessTrace (process_trace.cpp) is the only writer: it applies validated wire records here on
-// the ingest thread. The analysis (activity_folder.h and its fold units) reads it, const; the
-// report builder reaches it through ReportBuilderAccess. Nothing here is trusted to be
+// the ingest thread. The analysis (activity_folder.h and its fold units) reads it, const, and
+// leaves in ProcessAnalysis everything a report says. Nothing here is trusted to be
 // consistent: ids may be undefined, pops may not match pushes, activities may have no launch.
 //
 // Memory: device activities are not kept here. ProcessTrace holds them in its reorder window
@@ -201,12 +201,6 @@ inline std::string StringOr(const TraceData& data, uint32_t id) {
   if (it != data.strings.end()) return it->second;
   return "<unknown:" + std::to_string(id) + ">";
 }
-
-// The analysis and the report builder read a trace through this (ProcessTrace's friend).
-class ReportBuilderAccess {
- public:
-  static const TraceData& Data(const ProcessTrace& trace);
-};
 
 }  // namespace gpuattr::collector
 

@@ -19,12 +19,12 @@
 #include <vector>
 
 #include "analysis/process_trace.h"
+#include "analysis/refusal_catalogue.h"
 #include "base/os.h"
 #include "cli/cli.h"
 #include "cli/daemon_socket.h"
 #include "cli/run.h"
 #include "ingest/daemon_server.h"
-#include "report/refusal_catalogue.h"
 #include "report/report_builder.h"
 #include "wire/codec.h"
 
@@ -48,7 +48,7 @@ wire::AttachRequest RequestFor(const AttachOptions& options) {
 // Writes the report of a refused attach: capture.mode "attach" and one process entry, refused,
 // with `refusal` (its cause followed by what was seen). The entry is what the report builder
 // makes of a process that said Hello and nothing else (status "refused", nothing measured), its
-// refusals replaced by the attach refusal: one builder, one shape of process entry.
+// refusals replaced by the attach refusal: one analysis, one builder, one shape of entry.
 Status WriteRefusalReport(const AttachOptions& options, const RefusalEntry& refusal,
                           const std::string& seen) {
   const uint32_t pid =
@@ -72,22 +72,16 @@ Status WriteRefusalReport(const AttachOptions& options, const RefusalEntry& refu
   ProcessTrace trace;
   GPUATTR_RETURN_IF_ERROR(trace.ConsumeMessage(buffer.data(), writer.Finish(0)));
   trace.Finish();
+  ProcessAnalysis analysis = trace.TakeAnalysis(AnalysisOptions{});
+  analysis.refusals = {{&refusal, seen, 0}};
 
   ReportInputs inputs;
   inputs.capture.mode = "attach";
   inputs.capture.host = HostName();
   inputs.capture.started_at_realtime_ns = NowNs(CLOCK_REALTIME);
   inputs.window_request = WindowRequestFromWire(RequestFor(options), options.step_name);
-  inputs.processes.push_back(&trace);
-  Report report = BuildReport(inputs);
-  std::string cause = refusal.cause;
-  if (!seen.empty()) cause += " Seen: " + seen + ".";
-  for (nlohmann::json& process : report.without_step_rows["processes"]) {
-    process["refusals"] = nlohmann::json::array({{{"code", refusal.code},
-                                                  {"cause", cause},
-                                                  {"remedy", refusal.remedy},
-                                                  {"cupti_result", nullptr}}});
-  }
+  inputs.processes.push_back(std::move(analysis));
+  const Report report = BuildReport(inputs);
   return WriteReportAtomically(report, options.output);
 }
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <utility>
 
-#include "analysis/trace_data.h"
+#include "analysis/process_analysis.h"
 #include "import/kineto_importer.h"
 #include "import/nsys_importer.h"
 #include "import/trace_replay.h"
@@ -94,12 +94,13 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
   inputs.capture.source = {{"format", source_format}, {"files", options.files}};
   uint64_t started = std::numeric_limits<uint64_t>::max();
   for (const auto& trace : traces) {
-    const TraceData& data = ReportBuilderAccess::Data(*trace);
-    if (!data.hello) continue;
-    if (data.hello->realtime_ns != 0) started = std::min(started, data.hello->realtime_ns);
+    ProcessAnalysis process = trace->TakeAnalysis(analysis);
+    if (!process.process) continue;
+    const ProcessIdentity& identity = *process.process;
+    if (identity.realtime_ns != 0) started = std::min(started, identity.realtime_ns);
     inputs.capture.duration_ns =
-        std::max(inputs.capture.duration_ns, data.last_timestamp_ns - data.hello->monotonic_ns);
-    inputs.processes.push_back(trace.get());
+        std::max(inputs.capture.duration_ns, process.capture_end_ns - identity.monotonic_ns);
+    inputs.processes.push_back(std::move(process));
   }
   inputs.capture.started_at_realtime_ns =
       started == std::numeric_limits<uint64_t>::max() ? 0 : started;

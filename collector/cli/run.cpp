@@ -250,7 +250,9 @@ StatusOr<int> RunCapture(const RunOptions& options) {
   inputs.capture.host = HostName();
   inputs.capture.started_at_realtime_ns = started_realtime_ns;
   inputs.capture.duration_ns = duration_ns;
-  for (const auto& trace : server->finished_traces()) inputs.processes.push_back(trace.get());
+  for (const auto& trace : server->finished_traces()) {
+    inputs.processes.push_back(trace->TakeAnalysis(analysis));
+  }
   inputs.exit_statuses = events.exit_statuses;
   inputs.options = analysis;
   inputs.rejected_connections = server->stats().rejected_connections;

@@ -411,7 +411,7 @@ void DaemonServer::FinishTraced(Connection& connection) {
   inputs.capture.host = HostName();
   inputs.capture.started_at_realtime_ns = connection.accepted_realtime_ns;
   inputs.capture.duration_ns = NowNs(CLOCK_MONOTONIC) - connection.accepted_ns;
-  inputs.processes.push_back(connection.trace.get());
+  inputs.processes.push_back(connection.trace->TakeAnalysis(options_.analysis));
   inputs.options = options_.analysis;
   const uint32_t pid = connection.trace->pid();
   const std::string path =
@@ -638,7 +638,7 @@ void DaemonServer::CompleteAttachIfDone(uint64_t attach_number) {
   uint32_t processes = 0;
   for (const WindowSlot& slot : attach.windows) {
     if (slot.trace) {
-      inputs.processes.push_back(slot.trace.get());
+      inputs.processes.push_back(slot.trace->TakeAnalysis(options_.analysis));
       inputs.attach_indices[slot.pid] = slot.attach_index;
       ++processes;
     }

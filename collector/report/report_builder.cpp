@@ -16,8 +16,7 @@
 #include <set>
 
 #include "analysis/process_analysis.h"
-#include "analysis/trace_data.h"
-#include "report/refusal_catalogue.h"
+#include "analysis/refusal_catalogue.h"
 
 namespace gpuattr::collector {
 
@@ -289,11 +288,10 @@ Json FallbacksJson(bool measured, const std::vector<Fallback>& fallbacks) {
 
 // A process's capture window (docs/attach.md §What a window's report covers); null unless its
 // stream was a window's. Wire enum values this collector does not know read as null.
-Json WindowJson(const TraceData& data, const ProcessAnalysis& analysis,
-                const ReportInputs& inputs) {
-  if (!data.window_stream()) return nullptr;
-  const auto& begin = data.window_begin;
-  const auto& end = data.window_end;
+Json WindowJson(const ProcessAnalysis& analysis, const ReportInputs& inputs) {
+  if (!analysis.window) return nullptr;
+  const auto& begin = analysis.window->begin;
+  const auto& end = analysis.window->end;
   Json end_reason = nullptr;
   Json detach = nullptr;
   if (end) {
@@ -329,7 +327,7 @@ Json WindowJson(const TraceData& data, const ProcessAnalysis& analysis,
   } else if (end) {
     id = end->window_id;
   }
-  auto index = inputs.attach_indices.find(data.hello->pid);
+  auto index = inputs.attach_indices.find(analysis.process->pid);
   return {{"id", std::move(id)},
           {"begin_ns", begin ? Json(begin->timestamp_ns) : Json(nullptr)},
           {"end_ns", end ? Json(end->timestamp_ns) : Json(nullptr)},
@@ -378,77 +376,57 @@ struct ProcessReport {
   std::vector<FamilyStats> families;
 };
 
-ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs) {
-  const TraceData& data = ReportBuilderAccess::Data(trace);
-  const wire::Hello& hello = *data.hello;
-  ProcessAnalysis analysis = trace.TakeAnalysis(inputs.options);
+ProcessReport BuildProcess(ProcessAnalysis analysis, const ReportInputs& inputs) {
+  const ProcessIdentity& identity = *analysis.process;
   const bool measured = analysis.device_measured;
-
   Json refusals = Json::array();
-  for (const wire::Refusal& refusal : data.refusals) {
-    refusals.push_back(RefusalJson(RefusalForWireCode(refusal.code),
-                                   refusal.cause_string ? StringOr(data, refusal.cause_string) : "",
-                                   refusal.cupti_result));
+  for (const ProcessRefusal& refusal : analysis.refusals) {
+    refusals.push_back(RefusalJson(*refusal.entry, refusal.seen, refusal.cupti_result));
   }
-  if (!data.cupti_state && !measured) {
-    refusals.push_back(RefusalJson(CudaNotInitializedRefusal(), "", 0));
-  } else if (data.cupti_state && data.cupti_state->result != 0 && data.refusals.empty()) {
-    refusals.push_back(
-        RefusalJson(RefusalForWireCode(static_cast<uint32_t>(wire::RefusalCode::kCuptiUnavailable)),
-                    "CuptiState without a Refusal record", data.cupti_state->result));
-  }
-  const bool fatal =
-      std::any_of(data.refusals.begin(), data.refusals.end(), [](const wire::Refusal& r) {
-        return r.code == static_cast<uint32_t>(wire::RefusalCode::kCuptiFatalError);
-      });
-  // refused: no device time at all; truncated: the stream ended without Goodbye (a window's:
-  // without WindowEnd), or CUPTI finalized itself mid-run (device records stop early);
-  // complete otherwise.
-  const bool ended = data.window_stream() ? data.window_end.has_value() : data.goodbye.has_value();
-  const char* status = !measured ? "refused" : (!ended || fatal) ? "truncated" : "complete";
+  const char* status = ProcessStatusName(analysis.status);
 
   Json process;
-  process["pid"] = hello.pid;
-  process["ppid"] = hello.ppid;
-  process["rank"] = hello.rank >= 0 ? Json(hello.rank) : Json(nullptr);
-  process["local_rank"] = hello.local_rank >= 0 ? Json(hello.local_rank) : Json(nullptr);
-  process["exe"] = hello.exe_string ? Json(StringOr(data, hello.exe_string)) : Json(nullptr);
-  auto exit_status = inputs.exit_statuses.find(hello.pid);
+  process["pid"] = identity.pid;
+  process["ppid"] = identity.ppid;
+  process["rank"] = identity.rank >= 0 ? Json(identity.rank) : Json(nullptr);
+  process["local_rank"] = identity.local_rank >= 0 ? Json(identity.local_rank) : Json(nullptr);
+  process["exe"] = OptionalString(identity.exe);
+  auto exit_status = inputs.exit_statuses.find(identity.pid);
   process["exit_status"] =
       exit_status != inputs.exit_statuses.end() ? Json(exit_status->second) : Json(nullptr);
   process["status"] = status;
-  process["goodbye"] = data.goodbye.has_value();
+  process["goodbye"] = analysis.goodbye;
   process["refusals"] = std::move(refusals);
 
-  const auto diag = data.diagnostics;
-  auto diag_field = [&](uint64_t wire::Diagnostics::*field) {
-    return diag ? Json((*diag).*field) : Json(nullptr);
+  const Loss& loss = analysis.loss;
+  auto shim_field = [&](uint64_t wire::Diagnostics::*field) {
+    return loss.shim ? Json((*loss.shim).*field) : Json(nullptr);
   };
+  auto measured_field = [&](uint64_t value) { return measured ? Json(value) : Json(nullptr); };
   process["loss"] = {
-      {"dropped_records",
-       analysis.loss.dropped_records ? Json(*analysis.loss.dropped_records) : Json(nullptr)},
-      {"unmatched_launches", measured ? Json(analysis.loss.unmatched_launches) : Json(nullptr)},
-      {"orphan_activities", measured ? Json(analysis.loss.orphan_activities) : Json(nullptr)},
-      {"incomplete_records", measured ? Json(analysis.loss.incomplete_records) : Json(nullptr)},
-      {"late_activities", measured ? Json(analysis.loss.late_activities) : Json(nullptr)},
-      {"expired_launches", measured ? Json(analysis.loss.expired_launches) : Json(nullptr)},
-      {"lost_messages", data.lost_messages},
-      {"sequence_regressions", data.sequence_regressions},
-      {"ring_dropped_records", diag_field(&wire::Diagnostics::ring_dropped_records)},
-      {"socket_dropped_records", diag_field(&wire::Diagnostics::socket_dropped_records)},
-      {"socket_dropped_messages", diag_field(&wire::Diagnostics::socket_dropped_messages)},
-      {"cupti_dropped_records", diag_field(&wire::Diagnostics::cupti_dropped_records)},
-      {"cupti_buffers_declined", diag_field(&wire::Diagnostics::cupti_buffers_declined)},
-      {"intern_table_full", diag_field(&wire::Diagnostics::intern_table_full)},
-      {"untranslated_records", diag_field(&wire::Diagnostics::untranslated_records)},
-      {"shim_incomplete_records", diag_field(&wire::Diagnostics::incomplete_records)},
-      {"unmatched_pops", data.unmatched_pops},
-      {"implicitly_closed_ranges", data.implicitly_closed},
-      {"unclosed_ranges", data.unclosed_ranges},
-      {"unmatched_range_ends", data.unmatched_range_ends},
-      {"unknown_records", data.unknown_records},
-      {"orphan_api_exits", data.orphan_api_exits},
-      {"zero_correlation_launches", data.zero_correlation_launches}};
+      {"dropped_records", loss.dropped_records ? Json(*loss.dropped_records) : Json(nullptr)},
+      {"unmatched_launches", measured_field(loss.unmatched_launches)},
+      {"orphan_activities", measured_field(loss.orphan_activities)},
+      {"incomplete_records", measured_field(loss.incomplete_records)},
+      {"late_activities", measured_field(loss.late_activities)},
+      {"expired_launches", measured_field(loss.expired_launches)},
+      {"lost_messages", loss.lost_messages},
+      {"sequence_regressions", loss.sequence_regressions},
+      {"ring_dropped_records", shim_field(&wire::Diagnostics::ring_dropped_records)},
+      {"socket_dropped_records", shim_field(&wire::Diagnostics::socket_dropped_records)},
+      {"socket_dropped_messages", shim_field(&wire::Diagnostics::socket_dropped_messages)},
+      {"cupti_dropped_records", shim_field(&wire::Diagnostics::cupti_dropped_records)},
+      {"cupti_buffers_declined", shim_field(&wire::Diagnostics::cupti_buffers_declined)},
+      {"intern_table_full", shim_field(&wire::Diagnostics::intern_table_full)},
+      {"untranslated_records", shim_field(&wire::Diagnostics::untranslated_records)},
+      {"shim_incomplete_records", shim_field(&wire::Diagnostics::incomplete_records)},
+      {"unmatched_pops", loss.unmatched_pops},
+      {"implicitly_closed_ranges", loss.implicitly_closed_ranges},
+      {"unclosed_ranges", loss.unclosed_ranges},
+      {"unmatched_range_ends", loss.unmatched_range_ends},
+      {"unknown_records", loss.unknown_records},
+      {"orphan_api_exits", loss.orphan_api_exits},
+      {"zero_correlation_launches", loss.zero_correlation_launches}};
   process["totals"] = measured ? TotalsJson(analysis.totals) : NullTotals();
 
   if (measured) {
@@ -497,12 +475,12 @@ ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs
   }
   process["marks"] = std::move(marks);
   Json threads = Json::array();
-  for (const auto& [tid, name] : data.thread_names) {
-    threads.push_back({{"tid", tid}, {"name", StringOr(data, name)}});
+  for (const ThreadName& thread : analysis.threads) {
+    threads.push_back({{"tid", thread.tid}, {"name", thread.name}});
   }
   process["threads"] = std::move(threads);
   process["main_thread"] = analysis.main_tid ? Json(*analysis.main_tid) : Json(nullptr);
-  process["window"] = WindowJson(data, analysis, inputs);
+  process["window"] = WindowJson(analysis, inputs);
 
   uint64_t busy = 0;
   uint64_t idle = 0;
@@ -516,8 +494,8 @@ ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs
   if (process["steps"].is_object()) step_ns = process["steps"]["summary"]["host_ns"];
   report.summary_row = {{"rank", process["rank"]},
                         {"local_rank", process["local_rank"]},
-                        {"pid", hello.pid},
-                        {"ppid", hello.ppid},
+                        {"pid", identity.pid},
+                        {"ppid", identity.ppid},
                         {"status", status},
                         {"step_ns", std::move(step_ns)},
                         {"busy_ns", measured ? Json(busy) : Json(nullptr)},
@@ -527,9 +505,9 @@ ProcessReport BuildProcess(const ProcessTrace& trace, const ReportInputs& inputs
   report.json = std::move(process);
   report.step_rows.device_measured = measured;
   if (analysis.steps) report.step_rows.rows = analysis.steps->rows;
-  report.rank_sort = hello.rank >= 0 ? hello.rank : INT32_MAX;
-  report.pid = hello.pid;
-  report.ppid = hello.ppid;
+  report.rank_sort = identity.rank >= 0 ? identity.rank : INT32_MAX;
+  report.pid = identity.pid;
+  report.ppid = identity.ppid;
   report.measured = measured;
   report.totals = analysis.totals;
   report.attributed_kernel_ns = analysis.attributed_kernel_ns;
@@ -694,12 +672,12 @@ Json StepRowJson(const StepRow& row, bool device_measured) {
 Report BuildReport(const ReportInputs& inputs) {
   std::vector<ProcessReport> processes;
   uint64_t without_hello = 0;
-  for (const ProcessTrace* trace : inputs.processes) {
-    if (trace == nullptr || !trace->has_hello()) {
+  for (const ProcessAnalysis& analysis : inputs.processes) {
+    if (!analysis.process) {
       ++without_hello;
       continue;
     }
-    processes.push_back(BuildProcess(*trace, inputs));
+    processes.push_back(BuildProcess(analysis, inputs));
   }
   std::stable_sort(processes.begin(), processes.end(),
                    [](const ProcessReport& a, const ProcessReport& b) {

@@ -47,7 +47,9 @@ struct WindowRequest {
 
 struct ReportInputs {
   CaptureInfo capture;
-  std::vector<const ProcessTrace*> processes;
+  // One analysis per connection that ended (ProcessTrace::TakeAnalysis); those that never said
+  // Hello are only counted (diagnostics.connections_without_hello).
+  std::vector<ProcessAnalysis> processes;
   std::map<uint32_t, int> exit_statuses;  // pid -> exit status, where the collector waited on it
   // Attach only: the request (capture.window), and per pid which window of that process this
   // is, counted from 1 (window.attach_index; absent: 1).

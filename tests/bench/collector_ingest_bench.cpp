@@ -249,7 +249,7 @@ void Ingest(ProcessTrace& trace, uint64_t kernels, uint64_t report_every) {
 size_t ReportBytes(const ProcessTrace& trace) {
   ReportInputs inputs;
   inputs.capture.mode = "run";
-  inputs.processes.push_back(&trace);
+  inputs.processes.push_back(trace.TakeAnalysis(AnalysisOptions{}));
   return SerializeReport(BuildReport(inputs)).size();
 }
 
@@ -309,7 +309,7 @@ int RssMode(uint64_t kernels, uint64_t every) {
               StatusKib("VmRSS"));
   ReportInputs inputs;
   inputs.capture.mode = "run";
-  inputs.processes.push_back(&trace);
+  inputs.processes.push_back(trace.TakeAnalysis(AnalysisOptions{}));
   const Report report = BuildReport(inputs);
   const nlohmann::json& process = report.without_step_rows["processes"][0];
   // The numbers that show the stream was understood: every kernel joined and attributed.

@@ -87,7 +87,9 @@ std::set<uint32_t> FinishedPids(const SocketServer& server) {
 nlohmann::json Report(const SocketServer& server) {
   collector::ReportInputs inputs;
   inputs.capture.mode = "run";
-  for (const auto& trace : server.finished_traces()) inputs.processes.push_back(trace.get());
+  for (const auto& trace : server.finished_traces()) {
+    inputs.processes.push_back(trace->TakeAnalysis(collector::AnalysisOptions{}));
+  }
   return nlohmann::json::parse(collector::SerializeReport(collector::BuildReport(inputs)));
 }
 

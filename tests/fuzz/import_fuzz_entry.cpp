@@ -31,7 +31,9 @@ bool ImportKinetoBytes(const uint8_t* data, size_t size) {
   }
   ReportInputs inputs;
   inputs.capture.mode = "import";
-  for (const auto& process : *processes) inputs.processes.push_back(process.get());
+  for (const auto& process : *processes) {
+    inputs.processes.push_back(process->TakeAnalysis(AnalysisOptions{}));
+  }
   const Report report = BuildReport(inputs);
   if (!report.without_step_rows.is_object()) std::abort();
   if (SerializeReport(report).empty()) std::abort();

@@ -399,7 +399,7 @@ std::vector<Json> ActivityLines(const ProcessTrace& trace, AnalysisOptions optio
   options.observer = collector;
   ReportInputs inputs;
   inputs.capture.mode = "run";
-  inputs.processes = {&trace};
+  inputs.processes.push_back(trace.TakeAnalysis(options));
   inputs.options = options;
   BuildReport(inputs);
   const std::string& text = collector->text;

@@ -38,7 +38,9 @@ Json Report(const std::vector<const ProcessTrace*>& traces,
             const std::map<uint32_t, int>& exit_statuses = {}) {
   ReportInputs inputs;
   inputs.capture = {"run", {"torchrun", "train.py"}, "node-a", 1700000000123456789ull, 10000};
-  inputs.processes = traces;
+  for (const ProcessTrace* trace : traces) {
+    inputs.processes.push_back(trace->TakeAnalysis(AnalysisOptions{}));
+  }
   inputs.exit_statuses = exit_statuses;
   return ReportAsWritten(BuildReport(inputs));
 }

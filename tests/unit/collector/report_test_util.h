@@ -24,7 +24,7 @@ inline Json ReportFor(const std::vector<const ProcessTrace*>& traces,
   inputs.capture.host = "testhost";
   inputs.capture.started_at_realtime_ns = 1700000000123456789ull;
   inputs.capture.duration_ns = 5000;
-  inputs.processes = traces;
+  for (const ProcessTrace* trace : traces) inputs.processes.push_back(trace->TakeAnalysis(options));
   inputs.options = options;
   return ReportAsWritten(BuildReport(inputs));
 }

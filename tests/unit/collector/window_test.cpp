@@ -47,7 +47,7 @@ Json AttachReport(const std::vector<const ProcessTrace*>& traces,
   inputs.capture.duration_ns = 4000;
   inputs.window_request = WindowRequest{"pid", kPid, std::nullopt, std::nullopt, 2, "step"};
   inputs.attach_indices = std::move(attach_indices);
-  inputs.processes = traces;
+  for (const ProcessTrace* trace : traces) inputs.processes.push_back(trace->TakeAnalysis(options));
   inputs.options = std::move(options);
   return ReportAsWritten(BuildReport(inputs));
 }

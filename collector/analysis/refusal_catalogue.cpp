@@ -1,4 +1,4 @@
-#include "report/refusal_catalogue.h"
+#include "analysis/refusal_catalogue.h"
 
 #include "wire/protocol.h"
 

@@ -4,8 +4,8 @@
 // with a generic cause and a remedy. The shim sends wire::RefusalCode plus the concrete cause it
 // saw; the collector adds reasons of its own (no CUDA in the process, an attach it could not
 // make). Pure data; any thread.
-#ifndef GPUATTR_COLLECTOR_REPORT_REFUSAL_CATALOGUE_H_
-#define GPUATTR_COLLECTOR_REPORT_REFUSAL_CATALOGUE_H_
+#ifndef GPUATTR_COLLECTOR_ANALYSIS_REFUSAL_CATALOGUE_H_
+#define GPUATTR_COLLECTOR_ANALYSIS_REFUSAL_CATALOGUE_H_
 
 #include <cstdint>
 
@@ -31,4 +31,4 @@ const RefusalEntry& DaemonUnreachableRefusal();
 
 }  // namespace gpuattr::collector
 
-#endif  // GPUATTR_COLLECTOR_REPORT_REFUSAL_CATALOGUE_H_
+#endif  // GPUATTR_COLLECTOR_ANALYSIS_REFUSAL_CATALOGUE_H_
