@@ -24,6 +24,7 @@ add_library(gpuattr_collector_core STATIC
   analysis/family_fold.cpp
   analysis/host_range_fold.cpp
   analysis/kernel_family.cpp
+  analysis/launch_join.cpp
   analysis/pass_tree.cpp
   analysis/phase.cpp
   analysis/phase_fold.cpp
@@ -33,6 +34,7 @@ add_library(gpuattr_collector_core STATIC
   analysis/refusal_catalogue.cpp
   analysis/rule_file.cpp
   analysis/step_fold.cpp
+  analysis/trace_builder.cpp
   report/atomic_write.cpp
   report/render_summary.cpp
   report/report_builder.cpp

@@ -126,7 +126,7 @@ void ActivityFolder::Observe(const AttributedActivity& attributed) {
   options_.observer->ActivityReleased(observed);
 }
 
-ProcessAnalysis ActivityFolder::Finish() {
+ProcessAnalysis ActivityFolder::Finish(const LaunchCounts& launches) {
   // Names defined since the last release: paths and phases are read again (the pass tree's
   // phases come from its paths).
   paths_.Refresh();
@@ -148,10 +148,12 @@ ProcessAnalysis ActivityFolder::Finish() {
   }
   phases_.Finish(result);
   result.totals = totals_;
-  result.totals.launches = data_.launches_seen;
+  result.totals.launches = launches.launches_seen;
   result.loss = loss_;
-  result.loss.unmatched_launches = data_.unmatched_launches;
-  result.loss.expired_launches = data_.expired_launches;
+  result.loss.unmatched_launches = launches.unmatched_launches;
+  result.loss.expired_launches = launches.expired_launches;
+  result.loss.orphan_api_exits = launches.orphan_api_exits;
+  result.loss.zero_correlation_launches = launches.zero_correlation_launches;
   result.passes = passes_.Finish();
   result.devices = devices_.Finish(
       result.capture_end_ns,

@@ -26,6 +26,7 @@
 #include "analysis/device_sweep.h"
 #include "analysis/family_fold.h"
 #include "analysis/host_range_fold.h"
+#include "analysis/launch_join.h"
 #include "analysis/pass_tree.h"
 #include "analysis/path_names.h"
 #include "analysis/phase_fold.h"
@@ -52,8 +53,8 @@ class ActivityFolder {
   void ExcludeOutsideWindow() { ++excluded_activities_; }
   // The launch left the join (graph launches keep a per-family dedupe until then).
   void ForgetLaunch(uint32_t correlation_id, const LaunchRecord& launch);
-  // Once, after the last Release, with `data` finished.
-  ProcessAnalysis Finish();
+  // Once, after the last Release, with `data` finished; `launches` are the join's counts.
+  ProcessAnalysis Finish(const LaunchCounts& launches);
 
   // How many of data.host_ranges and data.pushes, counted from the first ever, are folded: the
   // owner may drop them from the front (TraceData::host_ranges_dropped, pushes_dropped).

@@ -60,8 +60,6 @@ void AddProcessFacts(const TraceData& data, ProcessAnalysis& analysis) {
   loss.unclosed_ranges = data.unclosed_ranges;
   loss.unmatched_range_ends = data.unmatched_range_ends;
   loss.unknown_records = data.unknown_records;
-  loss.orphan_api_exits = data.orphan_api_exits;
-  loss.zero_correlation_launches = data.zero_correlation_launches;
   if (data.diagnostics) {
     const wire::Diagnostics& d = *data.diagnostics;
     loss.dropped_records =

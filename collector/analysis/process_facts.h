@@ -17,8 +17,8 @@
 
 namespace gpuattr::collector {
 
-// Sets process, status, refusals, the loss counters not folded from activities, threads and
-// window; `analysis.device_measured` must be set already.
+// Sets process, status, refusals, the trace's loss counters (the join's and the folds' are set
+// by their owners), threads and window; `analysis.device_measured` must be set already.
 void AddProcessFacts(const TraceData& data, ProcessAnalysis& analysis);
 
 }  // namespace gpuattr::collector

@@ -1,15 +1,13 @@
-// TraceData: the decoded contents of one traced process's connection, as ProcessTrace keeps it.
+// TraceData: the decoded host side of one traced process's connection, as ProcessTrace keeps it.
 //
-// ProcessTrace (process_trace.cpp) is the only writer: it applies validated wire records here on
+// TraceBuilder (trace_builder.h) is the only writer: it applies validated wire records here on
 // the ingest thread. The analysis (activity_folder.h and its fold units) reads it, const, and
 // leaves in ProcessAnalysis everything a report says. Nothing here is trusted to be
 // consistent: ids may be undefined, pops may not match pushes, activities may have no launch.
 //
-// Memory: device activities are not kept here. ProcessTrace holds them in its reorder window
-// and folds each one, when released, into the aggregates of the fold units (activity_folder.h);
-// `launches` holds only launches in flight (a launch leaves on its first match, or when the
-// window passes it). Host-side records (graph nodes, strings, thread histories) are kept whole;
-// a streaming trace drops closed ranges and pushes once folded.
+// Memory: device activities are not kept here (they wait in the reorder window, then fold), nor
+// are launches (they wait in the LaunchJoin while in flight). Host-side records (graph nodes,
+// strings, thread histories) are kept whole; closed ranges and pushes are dropped once folded.
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_TRACE_DATA_H_
 #define GPUATTR_COLLECTOR_ANALYSIS_TRACE_DATA_H_
 
@@ -20,14 +18,11 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "wire/protocol.h"
 
 namespace gpuattr::collector {
-
-class ProcessTrace;
 
 struct PathNodeDef {
   uint32_t parent = 0;
@@ -73,7 +68,7 @@ struct SpanRange {
   uint32_t domain_string = 0;
 };
 
-// A launch-like API call, keyed by correlation id in TraceData::launches.
+// A launch-like API call in flight, keyed by correlation id in LaunchJoin.
 struct LaunchRecord {
   uint64_t enter_ns = 0;
   uint64_t exit_ns = 0;  // 0 until ApiExit arrived
@@ -82,7 +77,6 @@ struct LaunchRecord {
   uint16_t cbid = 0;
   uint8_t domain = 0;    // wire::ApiDomain
   uint8_t kind = 0;      // wire::ApiKind
-  bool nested = false;   // came from a kApiFlagNested record (an outer call was not seen)
   bool matched = false;  // an activity joined it
 };
 
@@ -159,20 +153,11 @@ struct TraceData {
   std::vector<SpanRange> spans;
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> marks;  // (name, domain) -> count
 
-  // Launches, device activity and graphs.
-  std::unordered_map<uint32_t, LaunchRecord> launches;
+  // Device activity and graphs (launches in flight live in LaunchJoin).
   std::vector<KernelShape> shapes;
   std::map<KernelShape, uint32_t> shape_index;
   std::unordered_map<uint64_t, GraphNodeInfo> graph_nodes;
-  std::unordered_set<uint32_t> captured_correlations;  // launches recorded into a graph
-  uint64_t launches_seen = 0;  // distinct launches ever entered in `launches`
-  // Smallest and largest correlation id of the launches recorded so far (0: none yet). In a
-  // window stream an activity without a recorded launch and outside them is outside the window.
-  uint32_t first_launch_correlation = 0;
-  uint32_t last_launch_correlation = 0;
-  uint64_t activities_seen = 0;     // device activity records received
-  uint64_t unmatched_launches = 0;  // launches that left `launches` without a match
-  uint64_t expired_launches = 0;    // unmatched launches the reorder window dropped before Finish
+  uint64_t activities_seen = 0;  // device activity records received
 
   // Stream bookkeeping and collector-side counts of irregularities.
   uint64_t messages = 0;
@@ -186,9 +171,7 @@ struct TraceData {
   uint64_t unclosed_ranges = 0;         // push/pop and start/end ranges still open at Finish
                                         // (traced streams; a window's are no instances, no loss)
   uint64_t unmatched_range_ends = 0;
-  uint64_t unknown_records = 0;   // record types this collector does not know (skipped)
-  uint64_t orphan_api_exits = 0;  // ApiExit with no ApiEnter
-  uint64_t zero_correlation_launches = 0;
+  uint64_t unknown_records = 0;  // record types this collector does not know (skipped)
 
   bool window_stream() const {
     return hello && hello->mode == static_cast<uint32_t>(wire::HelloMode::kWindow);

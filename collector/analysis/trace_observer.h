@@ -10,9 +10,10 @@
 // an observer that writes as it is called keeps the collector's memory bounded by work in
 // flight (docs/architecture.md §Streaming analysis).
 //
-// Runs on: the thread that owns the ProcessTrace (the ingest thread while streaming, the main
-// thread for deferred traces). One observer may serve several ProcessTraces (every connection of
-// a run): each call names its process by pid. Single-threaded; no call re-enters the analysis.
+// Runs on: the thread that owns the ProcessTrace (the ingest thread while streaming; the main
+// thread for imported traces, which release everything at the end). One observer may serve
+// several ProcessTraces (every connection of a run): each call names its process by pid.
+// Single-threaded; no call re-enters the analysis.
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_TRACE_OBSERVER_H_
 #define GPUATTR_COLLECTOR_ANALYSIS_TRACE_OBSERVER_H_
 

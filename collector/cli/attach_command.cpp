@@ -60,19 +60,15 @@ Status WriteRefusalReport(const AttachOptions& options, const RefusalEntry& refu
           : std::string();
   std::vector<uint8_t> buffer(wire::kMaxMessageBytes);
   wire::MessageWriter writer(buffer.data(), static_cast<uint32_t>(buffer.size()));
-  wire::Hello hello{};
-  std::memcpy(hello.magic, wire::kHelloMagic, sizeof(hello.magic));
-  hello.protocol_version = wire::kProtocolVersion;
-  hello.pid = pid;
+  wire::Hello hello = wire::MakeHello(wire::HelloMode::kTraced, pid);
   hello.rank = options.selector == wire::AttachSelector::kRank ? options.value : -1;
-  hello.local_rank = -1;
   hello.exe_string = exe.empty() || error ? 0 : 1;
   writer.Append(hello);
   if (hello.exe_string != 0) writer.AppendString(1, exe);
   ProcessTrace trace;
   GPUATTR_RETURN_IF_ERROR(trace.ConsumeMessage(buffer.data(), writer.Finish(0)));
   trace.Finish();
-  ProcessAnalysis analysis = trace.TakeAnalysis(AnalysisOptions{});
+  ProcessAnalysis analysis = trace.TakeAnalysis();
   analysis.refusals = {{&refusal, seen, 0}};
 
   ReportInputs inputs;

@@ -83,7 +83,7 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
     result.json_bytes += json_bytes;
     result.skipped_events += imported->skipped_events;
     GPUATTR_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<ProcessTrace>> processes,
-                             import::ReplayTrace(*imported, &stats));
+                             import::ReplayTrace(*imported, analysis, &stats));
     for (auto& process : processes) traces.push_back(std::move(process));
   }
   result.clipped_ranges = stats.clipped_ranges;
@@ -94,7 +94,7 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
   inputs.capture.source = {{"format", source_format}, {"files", options.files}};
   uint64_t started = std::numeric_limits<uint64_t>::max();
   for (const auto& trace : traces) {
-    ProcessAnalysis process = trace->TakeAnalysis(analysis);
+    ProcessAnalysis process = trace->TakeAnalysis();
     if (!process.process) continue;
     const ProcessIdentity& identity = *process.process;
     if (identity.realtime_ns != 0) started = std::min(started, identity.realtime_ns);
@@ -104,7 +104,8 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
   }
   inputs.capture.started_at_realtime_ns =
       started == std::numeric_limits<uint64_t>::max() ? 0 : started;
-  inputs.options = analysis;
+  inputs.coverage_threshold = analysis.coverage_threshold;
+  inputs.inherit = analysis.inherit;
   result.report = BuildReport(inputs);
   return result;
 }

@@ -251,10 +251,11 @@ StatusOr<int> RunCapture(const RunOptions& options) {
   inputs.capture.started_at_realtime_ns = started_realtime_ns;
   inputs.capture.duration_ns = duration_ns;
   for (const auto& trace : server->finished_traces()) {
-    inputs.processes.push_back(trace->TakeAnalysis(analysis));
+    inputs.processes.push_back(trace->TakeAnalysis());
   }
   inputs.exit_statuses = events.exit_statuses;
-  inputs.options = analysis;
+  inputs.coverage_threshold = analysis.coverage_threshold;
+  inputs.inherit = analysis.inherit;
   inputs.rejected_connections = server->stats().rejected_connections;
   inputs.rejected_messages = server->stats().rejected_messages;
   const Report report = BuildReport(inputs);

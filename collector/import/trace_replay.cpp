@@ -133,12 +133,8 @@ class ProcessReplay {
 
     Sender sender(out);
     const uint32_t exe_string = trace_.strings.size() + 1;
-    wire::Hello hello{};
-    std::copy(std::begin(wire::kHelloMagic), std::end(wire::kHelloMagic), hello.magic);
-    hello.protocol_version = wire::kProtocolVersion;
-    hello.pid = pid_;
+    wire::Hello hello = wire::MakeHello(wire::HelloMode::kTraced, pid_);
     hello.rank = trace_.rank;
-    hello.local_rank = -1;
     hello.monotonic_ns = first_ns;
     hello.realtime_ns = trace_.wall_clock ? trace_.realtime_offset_ns + first_ns : 0;
     hello.exe_string = exe_string;
@@ -383,7 +379,10 @@ class ProcessReplay {
 }  // namespace
 
 StatusOr<std::vector<std::unique_ptr<ProcessTrace>>> ReplayTrace(const ImportedTrace& trace,
+                                                                 const AnalysisOptions& options,
                                                                  ReplayStats* stats) {
+  AnalysisOptions whole_trace = options;
+  whole_trace.reorder_window_ns = AnalysisOptions::kWholeTraceWindow;
   // The first API call of each (process, correlation id), and the process of each id.
   std::unordered_map<uint64_t, uint32_t> first_call;
   std::unordered_map<uint32_t, uint32_t> pid_of_correlation;
@@ -440,7 +439,7 @@ StatusOr<std::vector<std::unique_ptr<ProcessTrace>>> ReplayTrace(const ImportedT
 
   std::vector<std::unique_ptr<ProcessTrace>> traces;
   for (const auto& [pid, parts] : processes) {
-    auto process = std::make_unique<ProcessTrace>();
+    auto process = std::make_unique<ProcessTrace>(whole_trace);
     ProcessReplay replay(trace, pid, parts, work, stats);
     GPUATTR_RETURN_IF_ERROR(replay.Run(process.get()));
     stats->launches += parts.launches.size();

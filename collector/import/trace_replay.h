@@ -39,9 +39,13 @@ struct ReplayStats {
   uint64_t clipped_ranges = 0;
 };
 
-// One finished ProcessTrace per process of `trace`, in ascending pid order. An error is a defect
-// of the replay itself (the trace refused a record we built): kInternal.
+// One finished ProcessTrace per process of `trace`, analysed with `options`, in ascending pid
+// order. A file is finite and already in memory, so its whole trace is the reorder window
+// (AnalysisOptions::kWholeTraceWindow): every activity is joined and folded with all of the
+// file's host side known. An error is a defect of the replay itself (the trace refused a record
+// we built): kInternal.
 StatusOr<std::vector<std::unique_ptr<ProcessTrace>>> ReplayTrace(const ImportedTrace& trace,
+                                                                 const AnalysisOptions& options,
                                                                  ReplayStats* stats);
 
 }  // namespace gpuattr::collector::import

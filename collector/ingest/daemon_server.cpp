@@ -9,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "analysis/trace_builder.h"
 #include "base/os.h"
 #include "report/report_builder.h"
 #include "wire/codec.h"
@@ -35,18 +36,7 @@ std::vector<uint8_t> BuildDatagram(uint64_t sequence, Fill fill) {
   return buffer;
 }
 
-Status CheckHelloHeader(const wire::Hello& hello) {
-  if (std::memcmp(hello.magic, wire::kHelloMagic, sizeof(hello.magic)) != 0) {
-    return DataLossError("the Hello record has a bad magic");
-  }
-  if (hello.protocol_version != wire::kProtocolVersion) {
-    return DataLossError("the peer speaks wire protocol version " +
-                         std::to_string(hello.protocol_version) + ", this daemon " +
-                         std::to_string(wire::kProtocolVersion));
-  }
-  return Status::Ok();
-}
-
+// Validates a datagram, once: every reading of it afterwards goes through this reader.
 Status OpenMessage(wire::MessageReader& reader, const uint8_t* data, uint32_t size) {
   const wire::DecodeError error = reader.Open(data, size);
   if (error != wire::DecodeError::kNone) {
@@ -220,22 +210,22 @@ Status DaemonServer::Consume(uint64_t connection_id, const uint8_t* data, uint32
   auto it = connections_.find(connection_id);
   if (it == connections_.end()) return InternalError("a datagram for an unknown connection");
   Connection& connection = it->second;
+  wire::MessageReader reader;
+  GPUATTR_RETURN_IF_ERROR(OpenMessage(reader, data, size));
   switch (connection.role) {
     case Connection::Role::kUnknown:
-      return ConsumeFirst(connection, data, size);
+      return ConsumeFirst(connection, reader);
     case Connection::Role::kTraced:
-      return connection.trace->ConsumeMessage(data, size);
+      return connection.trace->ConsumeValidated(reader);
     case Connection::Role::kArmed:
-      return ConsumeArmed(connection, data, size);
+      return ConsumeArmed(connection, reader);
     case Connection::Role::kAttachClient:
       return DataLossError("an attach client sends one request and waits for the reply");
   }
   return InternalError("a connection in no known role");
 }
 
-Status DaemonServer::ConsumeFirst(Connection& connection, const uint8_t* data, uint32_t size) {
-  wire::MessageReader reader;
-  GPUATTR_RETURN_IF_ERROR(OpenMessage(reader, data, size));
+Status DaemonServer::ConsumeFirst(Connection& connection, wire::MessageReader& reader) {
   wire::RecordView first;
   if (!reader.Next(&first)) return DataLossError("the connection's first message has no records");
 
@@ -263,18 +253,17 @@ Status DaemonServer::ConsumeFirst(Connection& connection, const uint8_t* data, u
     return DataLossError("the connection's first record is neither a Hello nor an AttachRequest");
   }
   const auto hello = first.As<wire::Hello>();
-  GPUATTR_RETURN_IF_ERROR(CheckHelloHeader(hello));
+  GPUATTR_RETURN_IF_ERROR(HelloStatus(hello));
   switch (static_cast<wire::HelloMode>(hello.mode)) {
     case wire::HelloMode::kTraced:
       connection.role = Connection::Role::kTraced;
       connection.trace = std::make_unique<ProcessTrace>(options_.analysis);
-      return connection.trace->ConsumeMessage(data, size);
+      reader.Rewind();
+      return connection.trace->ConsumeValidated(reader);
     case wire::HelloMode::kArmed:
       break;
     case wire::HelloMode::kWindow:
       return DataLossError("a window stream on a connection that did not register as armed");
-    default:
-      return DataLossError("a Hello of unknown mode " + std::to_string(hello.mode));
   }
   // Registration. The pid is the one the kernel saw connect: a process cannot arm another.
   if (hello.pid != connection.peer.pid) {
@@ -292,23 +281,21 @@ Status DaemonServer::ConsumeFirst(Connection& connection, const uint8_t* data, u
   return Status::Ok();
 }
 
-Status DaemonServer::ConsumeArmed(Connection& connection, const uint8_t* data, uint32_t size) {
-  wire::MessageReader reader;
-  GPUATTR_RETURN_IF_ERROR(OpenMessage(reader, data, size));
+Status DaemonServer::ConsumeArmed(Connection& connection, wire::MessageReader& reader) {
   if (connection.stream == Connection::Stream::kNone) {
     wire::RecordView first;
     if (!reader.Next(&first)) return DataLossError("an empty message between windows");
     if (first.type != wire::RecordType::kHello) {
-      static_cast<void>(reader.Open(data, size));  // validated above; back to the first record
+      reader.Rewind();
       GPUATTR_RETURN_IF_ERROR(CheckBetweenWindows(reader));
-      static_cast<void>(reader.Open(data, size));
+      reader.Rewind();
       while (reader.Next(&first)) {
         if (first.type == wire::RecordType::kGoodbye) connection.said_goodbye = true;
       }
       return Status::Ok();
     }
     const auto hello = first.As<wire::Hello>();
-    GPUATTR_RETURN_IF_ERROR(CheckHelloHeader(hello));
+    GPUATTR_RETURN_IF_ERROR(HelloStatus(hello));
     if (hello.mode != static_cast<uint32_t>(wire::HelloMode::kWindow) ||
         hello.pid != connection.pid) {
       return DataLossError("a Hello between windows that is not a window's Hello of pid " +
@@ -321,11 +308,12 @@ Status DaemonServer::ConsumeArmed(Connection& connection, const uint8_t* data, u
       // Nobody waits for it any more (its attach gave up on it): read it and drop it.
       connection.stream = Connection::Stream::kDiscarding;
     }
-    static_cast<void>(reader.Open(data, size));  // validated above; back to the first record
+    reader.Rewind();
   }
 
   if (connection.stream == Connection::Stream::kFeeding) {
-    GPUATTR_RETURN_IF_ERROR(connection.window_trace->ConsumeMessage(data, size));
+    GPUATTR_RETURN_IF_ERROR(connection.window_trace->ConsumeValidated(reader));
+    reader.Rewind();
   }
   wire::RecordView record;
   while (reader.Next(&record)) {
@@ -411,8 +399,9 @@ void DaemonServer::FinishTraced(Connection& connection) {
   inputs.capture.host = HostName();
   inputs.capture.started_at_realtime_ns = connection.accepted_realtime_ns;
   inputs.capture.duration_ns = NowNs(CLOCK_MONOTONIC) - connection.accepted_ns;
-  inputs.processes.push_back(connection.trace->TakeAnalysis(options_.analysis));
-  inputs.options = options_.analysis;
+  inputs.processes.push_back(connection.trace->TakeAnalysis());
+  inputs.coverage_threshold = options_.analysis.coverage_threshold;
+  inputs.inherit = options_.analysis.inherit;
   const uint32_t pid = connection.trace->pid();
   const std::string path =
       NewReportPath("run-" + std::to_string(pid) + "-" + UtcStamp(NowNs(CLOCK_REALTIME)) + "-" +
@@ -632,13 +621,14 @@ void DaemonServer::CompleteAttachIfDone(uint64_t attach_number) {
   inputs.capture.host = HostName();
   inputs.capture.started_at_realtime_ns = attach.requested_realtime_ns;
   inputs.capture.duration_ns = NowNs(CLOCK_MONOTONIC) - attach.requested_ns;
-  inputs.options = options_.analysis;
+  inputs.coverage_threshold = options_.analysis.coverage_threshold;
+  inputs.inherit = options_.analysis.inherit;
   inputs.window_request = WindowRequestFromWire(attach.request, attach.step_name);
   std::string message;
   uint32_t processes = 0;
   for (const WindowSlot& slot : attach.windows) {
     if (slot.trace) {
-      inputs.processes.push_back(slot.trace->TakeAnalysis(options_.analysis));
+      inputs.processes.push_back(slot.trace->TakeAnalysis());
       inputs.attach_indices[slot.pid] = slot.attach_index;
       ++processes;
     }

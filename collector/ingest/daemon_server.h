@@ -51,6 +51,7 @@
 #include "base/status.h"
 #include "ingest/socket_server.h"
 #include "report/report_builder.h"
+#include "wire/codec.h"
 #include "wire/protocol.h"
 
 namespace gpuattr::collector {
@@ -113,8 +114,8 @@ class DaemonServer {
   Status Consume(uint64_t connection_id, const uint8_t* data, uint32_t size);
   void End(uint64_t connection_id, bool rejected);
 
-  Status ConsumeFirst(Connection& connection, const uint8_t* data, uint32_t size);
-  Status ConsumeArmed(Connection& connection, const uint8_t* data, uint32_t size);
+  Status ConsumeFirst(Connection& connection, wire::MessageReader& reader);
+  Status ConsumeArmed(Connection& connection, wire::MessageReader& reader);
   Status StartAttach(Connection& client, const wire::AttachRequest& request,
                      const std::string& step_name);
   void FinishTraced(Connection& connection);

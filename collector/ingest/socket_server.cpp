@@ -25,11 +25,9 @@ std::string ErrnoText(int error) { return std::strerror(error); }
 // The default handler: the connection is one traced process (gpuattr run).
 class SocketServer::TraceHandler : public ConnectionHandler {
  public:
-  TraceHandler(const std::optional<AnalysisOptions>& analysis,
+  TraceHandler(const AnalysisOptions& analysis,
                std::vector<std::unique_ptr<ProcessTrace>>* finished)
-      : trace_(analysis ? std::make_unique<ProcessTrace>(*analysis)
-                        : std::make_unique<ProcessTrace>()),
-        finished_(finished) {}
+      : trace_(std::make_unique<ProcessTrace>(analysis)), finished_(finished) {}
 
   Status Consume(const uint8_t* data, uint32_t size) override {
     return trace_->ConsumeMessage(data, size);

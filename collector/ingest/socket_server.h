@@ -74,9 +74,8 @@ struct ServerOptions {
   // Datagrams read from one connection (and connections accepted) per Service() call before the
   // next one's turn.
   uint32_t datagrams_per_turn = 64;
-  // Set: each connection's ProcessTrace streams its analysis with these options (gpuattr run);
-  // unset: it defers the analysis to the report.
-  std::optional<AnalysisOptions> analysis;
+  // Each connection's ProcessTrace streams its analysis with these options.
+  AnalysisOptions analysis;
   // Set: makes each connection's handler (`analysis` is then unused). Unset: a ProcessTrace per
   // connection, kept in finished_traces().
   HandlerFactory handler_factory;

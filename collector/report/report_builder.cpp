@@ -451,9 +451,9 @@ ProcessReport BuildProcess(ProcessAnalysis analysis, const ReportInputs& inputs)
   process["phases"] = PhasesJson(measured, analysis.phases);
   process["steps"] = analysis.steps ? StepsJson(measured, *analysis.steps) : Json(nullptr);
   process["steps_reason"] = analysis.steps ? Json(nullptr) : Json(analysis.steps_reason);
-  process["coverage"] = CoverageJson(measured, analysis.attributed_kernel_ns,
-                                     analysis.totals.kernel_ns, analysis.unattributed,
-                                     inputs.options.coverage_threshold, analysis.phase_coverage);
+  process["coverage"] =
+      CoverageJson(measured, analysis.attributed_kernel_ns, analysis.totals.kernel_ns,
+                   analysis.unattributed, inputs.coverage_threshold, analysis.phase_coverage);
   process["coverage"]["fallbacks"] = FallbacksJson(measured, analysis.fallbacks);
 
   Json ranges = Json::array();
@@ -618,7 +618,7 @@ Json SummaryJson(const std::vector<ProcessReport>& processes, const ReportInputs
       {"statuses", std::move(statuses)},
       {"totals", any_measured ? TotalsJson(totals) : NullTotals()},
       {"coverage", CoverageJson(any_measured, attributed, totals.kernel_ns, merged_unattributed,
-                                inputs.options.coverage_threshold, phase_coverage)},
+                                inputs.coverage_threshold, phase_coverage)},
       {"families", std::move(family_json)}};
   std::vector<Fallback> merged_fallbacks;
   for (auto& [reason, entry] : fallbacks) merged_fallbacks.push_back(entry);
@@ -695,7 +695,7 @@ Report BuildReport(const ReportInputs& inputs) {
                        {"started_at", IsoUtc(inputs.capture.started_at_realtime_ns)},
                        {"duration_ns", inputs.capture.duration_ns},
                        {"clock", "CLOCK_MONOTONIC"},
-                       {"inherit", inputs.options.inherit},
+                       {"inherit", inputs.inherit},
                        {"window", WindowRequestJson(inputs.window_request)}};
   report["summary"] = SummaryJson(processes, inputs);
   Json launchers = LaunchersJson(processes, inputs);

@@ -55,7 +55,10 @@ struct ReportInputs {
   // is, counted from 1 (window.attach_index; absent: 1).
   std::optional<WindowRequest> window_request;
   std::map<uint32_t, uint64_t> attach_indices;
-  AnalysisOptions options;
+  // The report's own settings: coverage.passed is attributed_fraction >= this; capture.inherit
+  // says whether the analyses attributed by inheritance (AnalysisOptions: the same values).
+  double coverage_threshold = 0.95;
+  bool inherit = true;
   // Collector-side loss not attributable to one process (bad clients, framing errors).
   uint64_t rejected_connections = 0;
   uint64_t rejected_messages = 0;

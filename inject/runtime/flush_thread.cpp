@@ -114,11 +114,8 @@ void FlushThread::Run() noexcept {
 
 void FlushThread::SendHello(const SessionInfo& info, wire::HelloMode mode) noexcept {
   char path[4096];
-  wire::Hello hello{};
-  std::memcpy(hello.magic, wire::kHelloMagic, sizeof(hello.magic));
-  hello.protocol_version = wire::kProtocolVersion;
+  wire::Hello hello = wire::MakeHello(mode, info.pid);
   hello.shim_version = kShimVersion;
-  hello.pid = info.pid;
   hello.ppid = info.ppid;
   hello.rank = info.rank;
   hello.local_rank = info.local_rank;
@@ -126,7 +123,6 @@ void FlushThread::SendHello(const SessionInfo& info, wire::HelloMode mode) noexc
   hello.realtime_ns = RealtimeNs();
   const std::string_view exe = ExePath(path, sizeof(path));
   hello.exe_string = exe.empty() ? 0 : shim_->strings.Intern(exe);
-  hello.mode = static_cast<uint32_t>(mode);
   outbox_.Append(hello);
   SendDefinitions();  // defines exe_string in the same message
 }

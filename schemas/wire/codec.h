@@ -3,7 +3,9 @@
 // MessageWriter fills a caller-owned byte buffer of at most kMaxMessageBytes: the shim's flush
 // thread uses one per connection. MessageReader walks a received datagram and never reads past it:
 // every length is checked against what was received, and a malformed message yields a
-// DecodeError, never undefined behaviour. Both are single-threaded objects.
+// DecodeError, never undefined behaviour. A datagram is validated once, by Open; Rewind reads it
+// again from its first record without validating it again. MakeHello and CheckHello are the one
+// place a Hello's fixed fields are written and checked. Both classes are single-threaded objects.
 #ifndef GPUATTR_SCHEMAS_WIRE_CODEC_H_
 #define GPUATTR_SCHEMAS_WIRE_CODEC_H_
 
@@ -228,6 +230,12 @@ class MessageReader {
     return true;
   }
 
+  // Back to the first record of the datagram Open accepted (nothing to read after a failed
+  // Open): a second pass over a validated datagram needs no second validation.
+  void Rewind() {
+    if (offset_ != 0) offset_ = header_.header_bytes;
+  }
+
   const MessageHeader& header() const { return header_; }
 
  private:
@@ -241,6 +249,41 @@ class MessageReader {
   uint32_t offset_ = 0;
   MessageHeader header_{};
 };
+
+// A Hello of `mode` for `pid`, with the magic and this protocol's version; rank and local rank
+// unset (-1), every other field 0 for the sender to fill.
+inline Hello MakeHello(HelloMode mode, uint32_t pid) {
+  Hello hello{};
+  std::memcpy(hello.magic, kHelloMagic, sizeof(hello.magic));
+  hello.protocol_version = kProtocolVersion;
+  hello.pid = pid;
+  hello.rank = -1;
+  hello.local_rank = -1;
+  hello.mode = static_cast<uint32_t>(mode);
+  return hello;
+}
+
+enum class HelloError : uint8_t {
+  kNone = 0,
+  kBadMagic,
+  kVersionMismatch,  // protocol_version is not kProtocolVersion
+  kUnknownMode,      // mode is no HelloMode
+};
+
+// A Hello's own checks, in this order. Which modes a receiver accepts where is its own rule.
+inline HelloError CheckHello(const Hello& hello) {
+  if (std::memcmp(hello.magic, kHelloMagic, sizeof(hello.magic)) != 0) {
+    return HelloError::kBadMagic;
+  }
+  if (hello.protocol_version != kProtocolVersion) return HelloError::kVersionMismatch;
+  switch (static_cast<HelloMode>(hello.mode)) {
+    case HelloMode::kTraced:
+    case HelloMode::kArmed:
+    case HelloMode::kWindow:
+      return HelloError::kNone;
+  }
+  return HelloError::kUnknownMode;
+}
 
 }  // namespace gpuattr::wire
 

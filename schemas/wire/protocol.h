@@ -191,8 +191,10 @@ enum class ApiKind : uint8_t {
   kCapture = 5,  // begin/end of stream capture: bookkeeping, no device work
 };
 
-// Flags on kApiEnter.
-constexpr uint16_t kApiFlagNested = 1u << 0;  // a driver call inside a traced runtime call
+// Flags on kApiEnter. Bit 0 is reserved and never sent: the shim follows driver calls nested in
+// a traced runtime call itself (they share its correlation id) and records none of them; a
+// receiver ignores the flag (a second ApiEnter of an id in flight is not a second launch).
+constexpr uint16_t kApiFlagNested = 1u << 0;
 
 struct ApiEnter {
   uint64_t timestamp_ns;    // host time the API was entered

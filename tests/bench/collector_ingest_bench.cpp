@@ -109,13 +109,8 @@ class StreamGenerator {
   };
 
   void WritePrologue(wire::MessageWriter& writer) {
-    wire::Hello hello{};
-    std::memcpy(hello.magic, wire::kHelloMagic, sizeof(hello.magic));
-    hello.protocol_version = wire::kProtocolVersion;
-    hello.pid = 4242;
+    wire::Hello hello = wire::MakeHello(wire::HelloMode::kTraced, 4242);
     hello.ppid = 1;
-    hello.rank = -1;
-    hello.local_rank = -1;
     hello.monotonic_ns = 1;
     writer.Append(hello);
     writer.Append(wire::CuptiState{0, 130000, 0, 0});
@@ -246,10 +241,10 @@ void Ingest(ProcessTrace& trace, uint64_t kernels, uint64_t report_every) {
 }
 
 // The report of one trace, as `gpuattr run` builds it; its size keeps the work observable.
-size_t ReportBytes(const ProcessTrace& trace) {
+size_t ReportBytes(ProcessTrace& trace) {
   ReportInputs inputs;
   inputs.capture.mode = "run";
-  inputs.processes.push_back(trace.TakeAnalysis(AnalysisOptions{}));
+  inputs.processes.push_back(trace.TakeAnalysis());
   return SerializeReport(BuildReport(inputs)).size();
 }
 
@@ -309,7 +304,7 @@ int RssMode(uint64_t kernels, uint64_t every) {
               StatusKib("VmRSS"));
   ReportInputs inputs;
   inputs.capture.mode = "run";
-  inputs.processes.push_back(trace.TakeAnalysis(AnalysisOptions{}));
+  inputs.processes.push_back(trace.TakeAnalysis());
   const Report report = BuildReport(inputs);
   const nlohmann::json& process = report.without_step_rows["processes"][0];
   // The numbers that show the stream was understood: every kernel joined and attributed.

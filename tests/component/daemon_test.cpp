@@ -138,13 +138,7 @@ std::string WaitForRunReport(const DaemonFixture& daemon, pid_t pid) {
 Datagram ArmedHello(uint32_t pid) {
   Datagram buffer(wire::kMaxMessageBytes);
   wire::MessageWriter writer(buffer.data(), static_cast<uint32_t>(buffer.size()));
-  wire::Hello hello{};
-  std::memcpy(hello.magic, wire::kHelloMagic, sizeof(hello.magic));
-  hello.protocol_version = wire::kProtocolVersion;
-  hello.pid = pid;
-  hello.rank = -1;
-  hello.local_rank = -1;
-  hello.mode = static_cast<uint32_t>(wire::HelloMode::kArmed);
+  wire::Hello hello = wire::MakeHello(wire::HelloMode::kArmed, pid);
   writer.Append(hello);
   buffer.resize(writer.Finish(0));
   return buffer;

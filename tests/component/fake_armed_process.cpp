@@ -58,16 +58,11 @@ Datagram Build(uint64_t sequence, Fill fill) {
 
 Datagram HelloOf(wire::HelloMode mode, int32_t rank, uint64_t sequence) {
   return Build(sequence, [&](wire::MessageWriter& writer) {
-    wire::Hello hello{};
-    std::memcpy(hello.magic, wire::kHelloMagic, sizeof(hello.magic));
-    hello.protocol_version = wire::kProtocolVersion;
+    wire::Hello hello = wire::MakeHello(mode, static_cast<uint32_t>(getpid()));
     hello.shim_version = 1u << 8;
-    hello.pid = static_cast<uint32_t>(getpid());
     hello.ppid = static_cast<uint32_t>(getppid());
     hello.rank = rank;
-    hello.local_rank = -1;
     hello.exe_string = kExeString;
-    hello.mode = static_cast<uint32_t>(mode);
     writer.Append(hello);
     writer.AppendString(kExeString, "/usr/bin/fake-armed-process");
     if (mode == wire::HelloMode::kWindow) writer.Append(wire::CuptiState{0, 130000, 0, 0});

@@ -88,7 +88,7 @@ nlohmann::json Report(const SocketServer& server) {
   collector::ReportInputs inputs;
   inputs.capture.mode = "run";
   for (const auto& trace : server.finished_traces()) {
-    inputs.processes.push_back(trace->TakeAnalysis(collector::AnalysisOptions{}));
+    inputs.processes.push_back(trace->TakeAnalysis());
   }
   return nlohmann::json::parse(collector::SerializeReport(collector::BuildReport(inputs)));
 }

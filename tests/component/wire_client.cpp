@@ -43,14 +43,9 @@ int ConnectClient(const std::string& socket_path) {
 
 Datagram HelloMessage(uint32_t pid, uint64_t sequence) {
   return Build(sequence, [pid](wire::MessageWriter& writer) {
-    wire::Hello hello{};
-    std::memcpy(hello.magic, wire::kHelloMagic, sizeof(hello.magic));
-    hello.protocol_version = wire::kProtocolVersion;
+    wire::Hello hello = wire::MakeHello(wire::HelloMode::kTraced, pid);
     hello.shim_version = 1u << 8;
-    hello.pid = pid;
     hello.ppid = 1;
-    hello.rank = -1;
-    hello.local_rank = -1;
     hello.exe_string = kExeString;
     writer.Append(hello);
     writer.AppendString(kExeString, "/usr/bin/component-test-client");

@@ -24,7 +24,7 @@ bool ImportKinetoBytes(const uint8_t* data, size_t size) {
     return false;
   }
   import::ReplayStats stats;
-  auto processes = import::ReplayTrace(*trace, &stats);
+  auto processes = import::ReplayTrace(*trace, AnalysisOptions{}, &stats);
   if (!processes.ok()) {
     std::fprintf(stderr, "replay failed: %s\n", processes.status().message().c_str());
     std::abort();
@@ -32,7 +32,7 @@ bool ImportKinetoBytes(const uint8_t* data, size_t size) {
   ReportInputs inputs;
   inputs.capture.mode = "import";
   for (const auto& process : *processes) {
-    inputs.processes.push_back(process->TakeAnalysis(AnalysisOptions{}));
+    inputs.processes.push_back(process->TakeAnalysis());
   }
   const Report report = BuildReport(inputs);
   if (!report.without_step_rows.is_object()) std::abort();

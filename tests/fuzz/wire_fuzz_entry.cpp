@@ -35,7 +35,7 @@ bool ConsumeWireBytes(const uint8_t* data, size_t size) {
   trace.Finish();
   ReportInputs inputs;
   inputs.capture.mode = "run";
-  inputs.processes.push_back(trace.TakeAnalysis(AnalysisOptions{}));
+  inputs.processes.push_back(trace.TakeAnalysis());
   const Report report = BuildReport(inputs);
   if (!report.without_step_rows.is_object()) std::abort();
   if (RenderSummary(report.without_step_rows).empty()) std::abort();

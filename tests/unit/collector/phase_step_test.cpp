@@ -2,6 +2,7 @@
 // the analysis from wire records (docs/attribution.md §Phases, §Coverage, §Steps, §Kernel
 // families, §Per-activity export). Every expected number is worked out by hand in the comments.
 #include <catch2/catch.hpp>
+#include <functional>
 #include <limits>
 #include <memory>
 
@@ -49,6 +50,15 @@ uint64_t U(const Json& value) { return value.get<uint64_t>(); }
 //   graph launch c11 @705 of a node whose creation was never seen -> 850-860 (10, falls back
 //   to its launch: step, direct).
 // After the steps: c12 @900 on tid 1 with no range -> 900-905 (5, no_open_range).
+void FeedTrainingTrace(ProcessTrace& trace);
+
+// The training trace, analysed with `options`.
+std::unique_ptr<ProcessTrace> TrainingTrace(AnalysisOptions options = {}) {
+  auto trace = std::make_unique<ProcessTrace>(std::move(options));
+  FeedTrainingTrace(*trace);
+  return trace;
+}
+
 void FeedTrainingTrace(ProcessTrace& trace) {
   Feeder feed(trace);
   Message m;
@@ -117,10 +127,8 @@ TEST_CASE("phases sum the attributed device time by the phase of each path", "[u
 
 TEST_CASE("coverage by phase counts unattributed kernels by the main thread's phase",
           "[unit][phases]") {
-  ProcessTrace trace;
-  FeedTrainingTrace(trace);
   SECTION("with inheritance every phase is fully covered") {
-    const Json by_phase = ProcessReportOf(trace)["coverage"]["by_phase"];
+    const Json by_phase = ProcessReportOf(*TrainingTrace())["coverage"]["by_phase"];
     for (const char* phase : {"forward", "backward", "recompute", "optimizer", "loss"}) {
       INFO(phase);
       CHECK(by_phase[phase] == 1.0);
@@ -129,7 +137,7 @@ TEST_CASE("coverage by phase counts unattributed kernels by the main thread's ph
   SECTION("without it the worker's 50 ns count against backward") {
     AnalysisOptions options;
     options.inherit = false;
-    const Json process = ProcessReportOf(trace, options);
+    const Json process = ProcessReportOf(*TrainingTrace(options), options);
     const Json& by_phase = process["coverage"]["by_phase"];
     CHECK(by_phase["backward"].get<double>() == Approx(20.0 / 70.0));
     CHECK(by_phase["forward"] == 1.0);
@@ -142,7 +150,7 @@ TEST_CASE("coverage by phase counts unattributed kernels by the main thread's ph
     AnalysisOptions options;
     options.phase_rules = std::make_shared<const PhaseRules>(
         PhaseRules::Parse(R"({"phases": {"forward": ["forward"]}})", "test").value());
-    const Json process = ProcessReportOf(trace, options);
+    const Json process = ProcessReportOf(*TrainingTrace(options), options);
     CHECK(process["coverage"]["by_phase"]["backward"].is_null());
     CHECK(process["coverage"]["by_phase"]["forward"] == 1.0);
     // Without backward patterns the nested forward is plain forward.
@@ -152,7 +160,7 @@ TEST_CASE("coverage by phase counts unattributed kernels by the main thread's ph
   SECTION("the summary merges the numerators and denominators") {
     AnalysisOptions options;
     options.inherit = false;
-    const Json report = ReportFor({&trace}, options);
+    const Json report = ReportFor({TrainingTrace(options).get()}, options);
     CHECK(report["summary"]["coverage"]["by_phase"]["backward"].get<double>() ==
           Approx(20.0 / 70.0));
   }
@@ -217,11 +225,9 @@ TEST_CASE("a report with phases, steps and launch statistics validates", "[unit]
 }
 
 TEST_CASE("steps: --skip-steps drops rows but no totals", "[unit][steps]") {
-  ProcessTrace trace;
-  FeedTrainingTrace(trace);
   AnalysisOptions options;
   options.skip_steps = 1;
-  const Json process = ProcessReportOf(trace, options);
+  const Json process = ProcessReportOf(*TrainingTrace(options), options);
   const Json& steps = process["steps"];
   CHECK(steps["skipped"] == 1);
   CHECK(steps["instances"] == 2);
@@ -232,17 +238,15 @@ TEST_CASE("steps: --skip-steps drops rows but no totals", "[unit][steps]") {
   CHECK(U(process["phases"]["forward_ns"]) == 180);  // totals unaffected
 
   options.skip_steps = 5;
-  const Json all_skipped = ProcessReportOf(trace, options)["steps"];
+  const Json all_skipped = ProcessReportOf(*TrainingTrace(options), options)["steps"];
   CHECK(all_skipped["rows"].empty());
   CHECK(all_skipped["summary"]["host_ns"].is_null());
 }
 
 TEST_CASE("steps: an explicit --step, and no step range", "[unit][steps]") {
-  ProcessTrace trace;
-  FeedTrainingTrace(trace);
   AnalysisOptions options;
   options.step = "forward";  // any depth; attributed paths must start with step/forward
-  const Json steps = ProcessReportOf(trace, options)["steps"];
+  const Json steps = ProcessReportOf(*TrainingTrace(options), options)["steps"];
   CHECK(steps["detected"] == false);
   CHECK(steps["range"] == "forward");
   REQUIRE(steps["rows"].size() == 3);  // step/forward twice and step/backward/forward
@@ -253,7 +257,7 @@ TEST_CASE("steps: an explicit --step, and no step range", "[unit][steps]") {
   CHECK(steps["rows"][2]["forward_ns"] == 80);
 
   options.step = "epoch";
-  const Json missing = ProcessReportOf(trace, options);
+  const Json missing = ProcessReportOf(*TrainingTrace(options), options);
   CHECK(missing["steps"].is_null());
   CHECK_THAT(missing["steps_reason"].get<std::string>(), Catch::Matchers::Contains("'epoch'"));
 
@@ -305,9 +309,9 @@ TEST_CASE("steps: ProfilerStep#N instances are one step range", "[unit][steps]")
 
   AnalysisOptions options;
   options.step = "ProfilerStep#7";  // any instance's name selects the whole range
-  CHECK(ProcessReportOf(trace, options)["steps"]["rows"].size() == 2);
+  CHECK(ProcessReportOf(*FinishedTrace(m, options), options)["steps"]["rows"].size() == 2);
   options.step = "data";
-  CHECK(ProcessReportOf(trace, options)["steps"]["rows"].size() == 3);
+  CHECK(ProcessReportOf(*FinishedTrace(m, options), options)["steps"]["rows"].size() == 3);
 }
 
 TEST_CASE("families report launch cost and launch-to-start latency", "[unit][families]") {
@@ -394,13 +398,16 @@ class ActivityLineCollector : public TraceObserver {
   std::string text;
 };
 
-std::vector<Json> ActivityLines(const ProcessTrace& trace, AnalysisOptions options = {}) {
+// The --activities lines of the trace `feed` makes, analysed with `options`.
+std::vector<Json> ActivityLines(const std::function<void(ProcessTrace&)>& feed,
+                                AnalysisOptions options = {}) {
   auto collector = std::make_shared<ActivityLineCollector>();
   options.observer = collector;
+  ProcessTrace trace(options);
+  feed(trace);
   ReportInputs inputs;
   inputs.capture.mode = "run";
-  inputs.processes.push_back(trace.TakeAnalysis(options));
-  inputs.options = options;
+  inputs.processes.push_back(trace.TakeAnalysis());
   BuildReport(inputs);
   const std::string& text = collector->text;
   std::vector<Json> lines;
@@ -423,9 +430,7 @@ const Json& LineFor(const std::vector<Json>& lines, uint32_t correlation) {
 
 TEST_CASE("the activity export has one line per activity with its attribution",
           "[unit][activities]") {
-  ProcessTrace trace;
-  FeedTrainingTrace(trace);
-  const std::vector<Json> lines = ActivityLines(trace);
+  const std::vector<Json> lines = ActivityLines(FeedTrainingTrace);
   REQUIRE(lines.size() == 11);
   for (const Json& line : lines) {
     CHECK(line.size() == 16);
@@ -474,7 +479,7 @@ TEST_CASE("the activity export has one line per activity with its attribution",
 
   AnalysisOptions options;
   options.inherit = false;
-  const std::vector<Json> without = ActivityLines(trace, options);
+  const std::vector<Json> without = ActivityLines(FeedTrainingTrace, options);
   const Json& not_inherited = LineFor(without, 4);
   CHECK(not_inherited["attribution"] == "none");
   CHECK(not_inherited["reason"] == "no_open_range");
@@ -483,8 +488,6 @@ TEST_CASE("the activity export has one line per activity with its attribution",
 
 TEST_CASE("a graph node captured with no range open falls through to its graph launch",
           "[unit][activities]") {
-  ProcessTrace trace;
-  Feeder feed(trace);
   Message m;
   m.Add(MakeHello(105)).Add(CuptiOk()).Str(kGemm, "_Z4gemmPfS_").Str(kStep, "step");
   m.Str(kForward, "forward").Add(MakeNode(kNodeStep, 0, kStep));
@@ -493,9 +496,11 @@ TEST_CASE("a graph node captured with no range open falls through to its graph l
   m.Push(10, 1, kNodeStep).Add(MakeLaunch(1, 20, 1, kNodeStep, wire::ApiKind::kGraph));
   m.Add(MakeKernel(1, 30, 40, 7, kGemm, 500)).Add(MakeKernel(1, 40, 45, 7, kGemm, 501));
   m.Pop(60, 1, kNodeStep).Add(wire::Goodbye{70, 1, 0});
-  REQUIRE(feed.Send(m).ok());
-  trace.Finish();
-  const std::vector<Json> lines = ActivityLines(trace);
+  const std::vector<Json> lines = ActivityLines([&m](ProcessTrace& trace) {
+    Feeder feed(trace);
+    REQUIRE(feed.Send(m).ok());
+    trace.Finish();
+  });
   REQUIRE(lines.size() == 2);
   CHECK(lines[0]["attribution"] == "direct");
   CHECK(lines[0]["path"] == Json({"step"}));
@@ -504,7 +509,7 @@ TEST_CASE("a graph node captured with no range open falls through to its graph l
   CHECK(lines[1]["path"] == Json({"forward"}));
   CHECK(lines[1]["launch_path"] == Json({"step"}));
   CHECK(lines[1]["phase"] == "forward");
-  const Json process = ProcessReportOf(trace);
+  const Json process = ProcessReportOf(*FinishedTrace(m));
   CHECK(U(Pass(process, {"step"})["attribution"]["direct_ns"]) == 10);
   CheckReconciliation(process);
 }

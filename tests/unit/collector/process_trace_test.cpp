@@ -117,24 +117,27 @@ TEST_CASE("a graph launch joins N activities, attributed at capture through clon
 }
 
 TEST_CASE("launches on a thread without ranges inherit the main thread's range", "[unit][trace]") {
-  ProcessTrace trace;
-  Feeder feed(trace);
-  Message first = Preamble();
-  // tid 2's ranges arrive first but start later: the main thread is tid 1 (first push by time).
-  first.Push(200, 2, kNodeOptimizer)
-      .Add(MakeLaunch(3, 220, 2, kNodeOptimizer))
-      .Pop(250, 2, kNodeOptimizer);
-  REQUIRE(feed.Send(first).ok());
-  Message second;
-  second.Push(100, 1, kNodeBackward).Pop(1000, 1, kNodeBackward);
-  second.Add(MakeLaunch(1, 500, 3, 0)).Add(MakeLaunch(2, 1500, 3, 0));
-  second.Add(MakeKernel(1, 600, 700)).Add(MakeKernel(2, 1600, 1650)).Add(MakeKernel(3, 230, 240));
-  second.Add(wire::ThreadName{3, kBackward}).Add(Bye(2000));
-  REQUIRE(feed.Send(second).ok());
-  trace.Finish();
+  auto fed = [](AnalysisOptions options) {
+    auto trace = std::make_unique<ProcessTrace>(std::move(options));
+    Feeder feed(*trace);
+    Message first = Preamble();
+    // tid 2's ranges arrive first but start later: the main thread is tid 1 (first push by time).
+    first.Push(200, 2, kNodeOptimizer)
+        .Add(MakeLaunch(3, 220, 2, kNodeOptimizer))
+        .Pop(250, 2, kNodeOptimizer);
+    REQUIRE(feed.Send(first).ok());
+    Message second;
+    second.Push(100, 1, kNodeBackward).Pop(1000, 1, kNodeBackward);
+    second.Add(MakeLaunch(1, 500, 3, 0)).Add(MakeLaunch(2, 1500, 3, 0));
+    second.Add(MakeKernel(1, 600, 700)).Add(MakeKernel(2, 1600, 1650)).Add(MakeKernel(3, 230, 240));
+    second.Add(wire::ThreadName{3, kBackward}).Add(Bye(2000));
+    REQUIRE(feed.Send(second).ok());
+    trace->Finish();
+    return trace;
+  };
 
   SECTION("inherit on") {
-    const Json process = ProcessReportOf(trace);
+    const Json process = ProcessReportOf(*fed({}));
     CHECK(process["main_thread"] == 1);
     const Json& backward = Pass(process, {"step", "backward"});
     CHECK(U(backward["attribution"]["inherited_ns"]) == 100);
@@ -148,7 +151,7 @@ TEST_CASE("launches on a thread without ranges inherit the main thread's range",
   SECTION("inherit off") {
     AnalysisOptions options;
     options.inherit = false;
-    const Json process = ProcessReportOf(trace, options);
+    const Json process = ProcessReportOf(*fed(options), options);
     CHECK(U(Pass(process, {"step", "backward"})["device"]["self_ns"]) == 0);
     CHECK(UnattributedNs(process, "no_open_range") == 150);
     CheckReconciliation(process);

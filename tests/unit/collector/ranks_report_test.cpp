@@ -34,12 +34,12 @@ void Feed(ProcessTrace& trace, uint32_t pid, uint32_t ppid, int32_t rank,
   REQUIRE(feed.Send(m).ok());
 }
 
-Json Report(const std::vector<const ProcessTrace*>& traces,
+Json Report(const std::vector<ProcessTrace*>& traces,
             const std::map<uint32_t, int>& exit_statuses = {}) {
   ReportInputs inputs;
   inputs.capture = {"run", {"torchrun", "train.py"}, "node-a", 1700000000123456789ull, 10000};
-  for (const ProcessTrace* trace : traces) {
-    inputs.processes.push_back(trace->TakeAnalysis(AnalysisOptions{}));
+  for (ProcessTrace* trace : traces) {
+    inputs.processes.push_back(trace->TakeAnalysis());
   }
   inputs.exit_statuses = exit_statuses;
   return ReportAsWritten(BuildReport(inputs));

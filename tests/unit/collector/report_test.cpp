@@ -73,8 +73,8 @@ struct Fixture {
   Json Report() {
     ReportInputs inputs;
     inputs.capture = {"run", {"python3", "train.py"}, "node-a", 1700000000123456789ull, 10000};
-    for (const ProcessTrace* trace : {&nvtx_only, &rank1, &silent, &rank0}) {
-      inputs.processes.push_back(trace->TakeAnalysis(AnalysisOptions{}));
+    for (ProcessTrace* trace : {&nvtx_only, &rank1, &silent, &rank0}) {
+      inputs.processes.push_back(trace->TakeAnalysis());
     }
     inputs.exit_statuses = {{200, 0}, {202, 3}};
     inputs.rejected_connections = 1;

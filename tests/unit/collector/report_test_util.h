@@ -16,20 +16,23 @@ using Json = nlohmann::json;
 // The report as the collector writes it, parsed back: the step rows in place.
 inline Json ReportAsWritten(const Report& report) { return Json::parse(SerializeReport(report)); }
 
-inline Json ReportFor(const std::vector<const ProcessTrace*>& traces,
-                      AnalysisOptions options = {}) {
+// The report of `traces` (their analyses are taken here); `options` gives the report's own
+// settings (coverage threshold, inherit), and must be the options the traces were built with.
+inline Json ReportFor(const std::vector<ProcessTrace*>& traces,
+                      const AnalysisOptions& options = {}) {
   ReportInputs inputs;
   inputs.capture.mode = "run";
   inputs.capture.command = {"python3", "train.py"};
   inputs.capture.host = "testhost";
   inputs.capture.started_at_realtime_ns = 1700000000123456789ull;
   inputs.capture.duration_ns = 5000;
-  for (const ProcessTrace* trace : traces) inputs.processes.push_back(trace->TakeAnalysis(options));
-  inputs.options = options;
+  for (ProcessTrace* trace : traces) inputs.processes.push_back(trace->TakeAnalysis());
+  inputs.coverage_threshold = options.coverage_threshold;
+  inputs.inherit = options.inherit;
   return ReportAsWritten(BuildReport(inputs));
 }
 
-inline Json ProcessReportOf(const ProcessTrace& trace, AnalysisOptions options = {}) {
+inline Json ProcessReportOf(ProcessTrace& trace, const AnalysisOptions& options = {}) {
   Json report = ReportFor({&trace}, options);
   REQUIRE(report["processes"].size() == 1);
   return report["processes"][0];

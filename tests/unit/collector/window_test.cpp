@@ -38,8 +38,10 @@ Message Preamble(bool window = true) {
   return message;
 }
 
-Json AttachReport(const std::vector<const ProcessTrace*>& traces,
-                  std::map<uint32_t, uint64_t> attach_indices = {}, AnalysisOptions options = {}) {
+// `options`: the report's own settings (the traces were built with the same options).
+Json AttachReport(const std::vector<ProcessTrace*>& traces,
+                  std::map<uint32_t, uint64_t> attach_indices = {},
+                  const AnalysisOptions& options = {}) {
   ReportInputs inputs;
   inputs.capture.mode = "attach";
   inputs.capture.host = "testhost";
@@ -47,13 +49,14 @@ Json AttachReport(const std::vector<const ProcessTrace*>& traces,
   inputs.capture.duration_ns = 4000;
   inputs.window_request = WindowRequest{"pid", kPid, std::nullopt, std::nullopt, 2, "step"};
   inputs.attach_indices = std::move(attach_indices);
-  for (const ProcessTrace* trace : traces) inputs.processes.push_back(trace->TakeAnalysis(options));
-  inputs.options = std::move(options);
+  for (ProcessTrace* trace : traces) inputs.processes.push_back(trace->TakeAnalysis());
+  inputs.coverage_threshold = options.coverage_threshold;
+  inputs.inherit = options.inherit;
   return ReportAsWritten(BuildReport(inputs));
 }
 
-Json WindowProcess(const ProcessTrace& trace, AnalysisOptions options = {}) {
-  Json report = AttachReport({&trace}, {}, std::move(options));
+Json WindowProcess(ProcessTrace& trace, const AnalysisOptions& options = {}) {
+  Json report = AttachReport({&trace}, {}, options);
   REQUIRE(report["processes"].size() == 1);
   return report["processes"][0];
 }
@@ -200,7 +203,7 @@ std::vector<Message> ExclusionMessages(bool window) {
   return messages;
 }
 
-Json FeedExclusion(ProcessTrace& trace, bool window, AnalysisOptions options = {}) {
+Json FeedExclusion(ProcessTrace& trace, bool window, const AnalysisOptions& options = {}) {
   Feeder feed(trace);
   std::vector<Message> messages = ExclusionMessages(window);
   for (Message& message : messages) REQUIRE(feed.Send(message).ok());
@@ -233,7 +236,9 @@ void CheckExcluded(const Json& process) {
 TEST_CASE("window: activities outside the window by correlation id are excluded",
           "[unit][window]") {
   SECTION("deferred") {
-    ProcessTrace trace;
+    AnalysisOptions whole_trace;
+    whole_trace.reorder_window_ns = AnalysisOptions::kWholeTraceWindow;
+    ProcessTrace trace(whole_trace);
     CheckExcluded(FeedExclusion(trace, /*window=*/true));
   }
   SECTION("streaming: the reorder window releases c5 before any launch arrived") {
@@ -281,7 +286,9 @@ TEST_CASE("window: streaming decides with the launches known at release", "[unit
   CHECK(streamed_process["coverage"]["unattributed"] ==
         Json::parse(R"([{"reason": "no_open_range", "ns": 30, "kernel_ns": 30,
                          "activities": 2}])"));
-  ProcessTrace deferred;
+  AnalysisOptions whole_trace;
+  whole_trace.reorder_window_ns = AnalysisOptions::kWholeTraceWindow;
+  ProcessTrace deferred(whole_trace);
   feed_all(deferred);
   const Json deferred_process = WindowProcess(deferred);
   CHECK(U(deferred_process["window"]["excluded_activities"]) == 0);
@@ -318,10 +325,10 @@ void FeedOpenBeforeWindow(ProcessTrace& trace) {
 
 TEST_CASE("window: ranges open before the window are on the stack but are not instances",
           "[unit][window]") {
-  ProcessTrace trace;
-  FeedOpenBeforeWindow(trace);
   AnalysisOptions options;
   options.step = "step";
+  ProcessTrace trace(options);
+  FeedOpenBeforeWindow(trace);
   const Json process = WindowProcess(trace, options);
   CHECK(process["main_thread"] == 1);
   const Json& train = Pass(process, {"train"});
@@ -361,7 +368,9 @@ TEST_CASE("window: ranges open before the window are on the stack but are not in
   CHECK(U(second["gaps_ns"]) == 150);
 
   // Auto-detection sees no top-level range with two instances: train was never one.
-  const Json detected = WindowProcess(trace);
+  ProcessTrace auto_detected;
+  FeedOpenBeforeWindow(auto_detected);
+  const Json detected = WindowProcess(auto_detected);
   CHECK(detected["steps"].is_null());
 }
 

@@ -3,9 +3,12 @@
 #ifndef GPUATTR_TESTS_UNIT_COLLECTOR_WIRE_TEST_UTIL_H_
 #define GPUATTR_TESTS_UNIT_COLLECTOR_WIRE_TEST_UTIL_H_
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/process_trace.h"
@@ -60,11 +63,8 @@ class Message {
 };
 
 inline wire::Hello MakeHello(uint32_t pid, int32_t rank = -1, uint32_t exe_string = 0) {
-  wire::Hello hello{};
-  std::memcpy(hello.magic, wire::kHelloMagic, sizeof(hello.magic));
-  hello.protocol_version = wire::kProtocolVersion;
+  wire::Hello hello = wire::MakeHello(wire::HelloMode::kTraced, pid);
   hello.shim_version = 0x000100;
-  hello.pid = pid;
   hello.ppid = 1;
   hello.rank = rank;
   hello.local_rank = rank;
@@ -159,6 +159,16 @@ class Feeder {
   ProcessTrace& trace_;
   uint64_t sequence_ = 0;
 };
+
+// A finished trace built with `options` and fed `message` (a Message may be sent again: tests
+// analyse the same stream under several options).
+inline std::unique_ptr<ProcessTrace> FinishedTrace(Message& message, AnalysisOptions options = {}) {
+  auto trace = std::make_unique<ProcessTrace>(std::move(options));
+  Feeder feed(*trace);
+  REQUIRE(feed.Send(message).ok());
+  trace->Finish();
+  return trace;
+}
 
 }  // namespace gpuattr::collector::testing
 

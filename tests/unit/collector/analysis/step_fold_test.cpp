@@ -84,7 +84,8 @@ TEST_CASE("a step row holds what was launched in it and its share of the busy un
   CHECK(analysis.steps_reason.empty());
 }
 
-TEST_CASE("skipped steps drop the first rows, and an explicit step range may be nested", "[unit][step_fold]") {
+TEST_CASE("skipped steps drop the first rows, and an explicit step range may be nested",
+          "[unit][step_fold]") {
   ThreeSteps steps;
   SECTION("skip") {
     StepFold fold(steps.trace.data, steps.paths, std::nullopt, 2);
