@@ -36,16 +36,26 @@ add_library(gpuattr_collector_core STATIC
   analysis/step_fold.cpp
   analysis/trace_builder.cpp
   report/atomic_write.cpp
-  report/render_summary.cpp
   report/report_builder.cpp
+  report/report_json.cpp
+  report/report_reader.cpp
   report/report_writer.cpp
-  report/report_view.cpp
+  report/summary.cpp
   ${GPUATTR_COLLECTOR_EMBEDDED}
 )
 target_include_directories(gpuattr_collector_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_include_directories(gpuattr_collector_core PRIVATE ${GPUATTR_COLLECTOR_GENERATED_DIR})
 target_link_libraries(gpuattr_collector_core PUBLIC gpuattr_wire nlohmann_json::nlohmann_json)
 target_compile_options(gpuattr_collector_core PRIVATE ${GPUATTR_WARNINGS})
+
+# gpuattr_collector_views: reports read back as text (views/): the terminal view (`gpuattr
+# report`), the summary on stderr after a run, on one text toolkit; diff and gate print with it.
+add_library(gpuattr_collector_views STATIC
+  views/report_view.cpp
+  views/run_summary.cpp
+)
+target_link_libraries(gpuattr_collector_views PUBLIC gpuattr_collector_core)
+target_compile_options(gpuattr_collector_views PRIVATE ${GPUATTR_WARNINGS})
 
 # gpuattr_collector_gate: metric paths, gate rules, the Mann–Whitney U test and report diffs
 # (gate/, docs/gate.md); pure functions on parsed reports, used by `gpuattr gate` and `diff`.
@@ -56,5 +66,5 @@ add_library(gpuattr_collector_gate STATIC
   gate/rules.cpp
   gate/statistics.cpp
 )
-target_link_libraries(gpuattr_collector_gate PUBLIC gpuattr_collector_core)
+target_link_libraries(gpuattr_collector_gate PUBLIC gpuattr_collector_views)
 target_compile_options(gpuattr_collector_gate PRIVATE ${GPUATTR_WARNINGS})

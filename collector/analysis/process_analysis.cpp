@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
+#include <string>
 
 namespace gpuattr::collector {
 
@@ -73,6 +75,59 @@ const char* ProcessStatusName(ProcessStatus status) {
       return "refused";
   }
   return "refused";
+}
+
+MergedAnalysis MergeAnalyses(const std::vector<const ProcessAnalysis*>& processes) {
+  MergedAnalysis merged;
+  std::map<std::string, Unattributed> unattributed;
+  std::map<std::string, Fallback> fallbacks;
+  std::map<std::string, FamilyStats> families;
+  for (const ProcessAnalysis* process : processes) {
+    if (!process->device_measured) continue;
+    merged.any_measured = true;
+    Totals& totals = merged.totals;
+    totals.kernel_ns += process->totals.kernel_ns;
+    totals.memcpy_ns += process->totals.memcpy_ns;
+    totals.memset_ns += process->totals.memset_ns;
+    totals.kernels += process->totals.kernels;
+    totals.memcpys += process->totals.memcpys;
+    totals.memsets += process->totals.memsets;
+    totals.launches += process->totals.launches;
+    merged.attributed_kernel_ns += process->attributed_kernel_ns;
+    for (size_t i = 0; i < kPhaseCount; ++i) {
+      merged.phase_coverage.attributed_kernel_ns[i] +=
+          process->phase_coverage.attributed_kernel_ns[i];
+      merged.phase_coverage.unattributed_kernel_ns[i] +=
+          process->phase_coverage.unattributed_kernel_ns[i];
+    }
+    for (const Unattributed& entry : process->unattributed) {
+      Unattributed& into = unattributed[entry.reason];
+      into.reason = entry.reason;
+      into.ns += entry.ns;
+      into.kernel_ns += entry.kernel_ns;
+      into.activities += entry.activities;
+    }
+    for (const Fallback& entry : process->fallbacks) {
+      Fallback& into = fallbacks[entry.reason];
+      into.reason = entry.reason;
+      into.ns += entry.ns;
+      into.activities += entry.activities;
+    }
+    for (const FamilyStats& family : process->families) {
+      FamilyStats& into = families[family.family];
+      into.family = family.family;
+      into.Merge(family);
+    }
+  }
+  for (auto& [reason, entry] : unattributed) merged.unattributed.push_back(entry);
+  std::stable_sort(merged.unattributed.begin(), merged.unattributed.end(),
+                   [](const Unattributed& a, const Unattributed& b) { return a.ns > b.ns; });
+  for (auto& [reason, entry] : fallbacks) merged.fallbacks.push_back(entry);
+  for (auto& [name, family] : families) merged.families.push_back(std::move(family));
+  std::stable_sort(
+      merged.families.begin(), merged.families.end(),
+      [](const FamilyStats& a, const FamilyStats& b) { return a.total_ns > b.total_ns; });
+  return merged;
 }
 
 }  // namespace gpuattr::collector

@@ -287,6 +287,22 @@ struct ProcessAnalysis {
   std::vector<MarkStats> marks;
 };
 
+// The numbers a multi-process report's summary merges, over the processes whose device time was
+// measured (the others add nothing; any_measured says whether there was one).
+struct MergedAnalysis {
+  bool any_measured = false;
+  Totals totals;
+  uint64_t attributed_kernel_ns = 0;
+  PhaseCoverage phase_coverage;
+  std::vector<Unattributed> unattributed;  // largest first
+  std::vector<Fallback> fallbacks;         // by reason
+  std::vector<FamilyStats> families;       // total_ns descending
+};
+
+// Merges `processes` in the order given (a family's example names, shape ties and sample
+// reservoirs follow it: pass the report's order).
+MergedAnalysis MergeAnalyses(const std::vector<const ProcessAnalysis*>& processes);
+
 }  // namespace gpuattr::collector
 
 #endif  // GPUATTR_COLLECTOR_ANALYSIS_PROCESS_ANALYSIS_H_

@@ -25,7 +25,9 @@
 #include "cli/daemon_socket.h"
 #include "cli/run.h"
 #include "ingest/daemon_server.h"
+#include "report/atomic_write.h"
 #include "report/report_builder.h"
+#include "report/report_writer.h"
 #include "wire/codec.h"
 
 namespace gpuattr::collector {

@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/report_command.h"
 #include "gate/diff.h"
+#include "report/report_reader.h"
 
 namespace gpuattr::collector {
 

@@ -1,6 +1,6 @@
 // `gpuattr diff BASELINE.json CURRENT.json [--json] [--top N]`: two reports side by side
 // (gate/diff.h), as a terminal view or JSON (gpuattr.diff/1). Runs on the main thread; no state.
-// Both files are untrusted and loaded with LoadReport (cli/report_command.h): any failure to use
+// Both files are untrusted and loaded with LoadReport (report/report_reader.h): any failure to use
 // one is kDataLoss, exit 3.
 #ifndef GPUATTR_COLLECTOR_CLI_DIFF_COMMAND_H_
 #define GPUATTR_COLLECTOR_CLI_DIFF_COMMAND_H_
@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "report/report_reader.h"
 
 namespace gpuattr::collector {
 

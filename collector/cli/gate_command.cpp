@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "cli/report_command.h"
 #include "gate/gate.h"
 #include "gate/rules.h"
-#include "report/report_builder.h"
+#include "report/atomic_write.h"
+#include "report/report_reader.h"
 
 namespace gpuattr::collector {
 namespace {

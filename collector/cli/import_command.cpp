@@ -15,6 +15,8 @@
 #include "import/nsys_importer.h"
 #include "import/trace_replay.h"
 #include "report/report_builder.h"
+#include "report/report_writer.h"
+#include "views/run_summary.h"
 
 #ifndef GPUATTR_VERSION
 #error "GPUATTR_VERSION must be defined by the build (collector/cli.cmake)"

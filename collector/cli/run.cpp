@@ -22,6 +22,8 @@
 #include "cli/shim_locator.h"
 #include "ingest/socket_server.h"
 #include "report/report_builder.h"
+#include "report/report_writer.h"
+#include "views/run_summary.h"
 
 namespace gpuattr::collector {
 namespace {

@@ -12,6 +12,7 @@
 #include "analysis/trace_builder.h"
 #include "base/os.h"
 #include "report/report_builder.h"
+#include "report/report_writer.h"
 #include "wire/codec.h"
 
 namespace gpuattr::collector {

@@ -1,5 +1,5 @@
-// Builds the JSON report (schemas/report.schema.json, "gpuattr.report/1") from finished
-// ProcessTraces, renders its short terminal summary, and writes it atomically.
+// Builds the JSON report (schemas/report.schema.json, "gpuattr.report/1") from the analyses of
+// finished ProcessTraces (report_writer.h writes it).
 //
 // The report is one nlohmann DOM except for the step rows: their number grows with the run (a row
 // per step instance; at 1.4 KB per row as DOM, 700,000 auto-detected steps cost 1 GB), so they
@@ -19,9 +19,7 @@
 #include <vector>
 
 #include "analysis/process_analysis.h"
-#include "analysis/process_trace.h"
 #include "base/status.h"
-#include "report/atomic_write.h"
 
 namespace gpuattr::collector {
 
@@ -79,21 +77,6 @@ struct Report {
 
 Report BuildReport(const ReportInputs& inputs);
 
-// One element of steps.rows (docs/attribution.md §Steps).
-nlohmann::json StepRowJson(const StepRow& row, bool device_measured);
-
-// A short human table for stderr: per process, devices busy/idle, top passes, coverage, loss.
-// Reads no step row.
-std::string RenderSummary(const nlohmann::json& report);
-
-// The report's text, pretty-printed (two-space indent, keys sorted) with its step rows in place:
-// what WriteReportAtomically writes, as a string (tests, fuzzers, benchmarks).
-std::string SerializeReport(const Report& report);
-
-// Writes SerializeReport's text to `path` in 1 MiB pieces through a temporary file in the same
-// directory and rename(2), so a reader sees the old file, the new file, or none, never half of
-// one, and the collector never holds the whole text.
-Status WriteReportAtomically(const Report& report, const std::string& path);
 }  // namespace gpuattr::collector
 
 #endif  // GPUATTR_COLLECTOR_REPORT_REPORT_BUILDER_H_

@@ -1,12 +1,15 @@
-// SerializeReport and WriteReportAtomically (report_builder.h): the report's text, written the way
+// SerializeReport and WriteReportAtomically (report_writer.h): the report's text, written the way
 // nlohmann's dump(2) writes a DOM, with each process's step rows rendered in place one at a time.
+#include "report/report_writer.h"
+
 #include <cstddef>
 #include <memory>
 #include <set>
 #include <string>
 #include <unordered_map>
 
-#include "report/report_builder.h"
+#include "report/atomic_write.h"
+#include "report/report_json.h"
 
 namespace gpuattr::collector {
 

@@ -29,6 +29,7 @@
 
 #include "analysis/process_trace.h"
 #include "report/report_builder.h"
+#include "report/report_writer.h"
 #include "wire/codec.h"
 
 namespace gpuattr::collector {

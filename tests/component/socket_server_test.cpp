@@ -13,6 +13,7 @@
 #include <set>
 
 #include "report/report_builder.h"
+#include "report/report_writer.h"
 #include "subprocess.h"
 #include "wire/protocol.h"
 #include "wire_client.h"

@@ -7,6 +7,7 @@
 #include "import/kineto_importer.h"
 #include "import/trace_replay.h"
 #include "report/report_builder.h"
+#include "report/report_writer.h"
 
 namespace gpuattr::fuzz {
 

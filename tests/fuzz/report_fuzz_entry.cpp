@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "cli/report_command.h"
-#include "report/report_view.h"
+#include "report/report_reader.h"
+#include "views/report_view.h"
 
 namespace gpuattr::fuzz {
 

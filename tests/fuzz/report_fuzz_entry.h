@@ -1,5 +1,5 @@
 // The fuzz entry for reading and rendering reports: one input is the bytes of a report file, read
-// by the real LoadReport (cli/report_command.h: size and depth limits, schema_version check) and,
+// by the real LoadReport (report/report_reader.h: size and depth limits, schema_version check) and,
 // when accepted, rendered by RenderReportView with default options, with a small --top, and for
 // the first process's pid. The bytes reach LoadReport through a memfd's /proc/self/fd path, so
 // the exact code `gpuattr report` runs reads them, without touching the disk. Shared by the

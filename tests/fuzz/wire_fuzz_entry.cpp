@@ -7,6 +7,8 @@
 
 #include "analysis/process_trace.h"
 #include "report/report_builder.h"
+#include "report/report_writer.h"
+#include "views/run_summary.h"
 
 namespace gpuattr::fuzz {
 

@@ -9,6 +9,7 @@
 #include "analysis/step_fold.h"
 #include "analysis/trace_observer.h"
 #include "export/activity_lines.h"
+#include "report/report_writer.h"
 #include "report_test_util.h"
 #include "test_files.h"
 #include "wire_test_util.h"

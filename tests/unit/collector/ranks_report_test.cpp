@@ -4,8 +4,10 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
+#include "report/report_writer.h"
 #include "report_test_util.h"
 #include "test_files.h"
+#include "views/run_summary.h"
 #include "wire_test_util.h"
 
 namespace gpuattr::collector::testing {

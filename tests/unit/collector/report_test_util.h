@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "analysis/process_trace.h"
 #include "report/report_builder.h"
+#include "report/report_writer.h"
 
 namespace gpuattr::collector::testing {
 

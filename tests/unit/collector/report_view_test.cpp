@@ -1,6 +1,6 @@
 // RenderReportView on hand-built documents: filled and null fields, sorting and indentation of
 // the pass tree, "n/a" for what was not measured, elision, --top, and hostile input.
-#include "report/report_view.h"
+#include "views/report_view.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <functional>
 
+#include "report/report_writer.h"
 #include "report_test_util.h"
 #include "test_files.h"
 #include "wire_test_util.h"

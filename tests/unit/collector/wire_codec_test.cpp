@@ -5,6 +5,7 @@
 
 #include "analysis/process_trace.h"
 #include "report_test_util.h"
+#include "views/run_summary.h"
 #include "wire_test_util.h"
 
 namespace gpuattr::collector::testing {

@@ -1,13 +1,11 @@
-// RenderSummary (report_builder.h): the short fixed-width table printed on stderr after a run.
-// It reads the report JSON defensively (a missing or null field prints "-"), so it renders any
-// gpuattr.report/1 document, including one read back from disk.
+// RenderSummary (run_summary.h).
+#include "views/run_summary.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include "report/report_builder.h"
 
 namespace gpuattr::collector {
 

@@ -10,8 +10,8 @@
 // control characters before they reach a terminal. Names are elided in the middle with "…" to fit;
 // numbers are never cut (an absurdly large one widens its line instead). Widths count code points:
 // nlohmann's parser only lets valid UTF-8 into strings.
-#ifndef GPUATTR_COLLECTOR_REPORT_REPORT_VIEW_H_
-#define GPUATTR_COLLECTOR_REPORT_REPORT_VIEW_H_
+#ifndef GPUATTR_COLLECTOR_VIEWS_REPORT_VIEW_H_
+#define GPUATTR_COLLECTOR_VIEWS_REPORT_VIEW_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -36,4 +36,4 @@ std::string RenderReportView(const nlohmann::json& report, const ReportViewOptio
 
 }  // namespace gpuattr::collector
 
-#endif  // GPUATTR_COLLECTOR_REPORT_REPORT_VIEW_H_
+#endif  // GPUATTR_COLLECTOR_VIEWS_REPORT_VIEW_H_

@@ -1,6 +1,6 @@
 // RenderReportView (report_view.h). Layout: sections of aligned tables whose numeric columns are
 // as wide as their widest cell; the first (name) column takes what is left of kReportViewWidth.
-#include "report/report_view.h"
+#include "views/report_view.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,0 +1,380 @@
+// The report's JSON for the analysis's values (report_json.h). Null-versus-measured rules:
+// device numbers (totals, devices, pass device objects, families, coverage) are null when the
+// process's device time was not measured (no successful CuptiState and no device records), and
+// so are the phase times and the device terms of step rows; loss counters from the shim are null
+// when no Diagnostics record arrived. docs/attribution.md defines every number.
+#include "report/report_json.h"
+
+#include <array>
+#include <cinttypes>
+#include <cstdio>
+#include <ctime>
+#include <iterator>
+#include <utility>
+
+namespace gpuattr::collector {
+
+namespace {
+
+using Json = nlohmann::json;
+
+Json Fraction(uint64_t part, uint64_t whole) {
+  if (whole == 0) return nullptr;
+  return static_cast<double>(part) / static_cast<double>(whole);
+}
+
+Json PathOrNull(const std::optional<std::vector<std::string>>& path) {
+  return path ? Json(*path) : Json(nullptr);
+}
+
+const char* GapKindName(GapKind kind) {
+  switch (kind) {
+    case GapKind::kHostBound:
+      return "host_bound";
+    case GapKind::kDependency:
+      return "dependency";
+    case GapKind::kUnknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+// {count, mean (rounded toward zero), min, lower median, max, median_exact}; null without samples.
+template <typename T>
+Json SampleStats(const Samples<T>& samples) {
+  if (samples.count() == 0) return nullptr;
+  return {{"count", samples.count()}, {"mean", samples.total() / static_cast<T>(samples.count())},
+          {"min", samples.min()},     {"median", samples.median()},
+          {"max", samples.max()},     {"median_exact", samples.exact()}};
+}
+
+Json UnattributedJson(const std::vector<Unattributed>& entries) {
+  Json out = Json::array();
+  for (const Unattributed& entry : entries) {
+    out.push_back({{"reason", entry.reason},
+                   {"ns", entry.ns},
+                   {"kernel_ns", entry.kernel_ns},
+                   {"activities", entry.activities}});
+  }
+  return out;
+}
+
+Json ByPhaseJson(bool measured, const PhaseCoverage& coverage) {
+  Json out = Json::object();
+  for (size_t i = 0; i < kPhaseCount; ++i) {
+    out[PhaseName(static_cast<Phase>(i))] =
+        measured ? Fraction(coverage.attributed_kernel_ns[i],
+                            coverage.attributed_kernel_ns[i] + coverage.unattributed_kernel_ns[i])
+                 : Json(nullptr);
+  }
+  return out;
+}
+
+// The terms of one step row (§Steps), in a fixed order shared with the summary.
+constexpr const char* kStepTerms[] = {
+    "host_ns", "forward_ns", "backward_ns",     "recompute_ns", "optimizer_ns",
+    "loss_ns", "other_ns",   "unattributed_ns", "busy_ns",      "gaps_ns"};
+
+std::array<uint64_t, std::size(kStepTerms)> StepTerms(const StepRow& row) {
+  const auto& ns = row.phases.ns;
+  return {row.host_ns(),
+          ns[static_cast<size_t>(Phase::kForward)],
+          ns[static_cast<size_t>(Phase::kBackward)],
+          ns[static_cast<size_t>(Phase::kRecompute)],
+          ns[static_cast<size_t>(Phase::kOptimizer)],
+          ns[static_cast<size_t>(Phase::kLoss)],
+          row.phases.other_ns,
+          row.unattributed_ns,
+          row.busy_ns,
+          row.gaps_ns()};
+}
+
+}  // namespace
+
+std::string IsoUtc(uint64_t realtime_ns) {
+  const auto seconds = static_cast<time_t>(realtime_ns / 1000000000u);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &utc);
+  char out[64];
+  std::snprintf(out, sizeof(out), "%s.%09" PRIu64 "Z", date, realtime_ns % 1000000000u);
+  return out;
+}
+
+Json OptionalString(const std::optional<std::string>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+Json PassJson(const PassNode& node, bool device_measured) {
+  Json out;
+  out["name"] = node.name;
+  out["path"] = node.path;
+  out["instances"] = node.instances;
+  if (node.host) {
+    out["host_ns"] = {{"total", node.host->total},
+                      {"min", node.host->min},
+                      {"median", node.host->median},
+                      {"max", node.host->max},
+                      {"median_exact", node.host->median_exact}};
+  } else {
+    out["host_ns"] = nullptr;
+  }
+  if (device_measured) {
+    out["device"] = {{"self_ns", node.self_ns},
+                     {"total_ns", node.total_ns},
+                     {"busy_ns", node.busy_ns},
+                     {"kernels", node.kernels},
+                     {"activities", node.activities}};
+    out["attribution"] = {{"direct_ns", node.direct_ns},
+                          {"inherited_ns", node.inherited_ns},
+                          {"captured_ns", node.captured_ns}};
+    Json contexts = Json::array();
+    for (const LaunchContext& context : node.launch_contexts) {
+      contexts.push_back({{"path", PathOrNull(context.path)},
+                          {"ns", context.ns},
+                          {"activities", context.activities}});
+    }
+    out["launch_contexts"] = std::move(contexts);
+  } else {
+    out["device"] = nullptr;
+    out["attribution"] = nullptr;
+    out["launch_contexts"] = nullptr;
+  }
+  out["phase"] = node.phase ? Json(PhaseName(*node.phase)) : Json(nullptr);
+  Json children = Json::array();
+  for (const PassNode& child : node.children) children.push_back(PassJson(child, device_measured));
+  out["children"] = std::move(children);
+  return out;
+}
+
+Json FamilyJson(const FamilyStats& family, uint64_t kernel_ns) {
+  Json shapes = Json::array();
+  for (const ShapeStats& shape : family.shapes) {
+    shapes.push_back({{"grid", shape.shape.grid},
+                      {"block", shape.shape.block},
+                      {"shared_memory_bytes", shape.shape.shared_memory_bytes},
+                      {"kernels", shape.kernels},
+                      {"total_ns", shape.total_ns}});
+  }
+  return {{"family", family.family},
+          {"kernels", family.kernels},
+          {"total_ns", family.total_ns},
+          {"mean_ns", family.kernels ? family.total_ns / family.kernels : 0},
+          {"min_ns", family.min_ns},
+          {"max_ns", family.max_ns},
+          {"share", Fraction(family.total_ns, kernel_ns)},
+          {"names", family.names},
+          {"shapes", std::move(shapes)},
+          {"launch",
+           {{"api_ns", SampleStats(family.api_samples)},
+            {"latency_ns", SampleStats(family.latency_samples)}}}};
+}
+
+Json DeviceJson(const DeviceStats& device) {
+  Json streams = Json::array();
+  for (const StreamStats& stream : device.streams) {
+    streams.push_back({{"id", stream.id},
+                       {"busy_ns", stream.busy_ns},
+                       {"kernel_ns", stream.kernel_ns},
+                       {"memcpy_ns", stream.memcpy_ns},
+                       {"memset_ns", stream.memset_ns},
+                       {"activities", stream.activities}});
+  }
+  Json largest = Json::array();
+  for (const Gap& gap : device.largest) {
+    largest.push_back({{"start_ns", gap.start_ns},
+                       {"end_ns", gap.end_ns},
+                       {"ns", gap.end_ns - gap.start_ns},
+                       {"class", GapKindName(gap.kind)},
+                       {"launch_tid", gap.launch_tid ? Json(*gap.launch_tid) : Json(nullptr)},
+                       {"host_range", PathOrNull(gap.host_range)}});
+  }
+  return {{"id", device.id},
+          {"name", OptionalString(device.name)},
+          {"first_start_ns", device.first_start_ns},
+          {"last_end_ns", device.last_end_ns},
+          {"span_ns", device.span_ns},
+          {"busy_ns", device.busy_ns},
+          {"idle_ns", device.idle_ns},
+          {"idle_fraction", Fraction(device.idle_ns, device.span_ns)},
+          {"streams", std::move(streams)},
+          {"gaps",
+           {{"count", device.gaps},
+            {"host_bound_ns", device.host_bound_ns},
+            {"dependency_ns", device.dependency_ns},
+            {"unclassified_ns", device.unclassified_ns},
+            {"tail_ns", device.tail_ns},
+            {"largest", std::move(largest)}}}};
+}
+
+Json TotalsJson(const Totals& totals) {
+  return {{"kernel_ns", totals.kernel_ns}, {"memcpy_ns", totals.memcpy_ns},
+          {"memset_ns", totals.memset_ns}, {"kernels", totals.kernels},
+          {"launches", totals.launches},   {"memcpys", totals.memcpys},
+          {"memsets", totals.memsets}};
+}
+
+Json NullTotals() {
+  return {{"kernel_ns", nullptr}, {"memcpy_ns", nullptr}, {"memset_ns", nullptr},
+          {"kernels", nullptr},   {"launches", nullptr},  {"memcpys", nullptr},
+          {"memsets", nullptr}};
+}
+
+Json PhasesJson(bool measured, const PhaseTotals& phases) {
+  Json out = Json::object();
+  for (size_t i = 0; i < kPhaseCount; ++i) {
+    out[std::string(PhaseName(static_cast<Phase>(i))) + "_ns"] =
+        measured ? Json(phases.ns[i]) : Json(nullptr);
+  }
+  out["other_ns"] = measured ? Json(phases.other_ns) : Json(nullptr);
+  const uint64_t forward = phases.ns[static_cast<size_t>(Phase::kForward)];
+  const uint64_t recompute = phases.ns[static_cast<size_t>(Phase::kRecompute)];
+  out["recompute_fraction"] =
+      measured && forward != 0 ? Json(static_cast<double>(recompute) / static_cast<double>(forward))
+                               : Json(nullptr);
+  return out;
+}
+
+Json StepsJson(bool measured, const Steps& steps) {
+  Json summary = Json::object();
+  std::vector<uint64_t> column;  // one term at a time: a run can have millions of rows
+  for (size_t i = 0; i < std::size(kStepTerms); ++i) {
+    Json median = nullptr;
+    if (!steps.rows->empty() && (measured || i == 0)) {
+      column.clear();
+      for (const StepRow& row : *steps.rows) column.push_back(StepTerms(row)[i]);
+      median = Summarize(column).median;
+    }
+    summary[kStepTerms[i]] = std::move(median);
+  }
+  return {{"range", steps.range},         {"detected", steps.detected},
+          {"instances", steps.instances}, {"skipped", steps.skipped},
+          {"rows", Json::array()},        {"summary", std::move(summary)}};
+}
+
+Json CoverageJson(bool measured, uint64_t attributed_kernel_ns, uint64_t kernel_ns,
+                  const std::vector<Unattributed>& unattributed, double threshold,
+                  const PhaseCoverage& phase_coverage) {
+  Json fraction = measured ? Fraction(attributed_kernel_ns, kernel_ns) : Json(nullptr);
+  Json passed = nullptr;
+  if (fraction.is_number()) passed = fraction.get<double>() >= threshold;
+  return {{"attributed_fraction", fraction},
+          {"attributed_kernel_ns", measured ? Json(attributed_kernel_ns) : Json(nullptr)},
+          {"threshold", threshold},
+          {"passed", passed},
+          {"by_phase", ByPhaseJson(measured, phase_coverage)},
+          {"unattributed", measured ? UnattributedJson(unattributed) : Json(nullptr)}};
+}
+
+Json FallbacksJson(bool measured, const std::vector<Fallback>& fallbacks) {
+  if (!measured) return nullptr;
+  Json out = Json::array();
+  for (const Fallback& entry : fallbacks) {
+    out.push_back({{"reason", entry.reason}, {"ns", entry.ns}, {"activities", entry.activities}});
+  }
+  return out;
+}
+
+Json WindowJson(const ProcessAnalysis& analysis, uint64_t attach_index) {
+  if (!analysis.window) return nullptr;
+  const auto& begin = analysis.window->begin;
+  const auto& end = analysis.window->end;
+  Json end_reason = nullptr;
+  Json detach = nullptr;
+  if (end) {
+    switch (static_cast<wire::WindowEndReason>(end->reason)) {
+      case wire::WindowEndReason::kClosed:
+        end_reason = "closed";
+        break;
+      case wire::WindowEndReason::kStepsDone:
+        end_reason = "steps_done";
+        break;
+      case wire::WindowEndReason::kProcessExit:
+        end_reason = "process_exit";
+        break;
+    }
+    switch (static_cast<wire::DetachOutcome>(end->detach)) {
+      case wire::DetachOutcome::kFinalized:
+        detach = "finalized";
+        break;
+      case wire::DetachOutcome::kPending:
+        detach = "pending";
+        break;
+      case wire::DetachOutcome::kNotAttached:
+        detach = "not_attached";
+        break;
+      case wire::DetachOutcome::kProcessExit:
+        detach = "process_exit";
+        break;
+    }
+  }
+  Json id = nullptr;
+  if (begin) {
+    id = begin->window_id;
+  } else if (end) {
+    id = end->window_id;
+  }
+  return {{"id", std::move(id)},
+          {"begin_ns", begin ? Json(begin->timestamp_ns) : Json(nullptr)},
+          {"end_ns", end ? Json(end->timestamp_ns) : Json(nullptr)},
+          {"end_reason", std::move(end_reason)},
+          {"detach", detach},
+          {"attach_ns", begin ? Json(begin->attach_ns) : Json(nullptr)},
+          {"detach_ns", detach == "finalized" ? Json(end->detach_ns) : Json(nullptr)},
+          {"steps", end ? Json(end->steps_seen) : Json(nullptr)},
+          {"excluded_activities", analysis.excluded_activities},
+          {"attach_index", attach_index}};
+}
+
+Json RefusalJson(const RefusalEntry& entry, const std::string& detail, int32_t cupti_result) {
+  std::string cause = entry.cause;
+  if (!detail.empty()) cause += " Seen: " + detail + ".";
+  return {{"code", entry.code},
+          {"cause", cause},
+          {"remedy", entry.remedy},
+          {"cupti_result", cupti_result != 0 ? Json(cupti_result) : Json(nullptr)}};
+}
+
+Json LossJson(const Loss& loss, bool measured) {
+  auto shim_field = [&](uint64_t wire::Diagnostics::*field) {
+    return loss.shim ? Json((*loss.shim).*field) : Json(nullptr);
+  };
+  auto measured_field = [&](uint64_t value) { return measured ? Json(value) : Json(nullptr); };
+  return {{"dropped_records", loss.dropped_records ? Json(*loss.dropped_records) : Json(nullptr)},
+          {"unmatched_launches", measured_field(loss.unmatched_launches)},
+          {"orphan_activities", measured_field(loss.orphan_activities)},
+          {"incomplete_records", measured_field(loss.incomplete_records)},
+          {"late_activities", measured_field(loss.late_activities)},
+          {"expired_launches", measured_field(loss.expired_launches)},
+          {"lost_messages", loss.lost_messages},
+          {"sequence_regressions", loss.sequence_regressions},
+          {"ring_dropped_records", shim_field(&wire::Diagnostics::ring_dropped_records)},
+          {"socket_dropped_records", shim_field(&wire::Diagnostics::socket_dropped_records)},
+          {"socket_dropped_messages", shim_field(&wire::Diagnostics::socket_dropped_messages)},
+          {"cupti_dropped_records", shim_field(&wire::Diagnostics::cupti_dropped_records)},
+          {"cupti_buffers_declined", shim_field(&wire::Diagnostics::cupti_buffers_declined)},
+          {"intern_table_full", shim_field(&wire::Diagnostics::intern_table_full)},
+          {"untranslated_records", shim_field(&wire::Diagnostics::untranslated_records)},
+          {"shim_incomplete_records", shim_field(&wire::Diagnostics::incomplete_records)},
+          {"unmatched_pops", loss.unmatched_pops},
+          {"implicitly_closed_ranges", loss.implicitly_closed_ranges},
+          {"unclosed_ranges", loss.unclosed_ranges},
+          {"unmatched_range_ends", loss.unmatched_range_ends},
+          {"unknown_records", loss.unknown_records},
+          {"orphan_api_exits", loss.orphan_api_exits},
+          {"zero_correlation_launches", loss.zero_correlation_launches}};
+}
+
+Json StepRowJson(const StepRow& row, bool device_measured) {
+  Json out = {
+      {"index", row.index}, {"name", row.name}, {"start_ns", row.start_ns}, {"end_ns", row.end_ns}};
+  const auto terms = StepTerms(row);
+  for (size_t i = 0; i < terms.size(); ++i) {
+    // host_ns is measured on the host; every other term needs device time.
+    out[kStepTerms[i]] = device_measured || i == 0 ? Json(terms[i]) : Json(nullptr);
+  }
+  return out;
+}
+
+}  // namespace gpuattr::collector

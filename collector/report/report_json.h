@@ -1,0 +1,56 @@
+// The report's JSON for the analysis's values (schemas/report.schema.json, gpuattr.report/1):
+// one function per field the report builder and the summary write. docs/attribution.md defines
+// every number; these only spell them.
+//
+// `measured`: the process's device time was measured (ProcessAnalysis::device_measured). Where
+// it was not, device numbers are null, never 0: totals, devices, pass device objects, families,
+// coverage, phase times and the device terms of step rows. Pure functions; any thread.
+#ifndef GPUATTR_COLLECTOR_REPORT_REPORT_JSON_H_
+#define GPUATTR_COLLECTOR_REPORT_REPORT_JSON_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/process_analysis.h"
+
+namespace gpuattr::collector {
+
+inline constexpr char kReportSchemaVersion[] = "gpuattr.report/1";
+
+// "2025-01-02T03:04:05.123456789Z".
+std::string IsoUtc(uint64_t realtime_ns);
+nlohmann::json OptionalString(const std::optional<std::string>& value);
+
+// One node of `passes`, with its children.
+nlohmann::json PassJson(const PassNode& node, bool measured);
+// One element of `families`; `kernel_ns` is the whole's kernel time, for `share`.
+nlohmann::json FamilyJson(const FamilyStats& family, uint64_t kernel_ns);
+nlohmann::json DeviceJson(const DeviceStats& device);
+nlohmann::json TotalsJson(const Totals& totals);
+nlohmann::json NullTotals();
+nlohmann::json PhasesJson(bool measured, const PhaseTotals& phases);
+// `coverage` without its fallbacks; coverage.passed compares the fraction with `threshold`.
+nlohmann::json CoverageJson(bool measured, uint64_t attributed_kernel_ns, uint64_t kernel_ns,
+                            const std::vector<Unattributed>& unattributed, double threshold,
+                            const PhaseCoverage& phase_coverage);
+// coverage.fallbacks (docs/attribution.md §Coverage).
+nlohmann::json FallbacksJson(bool measured, const std::vector<Fallback>& fallbacks);
+nlohmann::json LossJson(const Loss& loss, bool measured);
+// `steps` with its rows left [] (report_builder.h): they are rendered by StepRowJson when the
+// report is written.
+nlohmann::json StepsJson(bool measured, const Steps& steps);
+// One element of steps.rows (docs/attribution.md §Steps).
+nlohmann::json StepRowJson(const StepRow& row, bool measured);
+// A process's capture window (docs/attach.md §What a window's report covers); null unless its
+// stream was a window's. Wire enum values this collector does not know read as null.
+nlohmann::json WindowJson(const ProcessAnalysis& analysis, uint64_t attach_index);
+// One element of `refusals`: the catalogue entry's cause followed by what was seen.
+nlohmann::json RefusalJson(const RefusalEntry& entry, const std::string& seen,
+                           int32_t cupti_result);
+
+}  // namespace gpuattr::collector
+
+#endif  // GPUATTR_COLLECTOR_REPORT_REPORT_JSON_H_

@@ -1,0 +1,69 @@
+// The result model's own code: ProcessStatusName, FamilyStats merging, and MergeAnalyses, the
+// summary's merge over processes.
+#include "analysis/process_analysis.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+namespace gpuattr::collector::testing {
+namespace {
+
+ProcessAnalysis Measured(uint64_t kernel_ns, uint64_t attributed_ns, const std::string& family) {
+  ProcessAnalysis analysis;
+  analysis.device_measured = true;
+  analysis.totals.kernel_ns = kernel_ns;
+  analysis.totals.kernels = 1;
+  analysis.totals.launches = 2;
+  analysis.attributed_kernel_ns = attributed_ns;
+  analysis.phase_coverage.attributed_kernel_ns[static_cast<size_t>(Phase::kForward)] =
+      attributed_ns;
+  analysis.unattributed.push_back({"no_open_range", kernel_ns - attributed_ns, 0, 1});
+  FamilyStats stats;
+  stats.family = family;
+  stats.AddKernel({}, kernel_ns);
+  stats.AddExample(family + "_kernel");
+  analysis.families.push_back(stats);
+  analysis.fallbacks.push_back({"graph_captured_before_window", 5, 1});
+  return analysis;
+}
+
+TEST_CASE("the summary's merge adds what the measured processes measured",
+          "[unit][process_analysis]") {
+  const ProcessAnalysis a = Measured(100, 90, "gemm");
+  const ProcessAnalysis b = Measured(300, 100, "gemm");
+  const ProcessAnalysis c = Measured(50, 50, "copy");
+  ProcessAnalysis refused;  // no device time: adds nothing
+  refused.totals.kernel_ns = 1000;
+  const MergedAnalysis merged = MergeAnalyses({&a, &refused, &b, &c});
+  CHECK(merged.any_measured);
+  CHECK(merged.totals.kernel_ns == 450);
+  CHECK(merged.totals.kernels == 3);
+  CHECK(merged.totals.launches == 6);
+  CHECK(merged.attributed_kernel_ns == 240);
+  CHECK(merged.phase_coverage.attributed_kernel_ns[static_cast<size_t>(Phase::kForward)] == 240);
+  REQUIRE(merged.unattributed.size() == 1);
+  CHECK(merged.unattributed[0].ns == 210);
+  CHECK(merged.unattributed[0].activities == 3);
+  REQUIRE(merged.fallbacks.size() == 1);
+  CHECK(merged.fallbacks[0].ns == 15);
+  REQUIRE(merged.families.size() == 2);
+  CHECK(merged.families[0].family == "gemm");  // largest first
+  CHECK(merged.families[0].kernels == 2);
+  CHECK(merged.families[0].total_ns == 400);
+  CHECK(merged.families[0].min_ns == 100);
+  CHECK(merged.families[0].names == std::vector<std::string>{"gemm_kernel"});
+  CHECK(merged.families[1].family == "copy");
+
+  CHECK_FALSE(MergeAnalyses({&refused}).any_measured);
+  CHECK(MergeAnalyses({&refused}).totals.kernel_ns == 0);
+}
+
+TEST_CASE("statuses have their report names", "[unit][process_analysis]") {
+  CHECK(std::string(ProcessStatusName(ProcessStatus::kComplete)) == "complete");
+  CHECK(std::string(ProcessStatusName(ProcessStatus::kTruncated)) == "truncated");
+  CHECK(std::string(ProcessStatusName(ProcessStatus::kRefused)) == "refused");
+}
+
+}  // namespace
+}  // namespace gpuattr::collector::testing
