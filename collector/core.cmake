@@ -53,6 +53,7 @@ target_compile_options(gpuattr_collector_core PRIVATE ${GPUATTR_WARNINGS})
 add_library(gpuattr_collector_views STATIC
   views/report_view.cpp
   views/run_summary.cpp
+  views/text.cpp
 )
 target_link_libraries(gpuattr_collector_views PUBLIC gpuattr_collector_core)
 target_compile_options(gpuattr_collector_views PRIVATE ${GPUATTR_WARNINGS})

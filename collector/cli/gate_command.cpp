@@ -19,7 +19,7 @@ using Json = nlohmann::json;
 // Every failure that comes from an input is exit 3.
 Status AsInputError(const Status& status) { return DataLossError(status.message()); }
 
-StatusOr<gate::GateRules> LoadRules(const std::string& path) {
+StatusOr<GateRules> LoadRules(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return DataLossError("cannot read rules '" + path + "'");
   std::string text;
@@ -33,7 +33,7 @@ StatusOr<gate::GateRules> LoadRules(const std::string& path) {
   if (file.bad()) return DataLossError("cannot read rules '" + path + "'");
   const Json document = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (document.is_discarded()) return DataLossError("rules '" + path + "' are not JSON");
-  StatusOr<gate::GateRules> rules = gate::ParseGateRules(document, "'" + path + "'");
+  StatusOr<GateRules> rules = ParseGateRules(document, "'" + path + "'");
   if (!rules.ok()) return AsInputError(rules.status());
   return rules;
 }
@@ -51,23 +51,23 @@ Status WriteOutput(const std::string& text, const std::string& path, const char*
 StatusOr<GateCommandResult> RunGateCommand(const GateCommandOptions& options) {
   GPUATTR_ASSIGN_OR_RETURN(const Json baseline, LoadReport(options.baseline));
   GPUATTR_ASSIGN_OR_RETURN(const Json current, LoadReport(options.current));
-  gate::GateRules rules;
+  GateRules rules;
   if (options.rules.empty()) {
-    rules = gate::DefaultGateRules(baseline);
+    rules = DefaultGateRules(baseline);
   } else {
     GPUATTR_ASSIGN_OR_RETURN(rules, LoadRules(options.rules));
   }
-  StatusOr<gate::GateOutcome> outcome = gate::EvaluateGate(baseline, current, rules);
+  StatusOr<GateOutcome> outcome = EvaluateGate(baseline, current, rules);
   if (!outcome.ok()) return AsInputError(outcome.status());
   GPUATTR_RETURN_IF_ERROR(
-      WriteOutput(gate::RenderGateMarkdown(*outcome), options.markdown, "markdown summary"));
-  GPUATTR_RETURN_IF_ERROR(WriteOutput(gate::RenderGateJunit(*outcome), options.junit, "JUnit XML"));
+      WriteOutput(RenderGateMarkdown(*outcome), options.markdown, "markdown summary"));
+  GPUATTR_RETURN_IF_ERROR(WriteOutput(RenderGateJunit(*outcome), options.junit, "JUnit XML"));
   GPUATTR_RETURN_IF_ERROR(WriteOutput(
-      gate::GateOutcomeJson(*outcome).dump(2, ' ', false, Json::error_handler_t::replace) + "\n",
+      GateOutcomeJson(*outcome).dump(2, ' ', false, Json::error_handler_t::replace) + "\n",
       options.json, "JSON result"));
   GateCommandResult result;
   result.exit_status = outcome->Passed() ? 0 : 1;
-  result.table = gate::RenderGateTable(*outcome);
+  result.table = RenderGateTable(*outcome);
   return result;
 }
 

@@ -64,7 +64,7 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
   ImportResult result;
   std::vector<std::unique_ptr<ProcessTrace>> traces;
   std::string source_format;
-  import::ReplayStats stats;
+  ReplayStats stats;
   for (const std::string& path : options.files) {
     std::string format = options.format;
     if (format == "auto") {
@@ -77,15 +77,15 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
                                   " is " + format + ", an earlier one " + source_format + ")");
     }
     uint64_t json_bytes = 0;
-    StatusOr<import::ImportedTrace> imported =
-        format == "nsys" ? import::ImportNsysFile(path)
-                         : import::ImportKinetoFile(
-                               path, import::KinetoOptions{options.ranges == "ops"}, &json_bytes);
+    StatusOr<ImportedTrace> imported =
+        format == "nsys"
+            ? ImportNsysFile(path)
+            : ImportKinetoFile(path, KinetoOptions{options.ranges == "ops"}, &json_bytes);
     if (!imported.ok()) return imported.status();
     result.json_bytes += json_bytes;
     result.skipped_events += imported->skipped_events;
     GPUATTR_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<ProcessTrace>> processes,
-                             import::ReplayTrace(*imported, analysis, &stats));
+                             ReplayTrace(*imported, analysis, &stats));
     for (auto& process : processes) traces.push_back(std::move(process));
   }
   result.clipped_ranges = stats.clipped_ranges;

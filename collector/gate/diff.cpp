@@ -9,23 +9,16 @@
 #include <utility>
 #include <vector>
 
-namespace gpuattr::gate {
+#include "report/report_reader.h"
+#include "views/text.h"
+
+namespace gpuattr::collector {
 namespace {
 
 using Json = nlohmann::json;
 
 std::optional<double> NumberAt(const Json& object, const char* key) {
-  if (!object.is_object()) return std::nullopt;
-  const auto found = object.find(key);
-  if (found == object.end() || !found->is_number()) return std::nullopt;
-  return found->get<double>();
-}
-
-const Json& Member(const Json& object, const char* key) {
-  static const Json kNull;
-  if (!object.is_object()) return kNull;
-  const auto found = object.find(key);
-  return found == object.end() ? kNull : *found;
+  return NumberOf(Field(object, key));
 }
 
 Json Delta(std::optional<double> before, std::optional<double> after) {
@@ -59,23 +52,23 @@ using PassMap = std::map<std::vector<std::string>, const Json*>;
 void FlattenPasses(const Json& nodes, std::vector<std::string> prefix, PassMap* out) {
   if (!nodes.is_array()) return;
   for (const Json& node : nodes) {
-    const Json& name = Member(node, "name");
+    const Json& name = Field(node, "name");
     if (!name.is_string()) continue;
     std::vector<std::string> path = prefix;
     path.push_back(name.get<std::string>());
     (*out)[path] = &node;
-    FlattenPasses(Member(node, "children"), path, out);
+    FlattenPasses(Field(node, "children"), path, out);
   }
 }
 
 Json ProcessIdentity(const Json& process) {
-  return {{"pid", Member(process, "pid")}, {"rank", Member(process, "rank")}};
+  return {{"pid", Field(process, "pid")}, {"rank", Field(process, "rank")}};
 }
 
 Json DiffProcesses(const Json& before, const Json& after, const char* matched_by) {
   PassMap before_passes, after_passes;
-  FlattenPasses(Member(before, "passes"), {}, &before_passes);
-  FlattenPasses(Member(after, "passes"), {}, &after_passes);
+  FlattenPasses(Field(before, "passes"), {}, &before_passes);
+  FlattenPasses(Field(after, "passes"), {}, &after_passes);
   Json passes = Json::array();
   Json added = Json::array();
   Json vanished = Json::array();
@@ -83,8 +76,8 @@ Json DiffProcesses(const Json& before, const Json& after, const char* matched_by
   for (const auto& [path, node] : before_passes) all[path].first = node;
   for (const auto& [path, node] : after_passes) all[path].second = node;
   for (const auto& [path, nodes] : all) {
-    const Json& b = nodes.first ? Member(*nodes.first, "device") : Member(Json(), "");
-    const Json& a = nodes.second ? Member(*nodes.second, "device") : Member(Json(), "");
+    const Json& b = nodes.first ? Field(*nodes.first, "device") : Field(Json(), "");
+    const Json& a = nodes.second ? Field(*nodes.second, "device") : Field(Json(), "");
     passes.push_back({{"path", path},
                       {"total_ns", Delta(NumberAt(b, "total_ns"), NumberAt(a, "total_ns"))},
                       {"self_ns", Delta(NumberAt(b, "self_ns"), NumberAt(a, "self_ns"))}});
@@ -95,7 +88,7 @@ Json DiffProcesses(const Json& before, const Json& after, const char* matched_by
   Json devices = Json::array();
   std::map<double, std::pair<const Json*, const Json*>> by_id;
   for (int side = 0; side < 2; ++side) {
-    const Json& list = Member(side == 0 ? before : after, "devices");
+    const Json& list = Field(side == 0 ? before : after, "devices");
     if (!list.is_array()) continue;
     for (const Json& device : list) {
       const std::optional<double> id = NumberAt(device, "id");
@@ -104,22 +97,22 @@ Json DiffProcesses(const Json& before, const Json& after, const char* matched_by
     }
   }
   for (const auto& [id, pair] : by_id) {
-    const Json& b = pair.first ? *pair.first : Member(Json(), "");
-    const Json& a = pair.second ? *pair.second : Member(Json(), "");
+    const Json& b = pair.first ? *pair.first : Field(Json(), "");
+    const Json& a = pair.second ? *pair.second : Field(Json(), "");
     devices.push_back(
         {{"id", id},
          {"busy_ns", Delta(NumberAt(b, "busy_ns"), NumberAt(a, "busy_ns"))},
          {"idle_ns", Delta(NumberAt(b, "idle_ns"), NumberAt(a, "idle_ns"))},
          {"idle_fraction", Delta(NumberAt(b, "idle_fraction"), NumberAt(a, "idle_fraction"))},
-         {"host_bound_gaps_ns", Delta(NumberAt(Member(b, "gaps"), "host_bound_ns"),
-                                      NumberAt(Member(a, "gaps"), "host_bound_ns"))},
-         {"dependency_gaps_ns", Delta(NumberAt(Member(b, "gaps"), "dependency_ns"),
-                                      NumberAt(Member(a, "gaps"), "dependency_ns"))},
+         {"host_bound_gaps_ns", Delta(NumberAt(Field(b, "gaps"), "host_bound_ns"),
+                                      NumberAt(Field(a, "gaps"), "host_bound_ns"))},
+         {"dependency_gaps_ns", Delta(NumberAt(Field(b, "gaps"), "dependency_ns"),
+                                      NumberAt(Field(a, "gaps"), "dependency_ns"))},
          {"tail_ns",
-          Delta(NumberAt(Member(b, "gaps"), "tail_ns"), NumberAt(Member(a, "gaps"), "tail_ns"))}});
+          Delta(NumberAt(Field(b, "gaps"), "tail_ns"), NumberAt(Field(a, "gaps"), "tail_ns"))}});
   }
-  const Json& before_steps = Member(Member(before, "steps"), "summary");
-  const Json& after_steps = Member(Member(after, "steps"), "summary");
+  const Json& before_steps = Field(Field(before, "steps"), "summary");
+  const Json& after_steps = Field(Field(after, "steps"), "summary");
   Json steps = Json::object();
   for (const char* term : {"host_ns", "busy_ns", "gaps_ns", "forward_ns", "backward_ns",
                            "recompute_ns", "optimizer_ns", "loss_ns", "other_ns"}) {
@@ -136,79 +129,39 @@ Json DiffProcesses(const Json& before, const Json& after, const char* matched_by
 }
 
 std::string Ms(const Json& value) {
-  if (!value.is_number()) return "-";
-  char buffer[48];
-  std::snprintf(buffer, sizeof(buffer), "%.3f ms", value.get<double>() / 1e6);
-  return buffer;
+  const std::optional<double> ns = NumberOf(value);
+  return ns ? Formatted("%.3f ms", *ns / 1e6) : kNotMeasured;
 }
 
 std::string SignedMs(const Json& value) {
-  if (!value.is_number()) return "-";
-  char buffer[48];
-  std::snprintf(buffer, sizeof(buffer), "%+.3f ms", value.get<double>() / 1e6);
-  return buffer;
+  const std::optional<double> ns = NumberOf(value);
+  return ns ? Formatted("%+.3f ms", *ns / 1e6) : kNotMeasured;
 }
 
 std::string Pct(const Json& value) {
-  if (!value.is_number()) return "-";
-  char buffer[48];
-  std::snprintf(buffer, sizeof(buffer), "%+.2f %%", value.get<double>());
-  return buffer;
+  const std::optional<double> percent = NumberOf(value);
+  return percent ? Formatted("%+.2f %%", *percent) : kNotMeasured;
 }
 
 std::string Fraction(const Json& value) {
-  if (!value.is_number()) return "-";
-  char buffer[48];
-  std::snprintf(buffer, sizeof(buffer), "%.4f", value.get<double>());
-  return buffer;
+  const std::optional<double> fraction = NumberOf(value);
+  return fraction ? Formatted("%.4f", *fraction) : kNotMeasured;
 }
 
-std::string Printable(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    out += byte < 0x20 || byte == 0x7f ? '?' : c;
-  }
-  return out;
-}
-
-std::string JoinPath(const Json& path) {
-  std::string out;
-  if (!path.is_array()) return out;
-  for (const Json& name : path) {
-    out += (out.empty() ? "" : "/") + (name.is_string() ? Printable(name.get<std::string>()) : "?");
-  }
-  return out;
-}
-
-// Rows of NAME, baseline, current, delta, relative; columns aligned.
+// Rows of NAME, baseline, current, delta, relative (the first row: the headers), as a table.
 std::string Table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width;
-  for (const auto& row : rows) {
-    width.resize(std::max(width.size(), row.size()));
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line = "    ";
-    for (size_t c = 0; c < row.size(); ++c) {
-      const std::string pad(width[c] - row[c].size(), ' ');
-      line += c == 0 ? row[c] + pad : pad + row[c];  // names left, numbers right
-      line += "  ";
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
+  std::vector<TextTable::Column> columns;
+  for (size_t c = 0; c < rows[0].size(); ++c) columns.push_back({rows[0][c], c == 0});
+  TextTable table("    ", std::move(columns));
+  for (size_t r = 1; r < rows.size(); ++r) table.Add(rows[r]);
+  return table.Render();
 }
 
 std::string ListLine(const char* title, const Json& items, bool paths) {
   if (!items.is_array() || items.empty()) return "";
   std::string out = std::string("  ") + title + ": ";
   for (size_t i = 0; i < items.size(); ++i) {
-    out += (i == 0 ? "" : ", ") +
-           (paths ? JoinPath(items[i])
-                  : Printable(items[i].is_string() ? items[i].get<std::string>() : "?"));
+    out += (i == 0 ? "" : ", ") + (paths ? PathText(items[i]) : StringText(items[i]));
   }
   return out + "\n";
 }
@@ -216,8 +169,8 @@ std::string ListLine(const char* title, const Json& items, bool paths) {
 }  // namespace
 
 nlohmann::json DiffReports(const nlohmann::json& baseline, const nlohmann::json& current) {
-  const Json& before_processes = Member(baseline, "processes");
-  const Json& after_processes = Member(current, "processes");
+  const Json& before_processes = Field(baseline, "processes");
+  const Json& after_processes = Field(current, "processes");
   Json processes = Json::array();
   Json unmatched_before = Json::array();
   Json unmatched_after = Json::array();
@@ -228,10 +181,10 @@ nlohmann::json DiffReports(const nlohmann::json& baseline, const nlohmann::json&
   } else {
     std::vector<bool> used(na, false);
     for (size_t i = 0; i < nb; ++i) {
-      const Json& rank = Member(before_processes[i], "rank");
+      const Json& rank = Field(before_processes[i], "rank");
       bool matched = false;
       for (size_t j = 0; j < na && rank.is_number_unsigned(); ++j) {
-        if (!used[j] && Member(after_processes[j], "rank") == rank) {
+        if (!used[j] && Field(after_processes[j], "rank") == rank) {
           used[j] = true;
           matched = true;
           processes.push_back(DiffProcesses(before_processes[i], after_processes[j], "rank"));
@@ -246,10 +199,10 @@ nlohmann::json DiffReports(const nlohmann::json& baseline, const nlohmann::json&
   }
   std::map<std::string, std::pair<const Json*, const Json*>> families;
   for (int side = 0; side < 2; ++side) {
-    const Json& list = Member(Member(side == 0 ? baseline : current, "summary"), "families");
+    const Json& list = Field(Field(side == 0 ? baseline : current, "summary"), "families");
     if (!list.is_array()) continue;
     for (const Json& family : list) {
-      const Json& name = Member(family, "family");
+      const Json& name = Field(family, "family");
       if (!name.is_string()) continue;
       auto& slot = families[name.get<std::string>()];
       (side == 0 ? slot.first : slot.second) = &family;
@@ -269,8 +222,8 @@ nlohmann::json DiffReports(const nlohmann::json& baseline, const nlohmann::json&
     if (pair.second == nullptr) vanished.push_back(name);
   }
   SortByChange(&family_rows, "total_ns");
-  const Json& before_coverage = Member(Member(baseline, "summary"), "coverage");
-  const Json& after_coverage = Member(Member(current, "summary"), "coverage");
+  const Json& before_coverage = Field(Field(baseline, "summary"), "coverage");
+  const Json& after_coverage = Field(Field(current, "summary"), "coverage");
   return {{"schema_version", kDiffSchemaVersion},
           {"processes", processes},
           {"unmatched_processes", {{"baseline", unmatched_before}, {"current", unmatched_after}}},
@@ -296,7 +249,7 @@ std::string RenderDiff(const nlohmann::json& diff, size_t top) {
     for (const Json& pass : process["passes"]) {
       if (shown++ == top) break;
       const Json& total = pass["total_ns"];
-      rows.push_back({JoinPath(pass["path"]), Ms(total["baseline"]), Ms(total["current"]),
+      rows.push_back({PathText(pass["path"]), Ms(total["baseline"]), Ms(total["current"]),
                       SignedMs(total["delta"]), Pct(total["delta_pct"]),
                       SignedMs(pass["self_ns"]["delta"])});
     }
@@ -336,8 +289,8 @@ std::string RenderDiff(const nlohmann::json& diff, size_t top) {
   for (const Json& family : diff["families"]) {
     if (shown++ == top) break;
     const Json& total = family["total_ns"];
-    rows.push_back({Printable(family["family"].get<std::string>()), Ms(total["baseline"]),
-                    Ms(total["current"]), SignedMs(total["delta"]), Pct(total["delta_pct"])});
+    rows.push_back({StringText(family["family"]), Ms(total["baseline"]), Ms(total["current"]),
+                    SignedMs(total["delta"]), Pct(total["delta_pct"])});
   }
   out += "\nKernel families (total)\n" + Table(rows);
   out += ListLine("New families", diff["new_families"], false);
@@ -348,4 +301,4 @@ std::string RenderDiff(const nlohmann::json& diff, size_t top) {
   return out;
 }
 
-}  // namespace gpuattr::gate
+}  // namespace gpuattr::collector

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace gpuattr::gate {
+namespace gpuattr::collector {
 
 inline constexpr char kDiffSchemaVersion[] = "gpuattr.diff/1";
 
@@ -23,6 +23,6 @@ nlohmann::json DiffReports(const nlohmann::json& baseline, const nlohmann::json&
 // The terminal view of DiffReports' result; `top` rows per list.
 std::string RenderDiff(const nlohmann::json& diff, size_t top);
 
-}  // namespace gpuattr::gate
+}  // namespace gpuattr::collector
 
 #endif  // GPUATTR_COLLECTOR_GATE_DIFF_H_

@@ -8,32 +8,16 @@
 #include <utility>
 
 #include "gate/statistics.h"
+#include "views/text.h"
 
-namespace gpuattr::gate {
+namespace gpuattr::collector {
 namespace {
 
 using Json = nlohmann::json;
 
-std::string Format(const char* format, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), format, value);
-  return buffer;
-}
-
 bool EndsWith(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() &&
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// Report strings (names) may carry control characters: never into a terminal or an XML file.
-std::string Printable(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    out += byte < 0x20 || byte == 0x7f ? '?' : c;
-  }
-  return out;
 }
 
 StatusOr<MetricValue> ResolveIn(const Json& report, const MetricPath& path, const char* which) {
@@ -57,12 +41,12 @@ struct Relative {
     return change / std::fabs(from) * 100.0 > limit;
   }
   std::string Change(const std::string& metric, double from, double to) const {
-    if (percent && from != 0) return Format("%+.2f %%", (to - from) / std::fabs(from) * 100.0);
+    if (percent && from != 0) return Formatted("%+.2f %%", (to - from) / std::fabs(from) * 100.0);
     const double change = to - from;
     return (change >= 0 ? "+" : "-") + FormatMetricValue(metric, std::fabs(change));
   }
   std::string Bound(const std::string& metric) const {
-    const std::string amount = percent ? Format("%g %%", limit) : FormatMetricValue(metric, limit);
+    const std::string amount = percent ? Formatted("%g %%", limit) : FormatMetricValue(metric, limit);
     return increase ? "<= baseline + " + amount : ">= baseline - " + amount;
   }
 };
@@ -96,7 +80,7 @@ Check RelativeCheck(const Rule& rule, const std::string& metric, const MetricVal
                      (relative.increase ? "greater" : "less") + "), " + std::to_string(n) + " vs " +
                      std::to_string(m) + " steps, " +
                      (test.exact ? "exact" : "normal approximation");
-      const std::string p = Format("p = %.3g", test.p_value) + Format(", alpha = %g", alpha);
+      const std::string p = Formatted("p = %.3g", test.p_value) + Formatted(", alpha = %g", alpha);
       const std::string shift = "median step " + relative.Change(metric, base_median, median) +
                                 " (" + FormatMetricValue(metric, base_median) + " -> " +
                                 FormatMetricValue(metric, median) + ")";
@@ -110,7 +94,7 @@ Check RelativeCheck(const Rule& rule, const std::string& metric, const MetricVal
       return check;
     }
     plain_reason = "too few step rows (" + std::to_string(n) + " vs " + std::to_string(m) +
-                   ") for the U test ever to reach alpha = " + Format("%g", alpha);
+                   ") for the U test ever to reach alpha = " + Formatted("%g", alpha);
   } else {
     plain_reason = !baseline.per_step ? baseline.per_step_note : current.per_step_note;
   }
@@ -221,7 +205,7 @@ std::string KeyMetric(const std::string& key) {
 
 std::string XmlEscape(const std::string& text) {
   std::string out;
-  for (char c : Printable(text)) {
+  for (char c : SanitizedText(text)) {
     switch (c) {
       case '&':
         out += "&amp;";
@@ -248,7 +232,7 @@ std::string XmlEscape(const std::string& text) {
 // A markdown table cell: no line breaks, no cell separators, no raw HTML.
 std::string MarkdownCell(const std::string& text, bool code) {
   std::string out;
-  for (char c : Printable(text)) {
+  for (char c : SanitizedText(text)) {
     if (c == '|') {
       out += "\\|";
     } else if (code && c == '`') {
@@ -267,12 +251,12 @@ std::string MarkdownCell(const std::string& text, bool code) {
 }
 
 std::string OptionalValue(const std::string& metric, const std::optional<double>& value) {
-  return value ? FormatMetricValue(metric, *value) : "-";
+  return value ? FormatMetricValue(metric, *value) : kNotMeasured;
 }
 
 std::string Summary(const GateOutcome& outcome) {
   return std::to_string(outcome.checks.size()) + " checks, " + std::to_string(outcome.Failures()) +
-         " failed; alpha = " + Format("%g", outcome.alpha) + "; rules: " + outcome.rules_source +
+         " failed; alpha = " + Formatted("%g", outcome.alpha) + "; rules: " + outcome.rules_source +
          (outcome.default_deny ? " (default deny)" : "");
 }
 
@@ -284,9 +268,9 @@ size_t GateOutcome::Failures() const {
 }
 
 std::string FormatMetricValue(const std::string& metric, double value) {
-  if (EndsWith(metric, "_ns")) return Format("%.3f ms", value / 1e6);
-  if (std::fabs(value) < 1e15 && value == std::floor(value)) return Format("%.0f", value);
-  return Format("%.4g", value);
+  if (EndsWith(metric, "_ns")) return Formatted("%.3f ms", value / 1e6);
+  if (std::fabs(value) < 1e15 && value == std::floor(value)) return Formatted("%.0f", value);
+  return Formatted("%.4g", value);
 }
 
 StatusOr<GateOutcome> EvaluateGate(const nlohmann::json& baseline, const nlohmann::json& current,
@@ -360,34 +344,19 @@ StatusOr<GateOutcome> EvaluateGate(const nlohmann::json& baseline, const nlohman
 }
 
 std::string RenderGateTable(const GateOutcome& outcome) {
-  const std::vector<std::string> header = {"VERDICT", "METRIC", "VALUE", "BASELINE", "BOUND"};
-  std::vector<std::vector<std::string>> rows;
+  TextTable table(
+      "",
+      {{"VERDICT", true}, {"METRIC", true}, {"VALUE", true}, {"BASELINE", true}, {"BOUND", true}});
   for (const Check& check : outcome.checks) {
-    rows.push_back({check.passed ? "pass" : "FAIL", Printable(check.metric),
-                    OptionalValue(check.metric, check.value),
-                    OptionalValue(check.metric, check.baseline), Printable(check.bound)});
+    table.Add({check.passed ? "pass" : "FAIL", SanitizedText(check.metric),
+               OptionalValue(check.metric, check.value),
+               OptionalValue(check.metric, check.baseline), SanitizedText(check.bound)});
+    table.AddText("    " + SanitizedText(check.rule) + ": [" + check.method + "] " +
+                  SanitizedText(check.why));
   }
-  std::vector<size_t> width(header.size());
-  for (size_t c = 0; c < header.size(); ++c) {
-    width[c] = header[c].size();
-    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
-  }
-  const auto line = [&](const std::vector<std::string>& cells) {
-    std::string text;
-    for (size_t c = 0; c < cells.size(); ++c) {
-      text += cells[c] + std::string(width[c] - cells[c].size() + 2, ' ');
-    }
-    while (!text.empty() && text.back() == ' ') text.pop_back();
-    return text + "\n";
-  };
   std::string out = std::string("gpuattr gate: ") + (outcome.Passed() ? "pass" : "FAIL") + " (" +
-                    Summary(outcome) + ")\n\n" + line(header);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    out += line(rows[i]);
-    out += "    " + Printable(outcome.checks[i].rule) + ": [" + outcome.checks[i].method + "] " +
-           Printable(outcome.checks[i].why) + "\n";
-  }
-  for (const std::string& note : outcome.notes) out += "note: " + Printable(note) + "\n";
+                    Summary(outcome) + ")\n\n" + table.Render();
+  for (const std::string& note : outcome.notes) out += "note: " + SanitizedText(note) + "\n";
   return out;
 }
 
@@ -470,4 +439,4 @@ nlohmann::json GateOutcomeJson(const GateOutcome& outcome) {
           {"notes", outcome.notes}};
 }
 
-}  // namespace gpuattr::gate
+}  // namespace gpuattr::collector

@@ -21,7 +21,7 @@
 #include "base/status.h"
 #include "gate/rules.h"
 
-namespace gpuattr::gate {
+namespace gpuattr::collector {
 
 // One bound of one (expanded) rule.
 struct Check {
@@ -59,6 +59,6 @@ nlohmann::json GateOutcomeJson(const GateOutcome& outcome);
 // A number for people: *_ns as milliseconds, integers as integers, else 4 significant digits.
 std::string FormatMetricValue(const std::string& metric, double value);
 
-}  // namespace gpuattr::gate
+}  // namespace gpuattr::collector
 
 #endif  // GPUATTR_COLLECTOR_GATE_GATE_H_

@@ -6,7 +6,7 @@
 #include <set>
 #include <utility>
 
-namespace gpuattr::gate {
+namespace gpuattr::collector {
 namespace {
 
 using Json = nlohmann::json;
@@ -589,4 +589,4 @@ StatusOr<std::vector<MetricPath>> ExpandWildcard(const nlohmann::json& report,
   return expanded;
 }
 
-}  // namespace gpuattr::gate
+}  // namespace gpuattr::collector

@@ -26,7 +26,7 @@
 
 #include "base/status.h"
 
-namespace gpuattr::gate {
+namespace gpuattr::collector {
 
 struct PathStep {
   enum class Kind { kKey, kIndex, kName, kPassPath, kWildcard };
@@ -67,6 +67,6 @@ StatusOr<MetricValue> ResolveMetric(const nlohmann::json& report, const MetricPa
 StatusOr<std::vector<MetricPath>> ExpandWildcard(const nlohmann::json& report,
                                                  const MetricPath& path);
 
-}  // namespace gpuattr::gate
+}  // namespace gpuattr::collector
 
 #endif  // GPUATTR_COLLECTOR_GATE_METRIC_PATH_H_

@@ -5,7 +5,7 @@
 #include <set>
 #include <utility>
 
-namespace gpuattr::gate {
+namespace gpuattr::collector {
 namespace {
 
 using Json = nlohmann::json;
@@ -200,4 +200,4 @@ GateRules DefaultGateRules(const nlohmann::json& baseline) {
   return rules;
 }
 
-}  // namespace gpuattr::gate
+}  // namespace gpuattr::collector

@@ -18,7 +18,7 @@
 #include "base/status.h"
 #include "gate/metric_path.h"
 
-namespace gpuattr::gate {
+namespace gpuattr::collector {
 
 inline constexpr char kGateSchemaVersion[] = "gpuattr.gate/1";
 inline constexpr double kDefaultAlpha = 0.01;
@@ -56,6 +56,6 @@ StatusOr<GateRules> ParseGateRules(const nlohmann::json& document, const std::st
 // every process has one; otherwise a note says why pass rules were left out.
 GateRules DefaultGateRules(const nlohmann::json& baseline);
 
-}  // namespace gpuattr::gate
+}  // namespace gpuattr::collector
 
 #endif  // GPUATTR_COLLECTOR_GATE_RULES_H_

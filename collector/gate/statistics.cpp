@@ -5,7 +5,7 @@
 #include <cmath>
 #include <utility>
 
-namespace gpuattr::gate {
+namespace gpuattr::collector {
 namespace {
 
 // P(U >= u_min) under H0 for sample sizes n (baseline) and m (current), no ties; U counts the
@@ -140,4 +140,4 @@ double SmallestPValue(size_t baseline_size, size_t current_size, Alternative alt
   return MannWhitneyU(baseline, current, alternative).p_value;
 }
 
-}  // namespace gpuattr::gate
+}  // namespace gpuattr::collector

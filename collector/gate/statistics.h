@@ -14,7 +14,7 @@
 #include <optional>
 #include <vector>
 
-namespace gpuattr::gate {
+namespace gpuattr::collector {
 
 inline constexpr size_t kExactLimit = 50;
 
@@ -38,6 +38,6 @@ UTest MannWhitneyU(const std::vector<double>& baseline, const std::vector<double
 // the other, no ties): when it exceeds α, the test can never reject and must not be relied on.
 double SmallestPValue(size_t baseline_size, size_t current_size, Alternative alternative);
 
-}  // namespace gpuattr::gate
+}  // namespace gpuattr::collector
 
 #endif  // GPUATTR_COLLECTOR_GATE_STATISTICS_H_

@@ -2,7 +2,7 @@
 
 #include <array>
 
-namespace gpuattr::collector::import {
+namespace gpuattr::collector {
 namespace {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -74,4 +74,4 @@ std::optional<uint64_t> DecimalToScaledInteger(std::string_view text, int scale_
   return value;
 }
 
-}  // namespace gpuattr::collector::import
+}  // namespace gpuattr::collector

@@ -12,7 +12,7 @@
 #include <optional>
 #include <string_view>
 
-namespace gpuattr::collector::import {
+namespace gpuattr::collector {
 
 // Longest number text accepted; longer is refused rather than scanned (hostile input).
 inline constexpr size_t kMaxNumberChars = 64;
@@ -28,6 +28,6 @@ inline std::optional<uint64_t> MicrosecondsTextToNs(std::string_view text) {
   return DecimalToScaledInteger(text, 3);
 }
 
-}  // namespace gpuattr::collector::import
+}  // namespace gpuattr::collector
 
 #endif  // GPUATTR_COLLECTOR_IMPORT_DECIMAL_TIME_H_

@@ -1,6 +1,6 @@
 #include "import/imported_trace.h"
 
-namespace gpuattr::collector::import {
+namespace gpuattr::collector {
 
 uint32_t StringTable::Intern(std::string_view text) {
   if (auto known = ids_.find(text); known != ids_.end()) return known->second;
@@ -10,4 +10,4 @@ uint32_t StringTable::Intern(std::string_view text) {
   return id;
 }
 
-}  // namespace gpuattr::collector::import
+}  // namespace gpuattr::collector

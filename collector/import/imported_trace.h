@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace gpuattr::collector::import {
+namespace gpuattr::collector {
 
 // Interned strings: id 0 is "none"; ids are dense from 1.
 class StringTable {
@@ -94,6 +94,6 @@ struct ImportedTrace {
   uint64_t skipped_events = 0;
 };
 
-}  // namespace gpuattr::collector::import
+}  // namespace gpuattr::collector
 
 #endif  // GPUATTR_COLLECTOR_IMPORT_IMPORTED_TRACE_H_

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-namespace gpuattr::collector::import {
+namespace gpuattr::collector {
 namespace {
 
 constexpr size_t kChunkBytes = size_t{1} << 20;
@@ -293,4 +293,4 @@ Status SplitTraceEvents(ByteSource* source, TraceEventHandler* handler, uint64_t
   return status;
 }
 
-}  // namespace gpuattr::collector::import
+}  // namespace gpuattr::collector

@@ -25,7 +25,7 @@
 
 #include "base/status.h"
 
-namespace gpuattr::collector::import {
+namespace gpuattr::collector {
 
 inline constexpr size_t kMaxJsonDepth = 256;
 inline constexpr size_t kMaxValueBytes = size_t{64} << 20;
@@ -73,6 +73,6 @@ class TraceEventHandler {
 // (with the byte offset), and whatever the handler or the source returned.
 Status SplitTraceEvents(ByteSource* source, TraceEventHandler* handler, uint64_t* bytes_read);
 
-}  // namespace gpuattr::collector::import
+}  // namespace gpuattr::collector
 
 #endif  // GPUATTR_COLLECTOR_IMPORT_JSON_EVENT_STREAM_H_

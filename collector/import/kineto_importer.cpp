@@ -13,7 +13,7 @@
 #include "import/decimal_time.h"
 #include "wire/protocol.h"
 
-namespace gpuattr::collector::import {
+namespace gpuattr::collector {
 namespace {
 
 namespace ondemand = simdjson::ondemand;
@@ -417,4 +417,4 @@ StatusOr<ImportedTrace> ImportKinetoFile(const std::string& path, const KinetoOp
   return ImportKineto(source.get(), path, options, json_bytes);
 }
 
-}  // namespace gpuattr::collector::import
+}  // namespace gpuattr::collector

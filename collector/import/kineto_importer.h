@@ -28,7 +28,7 @@
 #include "import/imported_trace.h"
 #include "import/json_event_stream.h"
 
-namespace gpuattr::collector::import {
+namespace gpuattr::collector {
 
 struct KinetoOptions {
   bool op_ranges = false;  // --ranges ops: cpu_op events are ranges too
@@ -42,6 +42,6 @@ StatusOr<ImportedTrace> ImportKineto(ByteSource* source, const std::string& path
 StatusOr<ImportedTrace> ImportKinetoFile(const std::string& path, const KinetoOptions& options,
                                          uint64_t* json_bytes);
 
-}  // namespace gpuattr::collector::import
+}  // namespace gpuattr::collector
 
 #endif  // GPUATTR_COLLECTOR_IMPORT_KINETO_IMPORTER_H_

@@ -12,7 +12,7 @@
 
 #include "wire/protocol.h"
 
-namespace gpuattr::collector::import {
+namespace gpuattr::collector {
 namespace {
 
 uint32_t PidOf(int64_t global) { return static_cast<uint32_t>((global >> 24) & 0xFFFFFF); }
@@ -266,4 +266,4 @@ StatusOr<ImportedTrace> ImportNsysFile(const std::string& path) {
   return trace;
 }
 
-}  // namespace gpuattr::collector::import
+}  // namespace gpuattr::collector

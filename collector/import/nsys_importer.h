@@ -24,13 +24,13 @@
 #include "base/status.h"
 #include "import/imported_trace.h"
 
-namespace gpuattr::collector::import {
+namespace gpuattr::collector {
 
 inline constexpr int kNsysPushPopRange = 59;
 inline constexpr int kNsysStartEndRange = 60;
 
 StatusOr<ImportedTrace> ImportNsysFile(const std::string& path);
 
-}  // namespace gpuattr::collector::import
+}  // namespace gpuattr::collector
 
 #endif  // GPUATTR_COLLECTOR_IMPORT_NSYS_IMPORTER_H_

@@ -11,7 +11,7 @@
 #include "wire/codec.h"
 #include "wire/protocol.h"
 
-namespace gpuattr::collector::import {
+namespace gpuattr::collector {
 namespace {
 
 uint64_t Key(uint32_t pid, uint32_t correlation) { return uint64_t{pid} << 32 | correlation; }
@@ -450,4 +450,4 @@ StatusOr<std::vector<std::unique_ptr<ProcessTrace>>> ReplayTrace(const ImportedT
   return traces;
 }
 
-}  // namespace gpuattr::collector::import
+}  // namespace gpuattr::collector

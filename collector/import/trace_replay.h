@@ -30,7 +30,7 @@
 #include "base/status.h"
 #include "import/imported_trace.h"
 
-namespace gpuattr::collector::import {
+namespace gpuattr::collector {
 
 struct ReplayStats {
   uint64_t processes = 0;
@@ -48,6 +48,6 @@ StatusOr<std::vector<std::unique_ptr<ProcessTrace>>> ReplayTrace(const ImportedT
                                                                  const AnalysisOptions& options,
                                                                  ReplayStats* stats);
 
-}  // namespace gpuattr::collector::import
+}  // namespace gpuattr::collector
 
 #endif  // GPUATTR_COLLECTOR_IMPORT_TRACE_REPLAY_H_

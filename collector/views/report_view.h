@@ -19,9 +19,12 @@
 #include <optional>
 #include <string>
 
+#include "views/text.h"
+
 namespace gpuattr::collector {
 
-inline constexpr size_t kReportViewWidth = 100;
+// The view's width: the toolkit's (text.h).
+inline constexpr size_t kReportViewWidth = kTextWidth;
 // Pass-tree levels shown; deeper levels are summarised in one line (bounds the recursion).
 inline constexpr size_t kReportViewMaxDepth = 32;
 

@@ -7,45 +7,33 @@
 #include <string>
 #include <vector>
 
+#include "report/report_reader.h"
+#include "views/text.h"
+
 namespace gpuattr::collector {
 
 namespace {
 
 using Json = nlohmann::json;
 
-const Json& Field(const Json& object, const char* key) {
-  static const Json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
-
+// Any scalar as text: strings sanitised, integers as written, other numbers with three
+// decimals, booleans yes/no; kNotMeasured for the rest.
 std::string Text(const Json& value) {
-  if (value.is_string()) return value.get<std::string>();
-  if (value.is_number_unsigned()) return std::to_string(value.get<uint64_t>());
-  if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
-  if (value.is_number_float()) {
-    char out[32];
-    std::snprintf(out, sizeof(out), "%.3f", value.get<double>());
-    return out;
-  }
-  if (value.is_boolean()) return value.get<bool>() ? "yes" : "no";
-  return "-";
+  if (value.is_string()) return StringText(value);
+  if (value.is_number_integer()) return CountText(value);
+  if (value.is_number_float()) return Formatted("%.3f", value.get<double>());
+  return YesNoText(value);
 }
 
 // Nanoseconds as milliseconds with three decimals.
 std::string Ms(const Json& value) {
-  if (!value.is_number()) return "-";
-  char out[32];
-  std::snprintf(out, sizeof(out), "%.3f", value.get<double>() / 1e6);
-  return out;
+  const std::optional<double> ns = NumberOf(value);
+  return ns ? Formatted("%.3f", *ns / 1e6) : kNotMeasured;
 }
 
 std::string Percent(const Json& value) {
-  if (!value.is_number()) return "-";
-  char out[32];
-  std::snprintf(out, sizeof(out), "%.1f%%", value.get<double>() * 100.0);
-  return out;
+  const std::optional<double> fraction = NumberOf(value);
+  return fraction ? Formatted("%.1f%%", *fraction * 100.0) : kNotMeasured;
 }
 
 std::string Row(const char* format, const std::string& a, const std::string& b,
@@ -55,11 +43,12 @@ std::string Row(const char* format, const std::string& a, const std::string& b,
   return out;
 }
 
-std::string JoinPath(const Json& path) {
-  if (!path.is_array()) return "-";
-  std::string out;
-  for (const Json& name : path) out += (out.empty() ? "" : "/") + Text(name);
-  return out.size() > 48 ? "..." + out.substr(out.size() - 45) : out;
+// A pass path in the summary's 48-column field, padded by display width (printf's %-48s counts
+// bytes, and "…" is three).
+std::string PathLabel(const Json& path) {
+  constexpr size_t kColumns = 48;
+  const std::string label = ElideMiddle(PathText(path), kColumns);
+  return label + std::string(kColumns - DisplayWidth(label), ' ');
 }
 
 // Every node of the pass tree, flattened, to rank the top passes by total device time.
@@ -160,7 +149,7 @@ std::string RenderSummary(const nlohmann::json& report) {
       out += Row("  %-48s %14s %14s %8s\n", "pass", "device ms", "host ms", "n");
       for (size_t i = 0; i < passes.size() && i < kTop; ++i) {
         const Json& pass = *passes[i];
-        out += Row("  %-48s %14s %14s %8s\n", JoinPath(Field(pass, "path")),
+        out += Row("  %-48s %14s %14s %8s\n", PathLabel(Field(pass, "path")),
                    Ms(Field(Field(pass, "device"), "total_ns")),
                    Ms(Field(Field(pass, "host_ns"), "total")), Text(Field(pass, "instances")));
       }

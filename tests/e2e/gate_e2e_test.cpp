@@ -53,16 +53,16 @@ std::string RunSeeded(const TempDir& dir, const std::string& name, int seed) {
   return stem + ".report.json";
 }
 
-gate::GateOutcome Judge(const Json& baseline, const Json& current) {
-  StatusOr<gate::GateOutcome> outcome =
-      gate::EvaluateGate(baseline, current, gate::DefaultGateRules(baseline));
+collector::GateOutcome Judge(const Json& baseline, const Json& current) {
+  StatusOr<collector::GateOutcome> outcome =
+      collector::EvaluateGate(baseline, current, collector::DefaultGateRules(baseline));
   INFO(outcome.status().message());
   REQUIRE(outcome.ok());
   return *outcome;
 }
 
-bool ForwardFailed(const gate::GateOutcome& outcome) {
-  for (const gate::Check& check : outcome.checks) {
+bool ForwardFailed(const collector::GateOutcome& outcome) {
+  for (const collector::Check& check : outcome.checks) {
     if (check.metric == kForward) return !check.passed;
   }
   FAIL("no check of " << kForward);

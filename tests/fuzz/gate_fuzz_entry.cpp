@@ -36,15 +36,16 @@ bool EvaluateGateRulesBytes(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const Json document = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (document.is_discarded()) return false;
-  StatusOr<gate::GateRules> rules = gate::ParseGateRules(document, "'fuzz.json'");
+  StatusOr<collector::GateRules> rules = collector::ParseGateRules(document, "'fuzz.json'");
   if (!rules.ok()) return false;
-  StatusOr<gate::GateOutcome> outcome = gate::EvaluateGate(baseline, current, *rules);
+  StatusOr<collector::GateOutcome> outcome = collector::EvaluateGate(baseline, current, *rules);
   if (!outcome.ok()) return false;
-  if (gate::RenderGateTable(*outcome).empty() || gate::RenderGateMarkdown(*outcome).empty() ||
-      gate::RenderGateJunit(*outcome).empty()) {
+  if (collector::RenderGateTable(*outcome).empty() ||
+      collector::RenderGateMarkdown(*outcome).empty() ||
+      collector::RenderGateJunit(*outcome).empty()) {
     std::abort();
   }
-  if (!gate::GateOutcomeJson(*outcome).is_object()) std::abort();
+  if (!collector::GateOutcomeJson(*outcome).is_object()) std::abort();
   return true;
 }
 

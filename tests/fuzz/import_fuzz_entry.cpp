@@ -13,9 +13,9 @@ namespace gpuattr::fuzz {
 
 bool ImportKinetoBytes(const uint8_t* data, size_t size) {
   using namespace collector;
-  import::MemorySource source(std::string_view(reinterpret_cast<const char*>(data), size));
-  StatusOr<import::ImportedTrace> trace =
-      import::ImportKineto(&source, "fuzz.json", import::KinetoOptions{size % 2 == 1}, nullptr);
+  MemorySource source(std::string_view(reinterpret_cast<const char*>(data), size));
+  StatusOr<ImportedTrace> trace =
+      ImportKineto(&source, "fuzz.json", KinetoOptions{size % 2 == 1}, nullptr);
   if (!trace.ok()) {
     if (trace.status().code() != StatusCode::kDataLoss) {
       std::fprintf(stderr, "import failed with a non-data error: %s\n",
@@ -24,8 +24,8 @@ bool ImportKinetoBytes(const uint8_t* data, size_t size) {
     }
     return false;
   }
-  import::ReplayStats stats;
-  auto processes = import::ReplayTrace(*trace, AnalysisOptions{}, &stats);
+  ReplayStats stats;
+  auto processes = ReplayTrace(*trace, AnalysisOptions{}, &stats);
   if (!processes.ok()) {
     std::fprintf(stderr, "replay failed: %s\n", processes.status().message().c_str());
     std::abort();

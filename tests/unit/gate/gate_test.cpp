@@ -10,7 +10,7 @@
 #include "gate/diff.h"
 #include "gate/rules.h"
 
-namespace gpuattr::gate {
+namespace gpuattr::collector::testing {
 namespace {
 
 using Json = nlohmann::json;
@@ -272,4 +272,4 @@ TEST_CASE("diff: passes and families sorted by absolute change, new and vanished
 }
 
 }  // namespace
-}  // namespace gpuattr::gate
+}  // namespace gpuattr::collector::testing

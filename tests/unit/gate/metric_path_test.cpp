@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace gpuattr::gate {
+namespace gpuattr::collector::testing {
 namespace {
 
 using Json = nlohmann::json;
@@ -172,4 +172,4 @@ TEST_CASE("wildcards expand over every pass node and every family", "[unit][gate
 }
 
 }  // namespace
-}  // namespace gpuattr::gate
+}  // namespace gpuattr::collector::testing

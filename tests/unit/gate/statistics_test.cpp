@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-namespace gpuattr::gate {
+namespace gpuattr::collector::testing {
 namespace {
 
 // One step's device time in the simulator's noise model: the sum of kernels of the given
@@ -87,4 +87,4 @@ TEST_CASE("lower median is an observed value", "[unit][gate]") {
 }
 
 }  // namespace
-}  // namespace gpuattr::gate
+}  // namespace gpuattr::collector::testing

@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-namespace gpuattr::collector::import {
+namespace gpuattr::collector {
 namespace {
 
 TEST_CASE("Microsecond text becomes exact nanoseconds", "[import][time]") {
@@ -37,4 +37,4 @@ TEST_CASE("Malformed, negative and overflowing numbers are refused", "[import][t
 }
 
 }  // namespace
-}  // namespace gpuattr::collector::import
+}  // namespace gpuattr::collector

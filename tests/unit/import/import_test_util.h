@@ -13,7 +13,7 @@
 #include "report/report_builder.h"
 #include "test_files.h"
 
-namespace gpuattr::collector::import_test {
+namespace gpuattr::collector::testing {
 
 struct Imported {
   nlohmann::json report;
@@ -53,6 +53,6 @@ inline std::vector<nlohmann::json> Where(const std::vector<nlohmann::json>& acti
   return out;
 }
 
-}  // namespace gpuattr::collector::import_test
+}  // namespace gpuattr::collector::testing
 
 #endif  // GPUATTR_TESTS_UNIT_IMPORT_IMPORT_TEST_UTIL_H_

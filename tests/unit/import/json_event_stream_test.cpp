@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-namespace gpuattr::collector::import {
+namespace gpuattr::collector {
 namespace {
 
 struct Collect : TraceEventHandler {
@@ -103,4 +103,4 @@ TEST_CASE("Hostile nesting is refused without recursion", "[import][json]") {
 }
 
 }  // namespace
-}  // namespace gpuattr::collector::import
+}  // namespace gpuattr::collector

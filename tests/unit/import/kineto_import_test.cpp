@@ -6,7 +6,7 @@
 #include "import_test_util.h"
 #include "test_files.h"
 
-namespace gpuattr::collector::import_test {
+namespace gpuattr::collector::testing {
 namespace {
 
 using nlohmann::json;
@@ -228,4 +228,4 @@ TEST_CASE("Kineto import: malformed and missing inputs are data errors", "[impor
 }
 
 }  // namespace
-}  // namespace gpuattr::collector::import_test
+}  // namespace gpuattr::collector::testing

@@ -7,7 +7,7 @@
 #include "import_test_util.h"
 #include "test_files.h"
 
-namespace gpuattr::collector::import_test {
+namespace gpuattr::collector::testing {
 namespace {
 
 using nlohmann::json;
@@ -139,4 +139,4 @@ TEST_CASE("Nsight Systems import: a file that is not a database is a data error"
 }
 
 }  // namespace
-}  // namespace gpuattr::collector::import_test
+}  // namespace gpuattr::collector::testing

@@ -1,0 +1,203 @@
+// The text toolkit (text.h).
+#include "views/text.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <utility>
+
+namespace gpuattr::collector {
+
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr std::string_view kEllipsis = "…";
+constexpr size_t kMinNameWidth = 12;
+
+bool IsContinuationByte(char c) { return (static_cast<unsigned char>(c) & 0xc0) == 0x80; }
+
+// Byte offset of code point `n` (or the end).
+size_t ByteOffset(std::string_view text, size_t n) {
+  size_t seen = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (IsContinuationByte(text[i])) continue;
+    if (seen == n) return i;
+    ++seen;
+  }
+  return text.size();
+}
+
+}  // namespace
+
+std::optional<double> NumberOf(const Json& value) {
+  if (!value.is_number()) return std::nullopt;
+  return value.get<double>();
+}
+
+std::string Formatted(const char* format, double value) {
+  char out[64];
+  std::snprintf(out, sizeof(out), format, value);
+  return out;
+}
+
+std::string CountText(const Json& value) {
+  if (value.is_number_unsigned()) return std::to_string(value.get<uint64_t>());
+  if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
+  return kNotMeasured;
+}
+
+std::string StringText(const Json& value) {
+  if (value.is_string()) return SanitizedText(value.get_ref<const std::string&>());
+  return kNotMeasured;
+}
+
+std::string YesNoText(const Json& value) {
+  if (value.is_boolean()) return value.get<bool>() ? "yes" : "no";
+  return kNotMeasured;
+}
+
+std::string PathText(const Json& path) {
+  if (!path.is_array()) return kNotMeasured;
+  if (path.empty()) return "(no range)";
+  std::string out;
+  for (const Json& name : path) out += (out.empty() ? "" : "/") + StringText(name);
+  return out;
+}
+
+std::vector<const Json*> ElementsOf(const Json& value) {
+  std::vector<const Json*> out;
+  if (!value.is_array()) return out;
+  out.reserve(value.size());
+  for (const Json& element : value) out.push_back(&element);
+  return out;
+}
+
+std::string SanitizedText(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x20 || byte == 0x7f) {
+      out += '?';
+    } else if (byte == 0xc2 && i + 1 < text.size() &&
+               static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      out += '?';
+      ++i;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+size_t DisplayWidth(std::string_view text) {
+  size_t width = 0;
+  for (char c : text) width += IsContinuationByte(c) ? 0 : 1;
+  return width;
+}
+
+std::string ElideMiddle(const std::string& text, size_t width) {
+  const size_t have = DisplayWidth(text);
+  if (have <= width) return text;
+  if (width == 0) return "";
+  const size_t keep = width - 1;
+  const size_t head = (keep + 1) / 2;
+  const size_t tail = keep - head;
+  return text.substr(0, ByteOffset(text, head)) + std::string(kEllipsis) +
+         text.substr(ByteOffset(text, have - tail));
+}
+
+std::string TrimRight(std::string line) {
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  return line;
+}
+
+std::string FitLine(const std::string& head, const std::string& tail) {
+  const std::string fitted = ElideMiddle(head, kTextWidth - kMinNameWidth);
+  return fitted + ElideMiddle(tail, kTextWidth - DisplayWidth(fitted)) + "\n";
+}
+
+std::string WrapText(const std::string& text, const std::string& first, const std::string& rest) {
+  std::string out;
+  std::string line = first;
+  bool line_empty = true;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find(' ', pos);
+    if (end == std::string::npos) end = text.size();
+    if (end > pos) {
+      std::string word = text.substr(pos, end - pos);
+      if (!line_empty && DisplayWidth(line) + 1 + DisplayWidth(word) > kTextWidth) {
+        out += line + "\n";
+        line = rest;
+        line_empty = true;
+      }
+      const size_t used = DisplayWidth(line) + (line_empty ? 0 : 1);
+      const size_t room = kTextWidth - std::min(kTextWidth - 1, used);
+      if (DisplayWidth(word) > room) word = ElideMiddle(word, room);
+      line += (line_empty ? "" : " ") + word;
+      line_empty = false;
+    }
+    pos = end + 1;
+  }
+  return out + line + "\n";
+}
+
+void TextTable::Add(std::vector<std::string> cells) {
+  cells.resize(columns_.size());
+  rows_.push_back({std::move(cells), {}, false});
+}
+
+void TextTable::AddNote(std::string note) { rows_.push_back({{}, std::move(note), false}); }
+
+void TextTable::AddText(std::string text) { rows_.push_back({{}, std::move(text), true}); }
+
+std::string TextTable::Render() const {
+  std::vector<size_t> widths(columns_.size());
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    widths[c] = DisplayWidth(columns_[c].header);
+    for (const Row& row : rows_) {
+      if (!row.cells.empty()) widths[c] = std::max(widths[c], DisplayWidth(row.cells[c]));
+    }
+  }
+  size_t others = DisplayWidth(indent_);
+  for (size_t c = 1; c < columns_.size(); ++c) others += 2 + widths[c];
+  const size_t room = others + kMinNameWidth < kTextWidth ? kTextWidth - others : kMinNameWidth;
+  widths[0] = std::min(widths[0], room);
+
+  std::vector<std::string> headers;
+  for (const Column& column : columns_) headers.push_back(column.header);
+  std::string out = Line(headers, widths);
+  for (const Row& row : rows_) {
+    if (!row.cells.empty()) {
+      out += Line(row.cells, widths);
+    } else {
+      out += (row.whole ? indent_ + row.note : ElideMiddle(indent_ + row.note, kTextWidth)) + "\n";
+    }
+  }
+  return out;
+}
+
+std::string TextTable::Line(const std::vector<std::string>& cells,
+                            const std::vector<size_t>& widths) const {
+  std::string line = indent_;
+  for (size_t c = 0; c < cells.size(); ++c) {
+    std::string cell = cells[c];
+    if (c == 0) {
+      const size_t spaces = cell.find_first_not_of(' ') == std::string::npos
+                                ? cell.size()
+                                : cell.find_first_not_of(' ');
+      const size_t spaces_kept = std::min(spaces, widths[0]);
+      cell =
+          std::string(spaces_kept, ' ') + ElideMiddle(cell.substr(spaces), widths[0] - spaces_kept);
+    }
+    const std::string padding(widths[c] - std::min(widths[c], DisplayWidth(cell)), ' ');
+    if (c > 0) line += "  ";
+    line += columns_[c].left ? cell + padding : padding + cell;
+  }
+  return TrimRight(line) + "\n";
+}
+
+}  // namespace gpuattr::collector
