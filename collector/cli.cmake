@@ -22,6 +22,8 @@ target_link_libraries(gpuattr_collector_import
 target_compile_options(gpuattr_collector_import PRIVATE ${GPUATTR_WARNINGS})
 
 add_library(gpuattr_collector_ingest STATIC
+  ingest/attach_session.cpp
+  ingest/daemon_reports.cpp
   ingest/daemon_server.cpp
   ingest/socket_server.cpp
   cli/attach_command.cpp

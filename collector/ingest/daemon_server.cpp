@@ -11,22 +11,14 @@
 
 #include "analysis/trace_builder.h"
 #include "base/os.h"
+#include "ingest/attach_session.h"
+#include "ingest/daemon_reports.h"
 #include "report/report_builder.h"
 #include "report/report_writer.h"
 #include "wire/codec.h"
 
 namespace gpuattr::collector {
 namespace {
-
-// "20250102T030405Z": the UTC second, for report file names.
-std::string UtcStamp(uint64_t realtime_ns) {
-  const auto seconds = static_cast<time_t>(realtime_ns / 1000000000u);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char out[32];
-  std::strftime(out, sizeof(out), "%Y%m%dT%H%M%SZ", &utc);
-  return out;
-}
 
 template <typename Fill>
 std::vector<uint8_t> BuildDatagram(uint64_t sequence, Fill fill) {
@@ -74,30 +66,6 @@ Status CheckBetweenWindows(wire::MessageReader& reader) {
 
 }  // namespace
 
-WindowRequest WindowRequestFromWire(const wire::AttachRequest& request,
-                                    const std::string& step_name) {
-  WindowRequest window;
-  switch (static_cast<wire::AttachSelector>(request.selector)) {
-    case wire::AttachSelector::kPid:
-      window.selector = "pid";
-      window.pid = request.value;
-      break;
-    case wire::AttachSelector::kRank:
-      window.selector = "rank";
-      window.rank = request.value;
-      break;
-    case wire::AttachSelector::kAll:
-      window.selector = "all";
-      break;
-  }
-  if (request.duration_ns > 0) window.duration_ns = request.duration_ns;
-  if (request.steps > 0) {
-    window.steps = request.steps;
-    if (!step_name.empty()) window.step_name = step_name;
-  }
-  return window;
-}
-
 // ---- State ---------------------------------------------------------------------------------
 
 struct DaemonServer::Connection {
@@ -121,32 +89,6 @@ struct DaemonServer::Connection {
   Stream stream = Stream::kNone;
   std::unique_ptr<ProcessTrace> window_trace;  // while kFeeding
   bool said_goodbye = false;
-};
-
-struct DaemonServer::WindowSlot {
-  uint64_t connection_id = 0;
-  uint32_t pid = 0;
-  uint32_t window_id = 0;
-  uint32_t attach_index = 0;  // the how-manieth window of that process this is (1-based)
-  uint64_t open_sent_ns = 0;
-  uint64_t close_due_ns = 0;  // duration windows; 0: the window ends by itself
-  bool begin_seen = false;
-  bool close_sent = false;
-  uint64_t close_sent_ns = 0;
-  bool ended = false;
-  std::string end_note;                 // why it ended other than by its WindowEnd; empty otherwise
-  std::unique_ptr<ProcessTrace> trace;  // its stream, once ended (null: none began)
-};
-
-struct DaemonServer::Attach {
-  uint64_t number = 0;
-  uint64_t client_connection_id = 0;  // 0 once the client went away
-  wire::AttachRequest request{};
-  std::string step_name;
-  uint64_t requested_ns = 0;
-  uint64_t requested_realtime_ns = 0;
-  uint64_t deadline_ns = 0;
-  std::vector<WindowSlot> windows;
 };
 
 class DaemonServer::Handler : public ConnectionHandler {
@@ -184,7 +126,8 @@ StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Listen(const std::string& 
   return daemon;
 }
 
-DaemonServer::DaemonServer(DaemonOptions options) : options_(std::move(options)) {}
+DaemonServer::DaemonServer(DaemonOptions options)
+    : options_(std::move(options)), reports_(options_.reports_dir, options_.analysis) {}
 
 DaemonServer::~DaemonServer() = default;
 
@@ -328,20 +271,8 @@ Status DaemonServer::ConsumeArmed(Connection& connection, wire::MessageReader& r
       }
       auto attach = attaches_.find(connection.attach_number);
       if (attach == attaches_.end()) continue;
-      for (WindowSlot& slot : attach->second.windows) {
-        if (slot.connection_id != connection.peer.connection_id || slot.ended) continue;
-        slot.begin_seen = true;
-        if (slot.close_due_ns != 0) {
-          // The shim's CLOCK_MONOTONIC is ours (one host); a time outside [open, now] is not
-          // believed.
-          const uint64_t now = NowNs(CLOCK_MONOTONIC);
-          const uint64_t begin_ns =
-              begin.timestamp_ns >= slot.open_sent_ns && begin.timestamp_ns <= now
-                  ? begin.timestamp_ns
-                  : now;
-          slot.close_due_ns = begin_ns + attach->second.request.duration_ns;
-        }
-      }
+      attach->second.WindowBegun(connection.peer.connection_id, begin.timestamp_ns,
+                                 NowNs(CLOCK_MONOTONIC));
     } else if (record.type == wire::RecordType::kWindowEnd) {
       const bool feeding = connection.stream == Connection::Stream::kFeeding;
       connection.stream = Connection::Stream::kNone;
@@ -374,12 +305,11 @@ void DaemonServer::End(uint64_t connection_id, bool rejected) {
       // The attach this client waits for, if any is still open: its windows are closed now and
       // its report is written when they have ended, with nobody to answer.
       auto attach = std::find_if(attaches_.begin(), attaches_.end(), [&](const auto& entry) {
-        return entry.second.client_connection_id == connection.peer.connection_id;
+        return entry.second.client_connection_id() == connection.peer.connection_id;
       });
       if (attach != attaches_.end()) {
-        attach->second.client_connection_id = 0;
-        for (WindowSlot& slot : attach->second.windows) {
-          if (!slot.ended && !slot.close_sent) SendClose(slot, "the attach client went away");
+        for (const auto& close : attach->second.ClientGone(NowNs(CLOCK_MONOTONIC))) {
+          SendClose(close);
         }
       }
       break;
@@ -395,27 +325,17 @@ void DaemonServer::End(uint64_t connection_id, bool rejected) {
 void DaemonServer::FinishTraced(Connection& connection) {
   if (!connection.trace || !connection.trace->has_hello()) return;
   connection.trace->Finish();
-  ReportInputs inputs;
-  inputs.capture.mode = "run";
-  inputs.capture.host = HostName();
-  inputs.capture.started_at_realtime_ns = connection.accepted_realtime_ns;
-  inputs.capture.duration_ns = NowNs(CLOCK_MONOTONIC) - connection.accepted_ns;
-  inputs.processes.push_back(connection.trace->TakeAnalysis());
-  inputs.coverage_threshold = options_.analysis.coverage_threshold;
-  inputs.inherit = options_.analysis.inherit;
   const uint32_t pid = connection.trace->pid();
-  const std::string path =
-      NewReportPath("run-" + std::to_string(pid) + "-" + UtcStamp(NowNs(CLOCK_REALTIME)) + "-" +
-                    std::to_string(next_report_number_++));
-  const Status written = WriteReportAtomically(BuildReport(inputs), path);
+  StatusOr<std::string> path = reports_.WriteTraced(*connection.trace, connection.accepted_ns,
+                                                    connection.accepted_realtime_ns);
   connection.trace.reset();
-  if (!written.ok()) {
+  if (!path.ok()) {
     ++stats_.report_failures;
-    Log("cannot write the report of pid " + std::to_string(pid) + ": " + written.message());
+    Log("cannot write the report of pid " + std::to_string(pid) + ": " + path.status().message());
     return;
   }
   ++stats_.traced_reports;
-  Log("report written to " + path);
+  Log("report written to " + *path);
 }
 
 // ---- Attach --------------------------------------------------------------------------------
@@ -468,26 +388,18 @@ Status DaemonServer::StartAttach(Connection& client, const wire::AttachRequest& 
     }
   }
 
-  Attach attach;
-  attach.number = next_attach_number_++;
-  attach.client_connection_id = client_id;
-  attach.request = request;
-  attach.step_name = step_name;
-  attach.requested_ns = NowNs(CLOCK_MONOTONIC);
-  attach.requested_realtime_ns = NowNs(CLOCK_REALTIME);
-  attach.deadline_ns = attach.requested_ns + options_.attach_timeout_ns;
+  const uint64_t number = next_attach_number_++;
+  AttachSession attach(number, client_id, request, step_name, NowNs(CLOCK_MONOTONIC),
+                       NowNs(CLOCK_REALTIME),
+                       {options_.attach_timeout_ns, options_.close_grace_ns});
   for (Connection* connection : chosen) {
-    WindowSlot slot;
-    slot.connection_id = connection->peer.connection_id;
-    slot.pid = connection->pid;
-    slot.window_id = next_window_id_++;
+    const uint32_t window_id = next_window_id_++;
     if (next_window_id_ == 0) next_window_id_ = 1;
-    slot.attach_index = ++connection->windows_opened;
-    slot.open_sent_ns = NowNs(CLOCK_MONOTONIC);
-    if (request.duration_ns > 0) slot.close_due_ns = slot.open_sent_ns + request.duration_ns;
+    const uint32_t attach_index = ++connection->windows_opened;
+    const uint64_t open_ns = NowNs(CLOCK_MONOTONIC);
     wire::Control control{};
     control.command = static_cast<uint32_t>(wire::ControlCommand::kOpenWindow);
-    control.window_id = slot.window_id;
+    control.window_id = window_id;
     control.trigger = static_cast<uint32_t>(request.steps > 0 ? wire::WindowTrigger::kSteps
                                                               : wire::WindowTrigger::kNow);
     control.steps = request.steps;
@@ -498,17 +410,14 @@ Status DaemonServer::StartAttach(Connection& client, const wire::AttachRequest& 
           if (!step_name.empty()) writer.AppendString(kStepNameString, step_name);
         }));
     if (sent.ok()) {
-      connection->attach_number = attach.number;
-      connection->window_id = slot.window_id;
-    } else {
-      slot.ended = true;
-      slot.end_note = "the open request could not be sent: " + sent.message();
+      connection->attach_number = number;
+      connection->window_id = window_id;
     }
-    attach.windows.push_back(std::move(slot));
+    attach.AddWindow(connection->peer.connection_id, connection->pid, window_id, attach_index,
+                     open_ns, sent.ok() ? "" : sent.message());
   }
-  Log("attach " + std::to_string(attach.number) + ": opening " +
-      std::to_string(attach.windows.size()) + " window(s) for " + what);
-  const uint64_t number = attach.number;
+  Log("attach " + std::to_string(number) + ": opening " + std::to_string(attach.windows().size()) +
+      " window(s) for " + what);
   attaches_.emplace(number, std::move(attach));
   CompleteAttachIfDone(number);
   return Status::Ok();
@@ -519,32 +428,23 @@ void DaemonServer::EndWindow(Connection& armed, std::unique_ptr<ProcessTrace> tr
   const uint64_t number = armed.attach_number;
   armed.attach_number = 0;
   armed.window_id = 0;
-  if (trace) trace->Finish();
   auto attach = attaches_.find(number);
   if (attach == attaches_.end()) return;
-  for (WindowSlot& slot : attach->second.windows) {
-    if (slot.connection_id != armed.peer.connection_id || slot.ended) continue;
-    slot.ended = true;
-    slot.end_note = why;
-    slot.trace = std::move(trace);
-    break;
-  }
+  attach->second.WindowEnded(armed.peer.connection_id, std::move(trace), why);
   CompleteAttachIfDone(number);
 }
 
-void DaemonServer::SendClose(WindowSlot& slot, const char* why) {
-  slot.close_sent = true;
-  slot.close_sent_ns = NowNs(CLOCK_MONOTONIC);
-  auto it = connections_.find(slot.connection_id);
+void DaemonServer::SendClose(const AttachSession::Close& close) {
+  auto it = connections_.find(close.connection_id);
   if (it == connections_.end()) return;
   wire::Control control{};
   control.command = static_cast<uint32_t>(wire::ControlCommand::kCloseWindow);
-  control.window_id = slot.window_id;
+  control.window_id = close.window_id;
   const Status sent = SendMessage(
       it->second, BuildDatagram(it->second.sequence_out,
                                 [&](wire::MessageWriter& writer) { writer.Append(control); }));
   if (!sent.ok()) {
-    Log("cannot close the window of pid " + std::to_string(slot.pid) + " (" + why +
+    Log("cannot close the window of pid " + std::to_string(close.pid) + " (" + close.why +
         "): " + sent.message());
   }
 }
@@ -553,21 +453,13 @@ void DaemonServer::RunTimers(uint64_t now_ns) {
   std::vector<uint64_t> numbers;
   for (const auto& [number, attach] : attaches_) numbers.push_back(number);
   for (uint64_t number : numbers) {
-    Attach& attach = attaches_.at(number);
-    for (WindowSlot& slot : attach.windows) {
-      if (slot.ended) continue;
-      if (!slot.close_sent) {
-        if (slot.close_due_ns != 0 && now_ns >= slot.close_due_ns) {
-          SendClose(slot, "its duration has passed");
-        } else if (now_ns >= attach.deadline_ns) {
-          SendClose(slot, "the attach timed out");
-        }
-        continue;
-      }
-      if (now_ns < slot.close_sent_ns + options_.close_grace_ns) continue;
-      // No WindowEnd in time: the window ends without it, the rest of its stream is dropped.
-      auto it = connections_.find(slot.connection_id);
+    AttachSession& attach = attaches_.at(number);
+    AttachSession::Due due = attach.Tick(now_ns);
+    for (const AttachSession::Close& close : due.closes) SendClose(close);
+    for (const AttachSession::GiveUp& give_up : due.give_ups) {
+      // The window ends without its WindowEnd; the rest of its stream is read and dropped.
       std::unique_ptr<ProcessTrace> trace;
+      auto it = connections_.find(give_up.connection_id);
       if (it != connections_.end()) {
         Connection& armed = it->second;
         if (armed.stream == Connection::Stream::kFeeding) {
@@ -577,12 +469,7 @@ void DaemonServer::RunTimers(uint64_t now_ns) {
         armed.attach_number = 0;
         armed.window_id = 0;
       }
-      if (trace) trace->Finish();
-      slot.ended = true;
-      slot.trace = std::move(trace);
-      slot.end_note = "no WindowEnd came within " +
-                      std::to_string(options_.close_grace_ns / 1000000) +
-                      " ms of the close request";
+      attach.WindowEnded(give_up.connection_id, std::move(trace), give_up.why);
     }
     CompleteAttachIfDone(number);
   }
@@ -591,15 +478,7 @@ void DaemonServer::RunTimers(uint64_t now_ns) {
 int DaemonServer::NextTimerMs() const {
   uint64_t next = UINT64_MAX;
   for (const auto& [number, attach] : attaches_) {
-    for (const WindowSlot& slot : attach.windows) {
-      if (slot.ended) continue;
-      if (slot.close_sent) {
-        next = std::min(next, slot.close_sent_ns + options_.close_grace_ns);
-      } else {
-        next = std::min(next, attach.deadline_ns);
-        if (slot.close_due_ns != 0) next = std::min(next, slot.close_due_ns);
-      }
-    }
+    if (const std::optional<uint64_t> due = attach.NextDueNs()) next = std::min(next, *due);
   }
   if (next == UINT64_MAX) return -1;
   const uint64_t now = NowNs(CLOCK_MONOTONIC);
@@ -610,50 +489,26 @@ int DaemonServer::NextTimerMs() const {
 
 void DaemonServer::CompleteAttachIfDone(uint64_t attach_number) {
   auto it = attaches_.find(attach_number);
-  if (it == attaches_.end()) return;
-  for (const WindowSlot& slot : it->second.windows) {
-    if (!slot.ended) return;
-  }
-  Attach attach = std::move(it->second);
+  if (it == attaches_.end() || !it->second.done()) return;
+  AttachSession attach = std::move(it->second);
   attaches_.erase(it);
 
-  ReportInputs inputs;
-  inputs.capture.mode = "attach";
-  inputs.capture.host = HostName();
-  inputs.capture.started_at_realtime_ns = attach.requested_realtime_ns;
-  inputs.capture.duration_ns = NowNs(CLOCK_MONOTONIC) - attach.requested_ns;
-  inputs.coverage_threshold = options_.analysis.coverage_threshold;
-  inputs.inherit = options_.analysis.inherit;
-  inputs.window_request = WindowRequestFromWire(attach.request, attach.step_name);
-  std::string message;
-  uint32_t processes = 0;
-  for (const WindowSlot& slot : attach.windows) {
-    if (slot.trace) {
-      inputs.processes.push_back(slot.trace->TakeAnalysis());
-      inputs.attach_indices[slot.pid] = slot.attach_index;
-      ++processes;
-    }
-    if (!slot.end_note.empty() || !slot.trace) {
-      message += (message.empty() ? "" : "; ") + std::string("pid ") + std::to_string(slot.pid) +
-                 ": " + (slot.end_note.empty() ? "no window data" : slot.end_note);
-    }
-  }
-  const std::string path = NewReportPath("attach-" + std::to_string(attach.number) + "-" +
-                                         UtcStamp(attach.requested_realtime_ns));
-  const Status written = WriteReportAtomically(BuildReport(inputs), path);
-  if (!written.ok()) {
+  const auto processes = static_cast<uint32_t>(attach.windows_with_data());
+  const std::string notes = attach.EndNotes();
+  const StatusOr<std::string> path = reports_.WriteAttach(attach);
+  if (!path.ok()) {
     ++stats_.report_failures;
-    Log("attach " + std::to_string(attach.number) + ": " + written.message());
-    Reply(attach.client_connection_id, wire::AttachStatus::kFailed, 0, "",
-          "the daemon cannot write the report: " + written.message());
+    Log("attach " + std::to_string(attach.number()) + ": " + path.status().message());
+    Reply(attach.client_connection_id(), wire::AttachStatus::kFailed, 0, "",
+          "the daemon cannot write the report: " + path.status().message());
     return;
   }
   ++stats_.attach_reports;
-  Log("attach " + std::to_string(attach.number) + ": report written to " + path +
-      (message.empty() ? "" : " (" + message + ")"));
-  Reply(attach.client_connection_id, wire::AttachStatus::kDone, processes, path,
-        std::to_string(processes) + " of " + std::to_string(attach.windows.size()) +
-            " window(s) captured" + (message.empty() ? "" : "; " + message));
+  Log("attach " + std::to_string(attach.number()) + ": report written to " + *path +
+      (notes.empty() ? "" : " (" + notes + ")"));
+  Reply(attach.client_connection_id(), wire::AttachStatus::kDone, processes, *path,
+        std::to_string(processes) + " of " + std::to_string(attach.windows().size()) +
+            " window(s) captured" + (notes.empty() ? "" : "; " + notes));
 }
 
 void DaemonServer::Reply(uint64_t connection_id, wire::AttachStatus status, uint32_t processes,
@@ -693,11 +548,14 @@ void DaemonServer::Shutdown() {
   for (uint64_t number : numbers) {
     auto attach = attaches_.find(number);
     if (attach == attaches_.end()) continue;
+    const uint64_t now = NowNs(CLOCK_MONOTONIC);
+    for (const AttachSession::Close& close :
+         attach->second.CloseAll(now, "the daemon is shutting down")) {
+      SendClose(close);
+    }
     std::vector<uint64_t> open;
-    for (WindowSlot& slot : attach->second.windows) {
-      if (slot.ended) continue;
-      if (!slot.close_sent) SendClose(slot, "the daemon is shutting down");
-      open.push_back(slot.connection_id);
+    for (const AttachSession::Window& window : attach->second.windows()) {
+      if (!window.ended) open.push_back(window.connection_id);
     }
     for (uint64_t connection_id : open) {
       auto it = connections_.find(connection_id);
@@ -712,18 +570,6 @@ void DaemonServer::Shutdown() {
   }
   server_->FinishAll();
   LogNewRejections();
-}
-
-std::string DaemonServer::NewReportPath(const std::string& stem) {
-  const std::string base = options_.reports_dir + "/" + stem;
-  std::string path = base + ".json";
-  struct stat info {};
-  // A name taken by an earlier daemon in the same second gets a suffix; bounded, and the last
-  // candidate is used even when taken (written atomically, it replaces the old file whole).
-  for (int suffix = 2; suffix < 1000 && lstat(path.c_str(), &info) == 0; ++suffix) {
-    path = base + "." + std::to_string(suffix) + ".json";
-  }
-  return path;
 }
 
 void DaemonServer::Log(const std::string& line) const {

@@ -29,9 +29,9 @@
 // truncated. An attach client that goes away early has its windows closed; the report is
 // written all the same.
 //
-// Report file names are made here alone, from numbers and the UTC time:
-// run-<pid>-<UTC>-<n>.json and attach-<n>-<UTC>.json; no client string becomes part of a path.
-// Reports are written atomically.
+// The attach state machine is AttachSession's (attach_session.h); report files are named and
+// written by DaemonReports (daemon_reports.h). This class dispatches connections by role,
+// demultiplexes armed connections' window streams, and carries out what the sessions ask.
 //
 // Threading: none of its own. The owner's thread waits on fd() and the timer (NextTimerMs) and
 // calls Service(); everything, handlers included, runs there. Memory: bounded by work in flight:
@@ -49,6 +49,8 @@
 
 #include "analysis/process_trace.h"
 #include "base/status.h"
+#include "ingest/attach_session.h"
+#include "ingest/daemon_reports.h"
 #include "ingest/socket_server.h"
 #include "report/report_builder.h"
 #include "wire/codec.h"
@@ -73,10 +75,6 @@ struct DaemonStats {
   uint64_t registrations = 0;    // armed processes registered
   uint64_t attach_requests = 0;
 };
-
-// capture.window of an attach report: what `request` asked for (`step_name` defined with it).
-WindowRequest WindowRequestFromWire(const wire::AttachRequest& request,
-                                    const std::string& step_name);
 
 class DaemonServer {
  public:
@@ -106,8 +104,6 @@ class DaemonServer {
  private:
   class Handler;
   struct Connection;
-  struct WindowSlot;
-  struct Attach;
 
   explicit DaemonServer(DaemonOptions options);
 
@@ -121,23 +117,22 @@ class DaemonServer {
   void FinishTraced(Connection& connection);
   // The window of `armed` ended; `trace` is its stream (null when none began).
   void EndWindow(Connection& armed, std::unique_ptr<ProcessTrace> trace, const std::string& why);
-  void SendClose(WindowSlot& slot, const char* why);
+  void SendClose(const AttachSession::Close& close);
   void CompleteAttachIfDone(uint64_t attach_number);
   void RunTimers(uint64_t now_ns);
   void Reply(uint64_t connection_id, wire::AttachStatus status, uint32_t processes,
              const std::string& report_path, const std::string& message);
   Status SendMessage(Connection& connection, const std::vector<uint8_t>& datagram);
-  std::string NewReportPath(const std::string& stem);
   void Log(const std::string& line) const;
   void LogNewRejections();
 
   DaemonOptions options_;
+  DaemonReports reports_;
   std::unique_ptr<SocketServer> server_;
   std::map<uint64_t, Connection> connections_;  // by connection id
-  std::map<uint64_t, Attach> attaches_;         // by attach number, until reported
+  std::map<uint64_t, AttachSession> attaches_;  // by attach number, until reported
   uint64_t next_attach_number_ = 1;
   uint32_t next_window_id_ = 1;
-  uint64_t next_report_number_ = 1;
   size_t rejection_notes_logged_ = 0;
   DaemonStats stats_;
 };
