@@ -46,7 +46,8 @@ struct Relative {
     return (change >= 0 ? "+" : "-") + FormatMetricValue(metric, std::fabs(change));
   }
   std::string Bound(const std::string& metric) const {
-    const std::string amount = percent ? Formatted("%g %%", limit) : FormatMetricValue(metric, limit);
+    const std::string amount =
+        percent ? Formatted("%g %%", limit) : FormatMetricValue(metric, limit);
     return increase ? "<= baseline + " + amount : ">= baseline - " + amount;
   }
 };
