@@ -26,6 +26,7 @@ add_library(gpuattr_collector_ingest STATIC
   ingest/daemon_reports.cpp
   ingest/daemon_server.cpp
   ingest/socket_server.cpp
+  cli/analysis_flags.cpp
   cli/attach_command.cpp
   cli/child_process.cpp
   cli/cli.cpp

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <system_error>
 #include <vector>
@@ -326,7 +327,8 @@ int RunAttach(const AttachOptions& options) {
 
 namespace gpuattr::collector {
 
-CLI::App* AddAttachSubcommand(CLI::App& app, AttachCommandLine* line) {
+Subcommand AddAttachSubcommand(CLI::App& app) {
+  auto line = std::make_shared<AttachCommandLine>();
   CLI::App* command = app.add_subcommand(
       "attach", "Capture a window of running armed processes through the gpuattr daemon");
   command->add_option_function<int32_t>(
@@ -367,7 +369,7 @@ CLI::App* AddAttachSubcommand(CLI::App& app, AttachCommandLine* line) {
                       "How long to wait for the daemon's reply (default 630s)");
   command->add_flag("-q,--quiet", line->options.quiet, "No summary on stderr");
   command->footer(kAttachFooter);
-  return command;
+  return {command, [line] { return AttachSubcommand(*line); }};
 }
 
 int AttachSubcommand(AttachCommandLine line) {

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "cli/subcommand.h"
 #include "wire/protocol.h"
 
 namespace CLI {
@@ -59,8 +60,8 @@ struct AttachCommandLine {
   std::string timeout;
 };
 
-// Adds the `attach` subcommand to `app`, parsing into `line` (which must outlive the parse).
-CLI::App* AddAttachSubcommand(CLI::App& app, AttachCommandLine* line);
+// Adds `gpuattr attach` to `app`.
+Subcommand AddAttachSubcommand(CLI::App& app);
 
 // Checks `line` (exit 2 on a usage error), then RunAttach.
 int AttachSubcommand(AttachCommandLine line);

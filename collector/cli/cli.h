@@ -1,6 +1,7 @@
-// The gpuattr command line: subcommands, their flags, and the mapping from Status to exit status.
-// collector/main.cpp calls GpuattrMain and nothing else; everything else lives here so tests can
-// link it. Runs on the main thread.
+// The gpuattr command line: the parse, the dispatch to the subcommand it chose (each command
+// file adds its own, with its flags: subcommand.h), and the mapping from Status to exit status.
+// collector/main.cpp calls GpuattrMain and nothing else; everything else lives in libraries so
+// tests can link it. Runs on the main thread.
 //
 // Exit statuses of gpuattr itself (a subcommand that runs a command, like `run`, passes that
 // command's status through instead):
@@ -10,6 +11,8 @@
 //   4  internal: gpuattr failed (socket, spawn, writing the report)
 #ifndef GPUATTR_COLLECTOR_CLI_CLI_H_
 #define GPUATTR_COLLECTOR_CLI_CLI_H_
+
+#include <string>
 
 #include "base/status.h"
 
@@ -22,6 +25,9 @@ inline constexpr int kExitInternal = 4;
 // kInvalidArgument and kNotFound: 2; kDataLoss: 3; anything else: 4. Never 0: callers only map
 // errors.
 int ExitCodeFor(const Status& status);
+
+// Writes `text` to stdout; false, with a message naming `subcommand`, when it cannot.
+bool WriteStdout(const char* subcommand, const std::string& text);
 
 // Parses argv, runs the subcommand and returns the process's exit status. Nothing goes to stdout
 // except --help and --version; messages go to stderr, prefixed "gpuattr: ".

@@ -91,7 +91,8 @@ Examples:
 
 }  // namespace
 
-CLI::App* AddDaemonSubcommand(CLI::App& app, DaemonCommandLine* line) {
+Subcommand AddDaemonSubcommand(CLI::App& app) {
+  auto line = std::make_shared<DaemonCommandLine>();
   CLI::App* command = app.add_subcommand(
       "daemon", "Serve armed and traced processes of this user; write reports into a directory");
   command->add_option("--socket", line->options.socket_path,
@@ -106,7 +107,7 @@ CLI::App* AddDaemonSubcommand(CLI::App& app, DaemonCommandLine* line) {
                       "(default 10m)");
   command->add_flag("-q,--quiet", line->options.quiet, "Nothing on stderr but errors");
   command->footer(kDaemonFooter);
-  return command;
+  return {command, [line] { return DaemonSubcommand(*line); }};
 }
 
 int DaemonSubcommand(DaemonCommandLine line) {

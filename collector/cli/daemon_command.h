@@ -17,6 +17,7 @@
 
 #include "analysis/process_trace.h"
 #include "base/status.h"
+#include "cli/subcommand.h"
 
 namespace CLI {
 class App;
@@ -41,8 +42,8 @@ struct DaemonCommandLine {
   std::string attach_timeout;  // empty: the default
 };
 
-// Adds the `daemon` subcommand to `app`, parsing into `line` (which must outlive the parse).
-CLI::App* AddDaemonSubcommand(CLI::App& app, DaemonCommandLine* line);
+// Adds `gpuattr daemon` to `app`.
+Subcommand AddDaemonSubcommand(CLI::App& app);
 
 // Checks `line` (exit 2 on a usage error), then RunDaemon.
 int DaemonSubcommand(DaemonCommandLine line);

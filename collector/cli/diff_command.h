@@ -9,7 +9,12 @@
 #include <string>
 
 #include "base/status.h"
+#include "cli/subcommand.h"
 #include "report/report_reader.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace gpuattr::collector {
 
@@ -22,6 +27,9 @@ struct DiffCommandOptions {
 
 // What `gpuattr diff` prints on stdout.
 StatusOr<std::string> DiffCommandOutput(const DiffCommandOptions& options);
+
+// Adds `gpuattr diff` to `app`.
+Subcommand AddDiffSubcommand(CLI::App& app);
 
 }  // namespace gpuattr::collector
 

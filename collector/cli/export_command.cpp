@@ -2,6 +2,10 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <memory>
+
+#include "cli/analysis_flags.h"
+#include "cli/cli.h"
 
 namespace gpuattr::collector {
 namespace {
@@ -24,7 +28,8 @@ Examples:
 
 }  // namespace
 
-CLI::App* AddExportSubcommand(CLI::App& app, ExportCommandOptions* options) {
+Subcommand AddExportSubcommand(CLI::App& app) {
+  auto options = std::make_shared<ExportCommandOptions>();
   CLI::App* command = app.add_subcommand(
       "export", "Write a timeline, folded stacks or a speedscope profile of imported traces");
   ImportOptions& import = options->import;
@@ -51,18 +56,15 @@ CLI::App* AddExportSubcommand(CLI::App& app, ExportCommandOptions* options) {
                    "annotations (user annotations and ProfilerStep) or ops (cpu_op too)")
       ->check(CLI::IsMember({"annotations", "ops"}))
       ->capture_default_str();
-  command->add_flag_callback(
-      "--no-inherit", [options] { options->import.analysis.inherit = false; },
-      "Do not attribute a launch from a thread with no open range to the main thread's range");
-  command->add_option_function<std::string>(
-      "--step", [options](const std::string& name) { options->import.analysis.step = name; },
-      "The step range (see gpuattr run --help)");
-  command->add_option("--phase-rules", import.phase_rules_path,
-                      "JSON file of phase patterns replacing the built-in table");
-  command->add_option("--family-rules", import.family_rules_path,
-                      "JSON file of kernel family rules replacing the built-in table");
+  AddAnalysisFlags(command,
+                   {&import.analysis, &import.phase_rules_path, &import.family_rules_path});
   command->footer(kExportFooter);
-  return command;
+  return {command, [options] {
+            const Status status = RunExport(*options);
+            if (status.ok()) return 0;
+            std::fprintf(stderr, "gpuattr export: %s\n", status.message().c_str());
+            return ExitCodeFor(status);
+          }};
 }
 
 Status RunExport(const ExportCommandOptions& options) {

@@ -17,6 +17,7 @@
 
 #include "base/status.h"
 #include "cli/import_command.h"
+#include "cli/subcommand.h"
 #include "export/exports.h"
 
 namespace CLI {
@@ -31,8 +32,8 @@ struct ExportCommandOptions {
   bool write_report = false;
 };
 
-// Adds the `export` subcommand to `app`, parsing into `options` (which must outlive the parse).
-CLI::App* AddExportSubcommand(CLI::App& app, ExportCommandOptions* options);
+// Adds `gpuattr export` to `app`.
+Subcommand AddExportSubcommand(CLI::App& app);
 
 // The whole subcommand: import, analyse, write the exports (and the report with -o).
 Status RunExport(const ExportCommandOptions& options);

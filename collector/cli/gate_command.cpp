@@ -1,17 +1,39 @@
 // RunGateCommand (gate_command.h).
 #include "cli/gate_command.h"
 
+#include <CLI/CLI.hpp>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "cli/cli.h"
 #include "gate/gate.h"
 #include "gate/rules.h"
 #include "report/atomic_write.h"
 #include "report/report_reader.h"
 
 namespace gpuattr::collector {
+namespace {
+
+constexpr char kGateFooter[] = R"(Checks CURRENT against BASELINE with rules (docs/gate.md; schema
+schemas/gate.schema.json) and prints one row per check: verdict, metric, value, baseline, bound,
+and why. A bound relative to the baseline fails only when the median per-step value moved past it
+and a one-sided Mann-Whitney U test finds the shift significant at alpha (default 0.01); without
+per-step values the plain bound on the totals decides, and the row says so. Without --rules:
+coverage at or above its threshold, zero dropped records, and no pass's device total_ns nor
+family's total_ns more than 5 % above the baseline.
+
+Exit status: 0 every check passed; 1 a check failed (a regression); 2 usage; 3 a report or the
+rules missing, unreadable or invalid, or a metric missing from either report (its path named);
+4 an output file could not be written.
+
+Examples:
+  gpuattr gate --baseline main.json --current pr.json
+  gpuattr gate --baseline main.json --current pr.json --rules gate.json \
+      --markdown summary.md --junit gate.xml --json gate.json)";
+
+}  // namespace
 namespace {
 
 using Json = nlohmann::json;
@@ -69,6 +91,28 @@ StatusOr<GateCommandResult> RunGateCommand(const GateCommandOptions& options) {
   result.exit_status = outcome->Passed() ? 0 : 1;
   result.table = RenderGateTable(*outcome);
   return result;
+}
+
+Subcommand AddGateSubcommand(CLI::App& app) {
+  auto options = std::make_shared<GateCommandOptions>();
+  CLI::App* gate = app.add_subcommand(
+      "gate", "Fail (exit 1) when the current report regressed against the baseline");
+  gate->add_option("--baseline", options->baseline, "BASELINE.json")->required();
+  gate->add_option("--current", options->current, "CURRENT.json")->required();
+  gate->add_option("--rules", options->rules,
+                   "Rules file (schemas/gate.schema.json); default: the built-in rules");
+  gate->add_option("--markdown", options->markdown, "Also write a markdown summary here");
+  gate->add_option("--junit", options->junit, "Also write JUnit XML here (a testcase per check)");
+  gate->add_option("--json", options->json, "Also write the checks as JSON here");
+  gate->footer(kGateFooter);
+  return {gate, [options] {
+            StatusOr<GateCommandResult> result = RunGateCommand(*options);
+            if (!result.ok()) {
+              std::fprintf(stderr, "gpuattr gate: %s\n", result.status().message().c_str());
+              return ExitCodeFor(result.status());
+            }
+            return WriteStdout("gate", result->table) ? result->exit_status : kExitInternal;
+          }};
 }
 
 }  // namespace gpuattr::collector

@@ -14,6 +14,11 @@
 #include <string>
 
 #include "base/status.h"
+#include "cli/subcommand.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace gpuattr::collector {
 
@@ -34,6 +39,9 @@ struct GateCommandResult {
 };
 
 StatusOr<GateCommandResult> RunGateCommand(const GateCommandOptions& options);
+
+// Adds `gpuattr gate` to `app`.
+Subcommand AddGateSubcommand(CLI::App& app);
 
 }  // namespace gpuattr::collector
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -11,6 +12,8 @@
 #include <utility>
 
 #include "analysis/process_analysis.h"
+#include "cli/analysis_flags.h"
+#include "cli/cli.h"
 #include "import/kineto_importer.h"
 #include "import/nsys_importer.h"
 #include "import/trace_replay.h"
@@ -23,6 +26,26 @@
 #endif
 
 namespace gpuattr::collector {
+namespace {
+
+constexpr char kImportFooter[] =
+    R"(Reads traces other tools recorded and writes the report `gpuattr run` writes
+(capture.mode "import"): PyTorch profiler / Kineto chrome-trace JSON (.json, .json.gz; the
+current and the 2021 schema) and Nsight Systems SQLite exports (nsys export --type sqlite).
+Several files (one per rank) make one multi-process report. Ranges are the user annotations and
+ProfilerStep ranges of each thread (Kineto), or the NVTX ranges (nsys); --ranges ops adds
+Kineto's cpu_op ranges. Device work whose launch the file does not hold is unattributed
+(launch_not_seen), never dropped.
+
+Exit status: 0; 3 when an input is missing, unreadable, truncated or not a trace; 2 usage;
+4 when the report cannot be written.
+
+Examples:
+  gpuattr import -o report.json trace.json.gz
+  gpuattr import --ranges ops -o report.json rank0.json.gz rank1.json.gz
+  gpuattr import -o report.json profile.sqlite)";
+
+}  // namespace
 namespace {
 
 std::string LocalHostName() {
@@ -137,6 +160,35 @@ Status RunImport(const ImportOptions& options) {
     std::fprintf(stderr, "gpuattr: report written to %s\n", options.output.c_str());
   }
   return Status::Ok();
+}
+
+Subcommand AddImportSubcommand(CLI::App& app) {
+  auto options = std::make_shared<ImportOptions>();
+  CLI::App* import = app.add_subcommand(
+      "import", "Write a report from PyTorch profiler (Kineto) JSON or Nsight Systems SQLite");
+  import->add_option("files", options->files, "FILE...: traces, one per rank")->required();
+  import->add_option("-o,--output", options->output, "Where to write the JSON report")
+      ->capture_default_str();
+  import->add_option("--format", options->format, "auto, kineto or nsys")
+      ->check(CLI::IsMember({"auto", "kineto", "nsys"}))
+      ->capture_default_str();
+  import
+      ->add_option("--ranges", options->ranges,
+                   "annotations (user annotations and ProfilerStep) or ops (cpu_op too)")
+      ->check(CLI::IsMember({"annotations", "ops"}))
+      ->capture_default_str();
+  AddAnalysisFlags(import,
+                   {&options->analysis, &options->phase_rules_path, &options->family_rules_path});
+  import->add_option("--activities", options->exports.activities,
+                     "Also write one JSON line per device activity to this file");
+  import->add_flag("-q,--quiet", options->quiet, "No summary on stderr");
+  import->footer(kImportFooter);
+  return {import, [options] {
+            const Status status = RunImport(*options);
+            if (status.ok()) return 0;
+            std::fprintf(stderr, "gpuattr import: %s\n", status.message().c_str());
+            return ExitCodeFor(status);
+          }};
 }
 
 }  // namespace gpuattr::collector

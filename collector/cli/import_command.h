@@ -21,8 +21,13 @@
 
 #include "analysis/process_trace.h"
 #include "base/status.h"
+#include "cli/subcommand.h"
 #include "export/exports.h"
 #include "report/report_builder.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace gpuattr::collector {
 
@@ -56,6 +61,9 @@ StatusOr<ImportResult> WriteImport(const ImportOptions& options, bool write_repo
 
 // The whole subcommand: build, write atomically, print the summary unless quiet.
 Status RunImport(const ImportOptions& options);
+
+// Adds `gpuattr import` to `app`.
+Subcommand AddImportSubcommand(CLI::App& app);
 
 }  // namespace gpuattr::collector
 

@@ -1,13 +1,31 @@
 // ReportCommandOutput (report_command.h).
 #include "cli/report_command.h"
 
+#include <CLI/CLI.hpp>
 #include <utility>
 
+#include "cli/cli.h"
 #include "export/html_report.h"
 #include "report/atomic_write.h"
 #include "report/report_reader.h"
 
 namespace gpuattr::collector {
+namespace {
+
+constexpr char kReportFooter[] = R"(Prints the terminal view of a report on stdout: per process,
+the pass tree sorted by self device time, the top kernel families, device idle time and its
+gaps, the steps, coverage, non-zero loss counters and refusals. Times are in ms; "n/a" is a
+number that was not measured. --json prints the report itself instead (pretty-printed).
+
+Exit status: 0; 3 when REPORT is missing, unreadable, not JSON or not gpuattr.report/1; 2 usage
+(including a --process pid that REPORT does not hold).
+
+Examples:
+  gpuattr report gpuattr-report.json
+  gpuattr report --top 5 --process 4242 report.json
+  gpuattr report --json report.json | jq '.summary.coverage')";
+
+}  // namespace
 namespace {
 
 using Json = nlohmann::json;
@@ -51,6 +69,34 @@ StatusOr<std::string> ReportCommandOutput(const ReportCommandOptions& options) {
   }
   if (options.json) return report.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
   return RenderReportView(report, options.view);
+}
+
+Subcommand AddReportSubcommand(CLI::App& app) {
+  auto options = std::make_shared<ReportCommandOptions>();
+  CLI::App* report = app.add_subcommand(
+      "report", "Print the terminal view of a report (or, with --json, the report itself)");
+  report->add_option("report", options->path, "REPORT.json: a report gpuattr run wrote")
+      ->required();
+  report->add_flag("--json", options->json, "Print the report as JSON (pretty-printed)");
+  report->add_option("--html", options->html,
+                     "Write a self-contained HTML report (charts, tables) here instead");
+  report
+      ->add_option("--top", options->view.top,
+                   "Rows per list: children per pass-tree level, families, steps, gaps")
+      ->check(CLI::Range(size_t{1}, size_t{1000000}))
+      ->capture_default_str();
+  report->add_option_function<uint64_t>(
+      "--process", [options](uint64_t pid) { options->view.pid = pid; },
+      "Only the process with this pid");
+  report->footer(kReportFooter);
+  return {report, [options] {
+            StatusOr<std::string> output = ReportCommandOutput(*options);
+            if (!output.ok()) {
+              std::fprintf(stderr, "gpuattr report: %s\n", output.status().message().c_str());
+              return ExitCodeFor(output.status());
+            }
+            return WriteStdout("report", *output) ? 0 : kExitInternal;
+          }};
 }
 
 }  // namespace gpuattr::collector

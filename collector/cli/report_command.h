@@ -12,8 +12,13 @@
 #include <string>
 
 #include "base/status.h"
+#include "cli/subcommand.h"
 #include "report/report_reader.h"
 #include "views/report_view.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace gpuattr::collector {
 
@@ -27,6 +32,9 @@ struct ReportCommandOptions {
 // What `gpuattr report` prints on stdout (nothing with --html, which writes its file, atomically,
 // with only the --process pid's process when one is named).
 StatusOr<std::string> ReportCommandOutput(const ReportCommandOptions& options);
+
+// Adds `gpuattr report` to `app`.
+Subcommand AddReportSubcommand(CLI::App& app);
 
 }  // namespace gpuattr::collector
 

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -16,7 +17,9 @@
 #include <memory>
 
 #include "base/os.h"
+#include "cli/analysis_flags.h"
 #include "cli/child_process.h"
+#include "cli/cli.h"
 #include "cli/daemon_socket.h"
 #include "cli/private_dir.h"
 #include "cli/shim_locator.h"
@@ -174,7 +177,80 @@ StatusOr<int> RunArmed(const RunOptions& options) {
   return ShellExitStatus(events.wait_status);
 }
 
+// Once a run with --armed is parsed: the report options it has no report for.
+int RejectReportOptionsWhenArmed(const CLI::App& run) {
+  for (const char* report_option :
+       {"--output", "--activities", "--trace", "--folded", "--speedscope"}) {
+    const CLI::Option* option = run.get_option_no_throw(report_option);
+    if (option != nullptr && option->count() > 0) {
+      std::fprintf(stderr,
+                   "gpuattr run: --armed writes no report, so %s has nothing to write; "
+                   "capture a window with gpuattr attach -o\n",
+                   report_option);
+      return kExitUsage;
+    }
+  }
+  return 0;
+}
+
+constexpr char kRunFooter[] =
+    R"(Runs CMD with libgpuattr_inject.so preloaded, collects the GPU time of CMD and every process
+it starts, and writes a JSON report (schema gpuattr.report/1) once CMD has exited. CMD's stdin,
+stdout and stderr are its own; gpuattr prints its summary on stderr afterwards. SIGINT and
+SIGTERM sent to gpuattr are forwarded to CMD; the report is still written.
+
+Exit status: CMD's, or 128 + the signal that killed it; 127 when CMD is not found, 126 when it
+cannot be executed; 2 usage, 4 internal error.
+
+Examples:
+  gpuattr run -o report.json -- python train.py
+  gpuattr run --quiet -- torchrun --nproc-per-node 8 train.py
+  gpuattr run -- ./simgpu-run scenario.json --truth truth.json)";
+
 }  // namespace
+
+Subcommand AddRunSubcommand(CLI::App& app) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App* run = app.add_subcommand("run", "Run a command under gpuattr and write a report");
+  run->add_option("-o,--output", options->output, "Where to write the JSON report")
+      ->capture_default_str();
+  run->add_flag("--armed", options->armed,
+                "Collect nothing now: run CMD armed for the gpuattr daemon, to be attached to "
+                "later with `gpuattr attach` (docs/attach.md); writes no report itself");
+  run->add_option("--socket", options->socket_path,
+                  "With --armed: the daemon's socket (default: the daemon's default)");
+  AddAnalysisFlags(run,
+                   {&options->analysis, &options->phase_rules_path, &options->family_rules_path});
+  run->add_flag("-q,--quiet", options->quiet, "No summary on stderr");
+  run->add_option("--drain-timeout", options->drain_timeout_s,
+                  "Seconds to wait, after CMD exits, for its descendants and their streams to end")
+      ->check(CLI::Range(0.0, kMaxDrainTimeoutS))
+      ->capture_default_str();
+  run->add_option("--activities", options->exports.activities,
+                  "Also write one JSON line per device activity to this file");
+  run->add_option("--trace,--perfetto", options->exports.trace,
+                  "Also write a Chrome trace-event timeline (Perfetto UI, chrome://tracing)");
+  run->add_option("--folded", options->exports.folded,
+                  "Also write folded stacks of device time (flamegraph.pl, inferno, speedscope)");
+  run->add_option("--speedscope", options->exports.speedscope,
+                  "Also write a speedscope profile of device time");
+  run->add_option("command", options->command, "CMD ARGS...: the command to profile")->required();
+  // The first positional starts CMD: its own flags are never taken for ours, with or without
+  // a `--` before it.
+  run->positionals_at_end();
+  run->footer(kRunFooter);
+  return {run, [options, run] {
+            // Armed, nothing is collected until `gpuattr attach` opens a window; its -o writes
+            // that.
+            if (options->armed) {
+              if (const int rejected = RejectReportOptionsWhenArmed(*run)) return rejected;
+            }
+            StatusOr<int> exit_status = RunCapture(*options);
+            if (exit_status.ok()) return *exit_status;
+            std::fprintf(stderr, "gpuattr run: %s\n", exit_status.status().message().c_str());
+            return ExitCodeFor(exit_status.status());
+          }};
+}
 
 StatusOr<int> RunCapture(const RunOptions& options) {
   if (options.command.empty() || options.command[0].empty()) {

@@ -35,7 +35,12 @@
 
 #include "analysis/process_trace.h"
 #include "base/status.h"
+#include "cli/subcommand.h"
 #include "export/exports.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace gpuattr::collector {
 
@@ -58,6 +63,9 @@ struct RunOptions {
 
 // Runs the capture and returns the exit status gpuattr should exit with.
 StatusOr<int> RunCapture(const RunOptions& options);
+
+// Adds `gpuattr run` to `app`.
+Subcommand AddRunSubcommand(CLI::App& app);
 
 }  // namespace gpuattr::collector
 
