@@ -45,7 +45,6 @@ target_include_directories(gpuattr_collector_ingest PUBLIC ${CMAKE_CURRENT_SOURC
 target_link_libraries(gpuattr_collector_ingest PUBLIC gpuattr_collector_core gpuattr_wire gpuattr_collector_import)
 target_link_libraries(gpuattr_collector_ingest PUBLIC gpuattr_collector_gate)
 target_link_libraries(gpuattr_collector_ingest PUBLIC gpuattr_collector_export)
-target_compile_definitions(gpuattr_collector_ingest PRIVATE GPUATTR_VERSION="${PROJECT_VERSION}")
 target_compile_options(gpuattr_collector_ingest PRIVATE ${GPUATTR_WARNINGS})
 
 add_executable(gpuattr main.cpp)

@@ -45,7 +45,8 @@ add_library(gpuattr_collector_core STATIC
 )
 target_include_directories(gpuattr_collector_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_include_directories(gpuattr_collector_core PRIVATE ${GPUATTR_COLLECTOR_GENERATED_DIR})
-target_link_libraries(gpuattr_collector_core PUBLIC gpuattr_wire nlohmann_json::nlohmann_json)
+target_link_libraries(gpuattr_collector_core PUBLIC gpuattr_wire gpuattr_version
+  nlohmann_json::nlohmann_json)
 target_compile_options(gpuattr_collector_core PRIVATE ${GPUATTR_WARNINGS})
 
 # gpuattr_collector_views: reports read back as text (views/): the terminal view (`gpuattr

@@ -17,10 +17,7 @@
 #include "cli/report_command.h"
 #include "cli/run.h"
 #include "cli/subcommand.h"
-
-#ifndef GPUATTR_VERSION
-#error "GPUATTR_VERSION must be defined by the build (collector/cli.cmake)"
-#endif
+#include "gpuattr_version.h"
 
 namespace gpuattr::collector {
 namespace {

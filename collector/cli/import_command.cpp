@@ -14,16 +14,13 @@
 #include "analysis/process_analysis.h"
 #include "cli/analysis_flags.h"
 #include "cli/cli.h"
+#include "gpuattr_version.h"
 #include "import/kineto_importer.h"
 #include "import/nsys_importer.h"
 #include "import/trace_replay.h"
 #include "report/report_builder.h"
 #include "report/report_writer.h"
 #include "views/run_summary.h"
-
-#ifndef GPUATTR_VERSION
-#error "GPUATTR_VERSION must be defined by the build (collector/cli.cmake)"
-#endif
 
 namespace gpuattr::collector {
 namespace {

@@ -23,6 +23,7 @@
 #include "cli/daemon_socket.h"
 #include "cli/private_dir.h"
 #include "cli/shim_locator.h"
+#include "gpuattr_version.h"
 #include "ingest/socket_server.h"
 #include "report/report_builder.h"
 #include "report/report_writer.h"

@@ -43,7 +43,7 @@ inline constexpr uint32_t kDeviceTrackTidBase = 1u << 30;
 class ChromeTraceWriter : public TraceObserver {
  public:
   // Opens the temporary file beside `path` and writes the document's head. `generator` names
-  // the tool in the file's metadata ("gpuattr 0.1.0").
+  // the tool in the file's metadata ("gpuattr " GPUATTR_VERSION).
   static StatusOr<std::unique_ptr<ChromeTraceWriter>> Create(const std::string& path,
                                                              const std::string& generator);
 

@@ -38,7 +38,8 @@ struct ExportPaths {
 
 class Exports : public TraceObserver {
  public:
-  // Opens what `paths` names; `generator` ("gpuattr 0.1.0") goes into the files' metadata.
+  // Opens what `paths` names; `generator` ("gpuattr " GPUATTR_VERSION) goes into the files'
+  // metadata.
   // kInvalidArgument when a path cannot be written (a directory, a missing parent).
   static StatusOr<std::shared_ptr<Exports>> Create(const ExportPaths& paths,
                                                    const std::string& generator);

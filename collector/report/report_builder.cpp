@@ -7,6 +7,7 @@
 #include <climits>
 #include <utility>
 
+#include "gpuattr_version.h"
 #include "report/report_json.h"
 #include "report/summary.h"
 
@@ -15,8 +16,6 @@ namespace gpuattr::collector {
 namespace {
 
 using Json = nlohmann::json;
-
-constexpr const char* kToolVersion = "0.1.0";
 
 // capture.window: what `gpuattr attach` asked for; null unless the report is an attach's.
 Json WindowRequestJson(const std::optional<WindowRequest>& request) {
@@ -157,7 +156,7 @@ Report BuildReport(const ReportInputs& inputs) {
   Report built;
   Json& report = built.without_step_rows;
   report["schema_version"] = kReportSchemaVersion;
-  report["tool"] = {{"name", "gpuattr"}, {"version", kToolVersion}};
+  report["tool"] = {{"name", "gpuattr"}, {"version", GPUATTR_VERSION}};
   report["capture"] = {{"mode", inputs.capture.mode},
                        {"command", inputs.capture.command},
                        {"source", inputs.capture.source},

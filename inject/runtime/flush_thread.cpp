@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "cupti/subscriber.h"
+#include "gpuattr_version.h"
 #include "runtime/clock.h"
 #include "runtime/shim_log.h"
 #include "wire/codec.h"
@@ -17,7 +18,8 @@
 namespace gpuattr::inject {
 namespace {
 
-constexpr uint32_t kShimVersion = 0u << 16 | 1u << 8 | 0u;  // 0.1.0, as the CMake project
+constexpr uint32_t kShimVersion =
+    GPUATTR_VERSION_MAJOR << 16 | GPUATTR_VERSION_MINOR << 8 | GPUATTR_VERSION_PATCH;
 
 // The executable's path, or "" when /proc is not readable.
 std::string_view ExePath(char* buffer, size_t size) noexcept {

@@ -1,6 +1,7 @@
 // `gpuattr run` as a user runs it: the real executable, real child processes, real signals.
-// GPUATTR_BINARY, GPUATTR_FAKE_TRACED_PROCESS, GPUATTR_SOURCE_DIR and GPUATTR_VERSION come from
-// tests/component/CMakeLists.txt; the shim is found by gpuattr itself, in the build tree.
+// GPUATTR_BINARY, GPUATTR_FAKE_TRACED_PROCESS and GPUATTR_SOURCE_DIR come from
+// tests/component/CMakeLists.txt, GPUATTR_VERSION from the generated gpuattr_version.h; the shim
+// is found by gpuattr itself, in the build tree.
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 
 #include "cli/child_process.h"
 #include "cli/shim_locator.h"
+#include "gpuattr_version.h"
 #include "subprocess.h"
 #include "test_files.h"
 
