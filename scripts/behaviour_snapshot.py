@@ -6,6 +6,7 @@ are recorded once and the same bytes are replayed through each build's `gpuattr 
 
   record    runs every scenario of tests/scenarios/ under a stand-in collector that stores the
             datagrams of each connection (the shim and simgpu-run of --build), one .rec each;
+  record-one  the same for one scenario file (tests/golden/ streams: scripts/update_goldens.sh);
   snapshot  replays every recording under --build's `gpuattr run` (default options with every
             export, and a variant with --no-inherit --skip-steps 2), imports every trace of
             ../shared/traces/ (and its exports, with --ranges annotations and ops), renders the
@@ -129,6 +130,13 @@ def command_record(args):
                 env = {}
             status = record_one(build, command, env, out_path)
         print(f"recorded {name}: exit {status}, {os.path.getsize(out_path)} bytes", flush=True)
+
+
+def command_record_one(args):
+    status = record_one(os.path.abspath(args.build), [
+        os.path.join(os.path.abspath(args.build), "tests", "simgpu", "simgpu-run"),
+        os.path.abspath(args.scenario), "--truth", os.devnull], {}, args.out)
+    print(f"recorded {args.scenario}: exit {status}, {os.path.getsize(args.out)} bytes")
 
 
 def command_replay(args):
@@ -384,10 +392,15 @@ def main():
     compare = sub.add_parser("compare")
     compare.add_argument("a")
     compare.add_argument("b")
+    record_one_parser = sub.add_parser("record-one")
+    record_one_parser.add_argument("--build", required=True)
+    record_one_parser.add_argument("scenario")
+    record_one_parser.add_argument("out")
     replay = sub.add_parser("replay")
     replay.add_argument("recording")
     args = parser.parse_args()
-    handlers = {"record": command_record, "snapshot": command_snapshot,
+    handlers = {"record": command_record, "record-one": command_record_one,
+                "snapshot": command_snapshot,
                 "compare": command_compare, "replay": command_replay}
     return handlers[args.command](args) or 0
 
