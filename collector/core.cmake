@@ -16,6 +16,7 @@ foreach(table family_rules phase_rules)
 endforeach()
 
 add_library(gpuattr_collector_core STATIC
+  base/check.cpp
   base/os.cpp
   base/status.cpp
   analysis/activity_folder.cpp

@@ -11,6 +11,7 @@
 #include "analysis/reorder_window.h"
 #include "analysis/trace_builder.h"
 #include "analysis/trace_data.h"
+#include "base/check.h"
 #include "wire/codec.h"
 
 namespace gpuattr::collector {
@@ -122,6 +123,7 @@ uint32_t ProcessTrace::pid() const { return state_->data.hello ? state_->data.he
 ProcessAnalysis ProcessTrace::TakeAnalysis() {
   State& state = *state_;
   if (!state.analysis) {
+    GPUATTR_CHECK(state.folder);  // freed only once the analysis is taken
     state.ReleaseBelow(LaunchJoin::kEverything);
     state.analysis = state.folder->Finish(state.launches.counts());
     // Its per-instance step state is in the analysis now; nothing more can be released.

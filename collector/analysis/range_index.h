@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/check.h"
+
 namespace gpuattr::collector {
 
 class RangeIndex {
@@ -122,6 +124,7 @@ class RangeIndex {
       return a.first != b.first ? a.first < b.first : a.second.start_ns < b.second.start_ns;
     });
     for (size_t i = 0; i < settled_.size();) {
+      GPUATTR_DCHECK(settled_[i].first < buckets_.size());  // bit_width of a uint64_t is <= 64
       std::vector<Entry>& entries = buckets_[settled_[i].first].entries;
       const auto old_end = static_cast<std::ptrdiff_t>(entries.size());
       for (const size_t bucket = settled_[i].first;

@@ -4,6 +4,8 @@
 #include <memory>
 #include <regex>
 
+#include "base/check.h"
+
 namespace gpuattr::collector {
 namespace {
 
@@ -77,6 +79,7 @@ void StepFold::DropKeysThatCannotWin() {
 }
 
 bool StepFold::Earlier(size_t a, size_t b) const {
+  GPUATTR_DCHECK(a < instances_.size() && b < instances_.size());
   const Instance& x = instances_[a];
   const Instance& y = instances_[b];
   if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;

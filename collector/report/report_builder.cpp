@@ -7,6 +7,7 @@
 #include <climits>
 #include <utility>
 
+#include "base/check.h"
 #include "gpuattr_version.h"
 #include "report/report_json.h"
 #include "report/summary.h"
@@ -28,6 +29,7 @@ Json WindowRequestJson(const std::optional<WindowRequest>& request) {
 
 // One process's entry, its rank row and its analysis, for BuildReport to order and summarise.
 ProcessEntry BuildProcess(const ProcessAnalysis& analysis, const ReportInputs& inputs) {
+  GPUATTR_DCHECK(analysis.process);  // BuildReport only counts the others
   const ProcessIdentity& identity = *analysis.process;
   const bool measured = analysis.device_measured;
   Json refusals = Json::array();
