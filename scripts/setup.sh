@@ -14,6 +14,7 @@ packages=(
   python3 python3-jsonschema
   chromium  # the HTML report's browser test (headless)
   clang-format  # scripts/check_format.sh (clang-format 14)
+  clang-tidy  # scripts/check_naming.sh (clang-tidy 14)
 )
 
 missing=()
