@@ -17,6 +17,9 @@ namespace gpuattr::collector {
 
 enum class AttributionKind : uint8_t { kNone, kDirect, kInherited, kCaptured };
 
+// The exports' spelling: "none", "direct", "inherited", "captured".
+const char* AttributionKindName(AttributionKind kind);
+
 // Unattributed reasons (DESIGN §2).
 inline constexpr const char* kReasonNoOpenRange = "no_open_range";
 inline constexpr const char* kReasonLaunchNotSeen = "launch_not_seen";

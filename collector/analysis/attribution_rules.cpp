@@ -64,4 +64,18 @@ AttributionRules::Decision AttributionRules::ForActivity(const ActivityRecord& a
   return {0, AttributionKind::kNone, kReasonLaunchNotSeen};
 }
 
+const char* AttributionKindName(AttributionKind kind) {
+  switch (kind) {
+    case AttributionKind::kNone:
+      return "none";
+    case AttributionKind::kDirect:
+      return "direct";
+    case AttributionKind::kInherited:
+      return "inherited";
+    case AttributionKind::kCaptured:
+      return "captured";
+  }
+  return "none";
+}
+
 }  // namespace gpuattr::collector

@@ -21,20 +21,6 @@ const char* KindName(ActivityKind kind) {
   return "kernel";
 }
 
-const char* AttributionName(AttributionKind kind) {
-  switch (kind) {
-    case AttributionKind::kNone:
-      return "none";
-    case AttributionKind::kDirect:
-      return "direct";
-    case AttributionKind::kInherited:
-      return "inherited";
-    case AttributionKind::kCaptured:
-      return "captured";
-  }
-  return "none";
-}
-
 }  // namespace
 
 std::string ActivityLine(const ObservedActivity& observed) {
@@ -56,7 +42,7 @@ std::string ActivityLine(const ObservedActivity& observed) {
     line["thread"] = nullptr;
   }
   line["path"] = *observed.path;
-  line["attribution"] = AttributionName(observed.attribution);
+  line["attribution"] = AttributionKindName(observed.attribution);
   line["reason"] = observed.reason ? Json(observed.reason) : Json(nullptr);
   line["graph_node"] = activity.graph_node_id ? Json(activity.graph_node_id) : Json(nullptr);
   line["launch_path"] = observed.launch_path ? Json(*observed.launch_path) : Json(nullptr);

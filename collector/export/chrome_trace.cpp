@@ -86,20 +86,6 @@ const char* LaunchName(const LaunchRecord& launch) {
   return "launch";
 }
 
-const char* AttributionName(AttributionKind kind) {
-  switch (kind) {
-    case AttributionKind::kDirect:
-      return "direct";
-    case AttributionKind::kInherited:
-      return "inherited";
-    case AttributionKind::kCaptured:
-      return "captured";
-    case AttributionKind::kNone:
-      break;
-  }
-  return "none";
-}
-
 std::string Basename(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -193,7 +179,7 @@ void ChromeTraceWriter::ActivityReleased(const ObservedActivity& observed) {
   buffer_ += ",\"path\":";
   AppendPath(buffer_, *observed.path);
   buffer_ += ",\"attribution\":\"";
-  buffer_ += AttributionName(observed.attribution);
+  buffer_ += AttributionKindName(observed.attribution);
   buffer_ += "\"";
   if (observed.reason) {
     buffer_ += ",\"reason\":";
