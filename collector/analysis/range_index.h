@@ -6,7 +6,8 @@
 // a pointer to the history's end_ns, kOpenEnd while open. Open entries are kept apart and visited
 // by every query; there are at most as many as ranges pushed and not yet popped. Closed entries
 // are bucketed by length class, class c holding lengths below 2^c and at least 2^(c-1), each
-// bucket sorted by start; a query looks in bucket c only at starts in [lo - (2^c - 1), hi]. So
+// bucket sorted by start; a query visits only the classes in use (a bit set of them) and looks
+// in bucket c only at starts in [lo - (2^c - 1), hi]. So
 // one instance that lasted seconds (a thread preempted inside it) costs a query one more bucket,
 // not a walk back over every short instance of those seconds, and a query costs the classes in
 // use plus about twice the instances it visits. Queries arrive roughly in time order: each bucket
@@ -46,17 +47,10 @@ class RangeIndex {
     for (const Entry& entry : open_) {
       if (entry.start_ns <= hi) visit(entry.id);
     }
-    for (size_t c = 0; c < buckets_.size(); ++c) {
-      Bucket& bucket = buckets_[c];
-      if (bucket.entries.empty()) continue;
-      const uint64_t longest = c == 64 ? ~uint64_t{0} : (uint64_t{1} << c) - 1;
-      const uint64_t from = lo > longest ? lo - longest : 0;
-      for (size_t i = bucket.FirstStartingAtOrAfter(from); i < bucket.entries.size(); ++i) {
-        const Entry& entry = bucket.entries[i];
-        if (entry.start_ns > hi) break;
-        if (*entry.end_ns >= lo) visit(entry.id);
-      }
+    for (uint64_t rest = classes_in_use_; rest != 0; rest &= rest - 1) {
+      VisitClass(static_cast<size_t>(std::countr_zero(rest)), lo, hi, visit);
     }
+    if (longest_class_in_use_) VisitClass(kClasses - 1, lo, hi, visit);
   }
 
  private:
@@ -104,6 +98,20 @@ class RangeIndex {
     }
   };
 
+  static constexpr size_t kClasses = 65;  // std::bit_width of a length: 0 (empty) to 64
+
+  template <typename Visit>
+  void VisitClass(size_t c, uint64_t lo, uint64_t hi, Visit& visit) {
+    Bucket& bucket = buckets_[c];
+    const uint64_t longest = c == kClasses - 1 ? ~uint64_t{0} : (uint64_t{1} << c) - 1;
+    const uint64_t from = lo > longest ? lo - longest : 0;
+    for (size_t i = bucket.FirstStartingAtOrAfter(from); i < bucket.entries.size(); ++i) {
+      const Entry& entry = bucket.entries[i];
+      if (entry.start_ns > hi) break;
+      if (*entry.end_ns >= lo) visit(entry.id);
+    }
+  }
+
   // Moves the entries whose range closed since into their length's bucket. A batch can be every
   // range of the run (when activities are released at the end), so it is sorted and merged into
   // each bucket's tail rather than inserted entry by entry.
@@ -124,8 +132,14 @@ class RangeIndex {
       return a.first != b.first ? a.first < b.first : a.second.start_ns < b.second.start_ns;
     });
     for (size_t i = 0; i < settled_.size();) {
-      GPUATTR_DCHECK(settled_[i].first < buckets_.size());  // bit_width of a uint64_t is <= 64
-      std::vector<Entry>& entries = buckets_[settled_[i].first].entries;
+      GPUATTR_DCHECK(settled_[i].first < kClasses);  // bit_width of a uint64_t is <= 64
+      const size_t length_class = settled_[i].first;
+      if (length_class == kClasses - 1) {
+        longest_class_in_use_ = true;
+      } else {
+        classes_in_use_ |= uint64_t{1} << length_class;
+      }
+      std::vector<Entry>& entries = buckets_[length_class].entries;
       const auto old_end = static_cast<std::ptrdiff_t>(entries.size());
       for (const size_t bucket = settled_[i].first;
            i < settled_.size() && settled_[i].first == bucket; ++i) {
@@ -142,7 +156,9 @@ class RangeIndex {
 
   std::vector<Entry> open_;                        // in the order added
   std::vector<std::pair<size_t, Entry>> settled_;  // SettleOpen's scratch: (bucket, entry)
-  std::array<Bucket, 65> buckets_;                 // by std::bit_width(length): 0 (empty) to 64
+  std::array<Bucket, kClasses> buckets_;           // by std::bit_width(length)
+  uint64_t classes_in_use_ = 0;                    // bit c: bucket c (below 64) holds entries
+  bool longest_class_in_use_ = false;              // bucket 64 holds entries
 };
 
 }  // namespace gpuattr::collector

@@ -51,6 +51,18 @@ TEST_CASE("RangeIndex visits open ranges, and closed ones while they overlap", "
   CHECK(Visited(index, 421, kOpen) == std::vector<size_t>{1});
 }
 
+TEST_CASE("RangeIndex finds instances of the shortest and the longest length classes",
+          "[unit][steps]") {
+  // Length 0 is class 0; a length of 2^63 or more is class 64, past the bit set's word.
+  std::deque<Range> ranges = {{10, 10}, {20, 20 + (uint64_t{1} << 63)}, {30, 35}};
+  RangeIndex index;
+  for (size_t id = 0; id < ranges.size(); ++id) index.Add(id, ranges[id].start, &ranges[id].end);
+  CHECK(Visited(index, 10, 10) == std::vector<size_t>{0});
+  CHECK(Visited(index, 32, 32) == std::vector<size_t>{1, 2});
+  CHECK(Visited(index, uint64_t{1} << 62, uint64_t{1} << 62) == std::vector<size_t>{1});
+  CHECK(Visited(index, 0, kOpen) == std::vector<size_t>{0, 1, 2});
+}
+
 TEST_CASE("RangeIndex agrees with a brute-force scan on nested ranges of many threads",
           "[unit][steps]") {
   std::mt19937_64 random(20261201);
