@@ -56,8 +56,25 @@ constexpr RefusalEntry kDaemonUnreachable{
     "Start `gpuattr daemon --reports-dir DIR` (or its systemd user unit, "
     "scripts/gpuattr-daemon.service) as this user, or name its socket with --socket."};
 
+constexpr RefusalEntry kNoDeviceActivityInTrace{
+    "no_device_activity_in_trace",
+    "The imported trace holds no kernel, memcpy or memset event: it was recorded without CUDA "
+    "activities, or on a machine without a GPU, so its device time is unknown (not zero).",
+    "Record with torch.profiler's activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] (for "
+    "Nsight Systems: --trace=cuda) on a machine with a GPU, or run under `gpuattr run`."};
+
+constexpr RefusalEntry kLegacyProfilerTrace{
+    "legacy_profiler_trace",
+    "The imported file is the legacy autograd profiler's event list (written by a PyTorch built "
+    "without Kineto): it holds host ranges only, and any CUDA times in it are CUDA-event "
+    "estimates, not device activity.",
+    "Record with a PyTorch built with Kineto (torch.profiler with ProfilerActivity.CUDA), or run "
+    "the program under `gpuattr run`."};
+
 }  // namespace
 
+const RefusalEntry& NoDeviceActivityInTraceRefusal() { return kNoDeviceActivityInTrace; }
+const RefusalEntry& LegacyProfilerTraceRefusal() { return kLegacyProfilerTrace; }
 const RefusalEntry& AttachRequiresShimRefusal() { return kAttachRequiresShim; }
 const RefusalEntry& AttachOtherUserRefusal() { return kAttachOtherUser; }
 const RefusalEntry& DaemonUnreachableRefusal() { return kDaemonUnreachable; }

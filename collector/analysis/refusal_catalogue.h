@@ -23,6 +23,12 @@ const RefusalEntry& RefusalForWireCode(uint32_t wire_code);
 // The process never initialised CUDA (no CuptiState arrived): NVTX-only.
 const RefusalEntry& CudaNotInitializedRefusal();
 
+// `gpuattr import` refusals: the file holds no device activity at all (recorded without CUDA
+// activities, or on a machine without a GPU); the file is the legacy autograd profiler's event
+// list (a PyTorch built without Kineto), which holds host ranges only.
+const RefusalEntry& NoDeviceActivityInTraceRefusal();
+const RefusalEntry& LegacyProfilerTraceRefusal();
+
 // `gpuattr attach` refusals (docs/attach.md §Refusals): the process is not armed with this
 // daemon; it belongs to another uid; no daemon of ours answers on the socket.
 const RefusalEntry& AttachRequiresShimRefusal();

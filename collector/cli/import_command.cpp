@@ -1,5 +1,6 @@
 #include "cli/import_command.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -8,10 +9,12 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <utility>
 
 #include "analysis/process_analysis.h"
+#include "analysis/refusal_catalogue.h"
 #include "cli/analysis_flags.h"
 #include "cli/cli.h"
 #include "gpuattr_version.h"
@@ -28,14 +31,16 @@ namespace {
 constexpr char kImportFooter[] =
     R"(Reads traces other tools recorded and writes the report `gpuattr run` writes
 (capture.mode "import"): PyTorch profiler / Kineto chrome-trace JSON (.json, .json.gz; the
-current and the 2021 schema) and Nsight Systems SQLite exports (nsys export --type sqlite).
-Several files (one per rank) make one multi-process report. Ranges are the user annotations and
+current and the 2021 schema, and the legacy autograd profiler's list, which has host ranges only)
+and Nsight Systems SQLite exports (nsys export --type sqlite). Several files (one per rank) make
+one multi-process report; a file given twice is refused. Ranges are the user annotations and
 ProfilerStep ranges of each thread (Kineto), or the NVTX ranges (nsys); --ranges ops adds
 Kineto's cpu_op ranges. Device work whose launch the file does not hold is unattributed
-(launch_not_seen), never dropped.
+(launch_not_seen), never dropped. A file without device work gets null device time and a
+refusal; events of kinds not used are counted in capture.source.unused_events.
 
-Exit status: 0; 3 when an input is missing, unreadable, truncated or not a trace; 2 usage;
-4 when the report cannot be written.
+Exit status: 0; 3 when an input is missing, unreadable, truncated, not a trace, or holds no
+event gpuattr can use; 2 usage (a file given twice, too); 4 when the report cannot be written.
 
 Examples:
   gpuattr import -o report.json trace.json.gz
@@ -65,6 +70,43 @@ StatusOr<std::string> DetectFormat(const std::string& path) {
   return std::string("kineto");
 }
 
+// One file given twice would be two ranks of the same process: refused. Files are compared by
+// device and inode, so another path to the same file counts too. An input stat cannot read is
+// left for the importer to report.
+Status RefuseRepeatedInputs(const std::vector<std::string>& files) {
+  std::map<std::pair<dev_t, ino_t>, const std::string*> seen;
+  for (const std::string& path : files) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0) continue;
+    auto [earlier, inserted] = seen.try_emplace({info.st_dev, info.st_ino}, &path);
+    if (!inserted) {
+      return InvalidArgumentError(path + " is the same file as " + *earlier->second +
+                                  ": each input is one process (one rank); give each file once");
+    }
+  }
+  return Status::Ok();
+}
+
+// A file none of whose events is a range, a launch or device work.
+Status NothingUsableError(const ImportedTrace& trace) {
+  std::string categories;
+  for (const auto& [category, count] :
+       std::map(trace.unused_events.begin(), trace.unused_events.end())) {
+    categories += (categories.empty() ? "" : ", ") + category + " " + std::to_string(count);
+  }
+  return DataLossError(trace.path + ": no event gpuattr can use (no device work, runtime call or " +
+                       "range; " +
+                       (categories.empty() ? "no events" : "unused events: " + categories) + ")");
+}
+
+// Why a file's processes have no device time: the legacy list never has any; any other file
+// that holds no device activity was recorded without it. Null when the file has device work.
+const RefusalEntry* DeviceRefusalOf(const ImportedTrace& trace) {
+  if (!trace.activities.empty()) return nullptr;
+  return trace.format == "autograd_legacy" ? &LegacyProfilerTraceRefusal()
+                                           : &NoDeviceActivityInTraceRefusal();
+}
+
 }  // namespace
 
 StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
@@ -81,20 +123,18 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
       LoadRuleFiles(options.phase_rules_path, options.family_rules_path, &analysis));
   analysis.observer = std::move(observer);
 
+  GPUATTR_RETURN_IF_ERROR(RefuseRepeatedInputs(options.files));
+
   ImportResult result;
-  std::vector<std::unique_ptr<ProcessTrace>> traces;
+  // Each process with the refusal of its file when the file measured no device time.
+  std::vector<std::pair<std::unique_ptr<ProcessTrace>, const RefusalEntry*>> traces;
   std::string source_format;
+  std::map<std::string, uint64_t> unused_events;
   ReplayStats stats;
   for (const std::string& path : options.files) {
     std::string format = options.format;
     if (format == "auto") {
       GPUATTR_ASSIGN_OR_RETURN(format, DetectFormat(path));
-    }
-    if (source_format.empty()) {
-      source_format = format;
-    } else if (source_format != format) {
-      return InvalidArgumentError("all inputs of one import must have the same format (" + path +
-                                  " is " + format + ", an earlier one " + source_format + ")");
     }
     uint64_t json_bytes = 0;
     StatusOr<ImportedTrace> imported =
@@ -102,22 +142,34 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
             ? ImportNsysFile(path)
             : ImportKinetoFile(path, KinetoOptions{options.ranges == "ops"}, &json_bytes);
     if (!imported.ok()) return imported.status();
+    if (imported->empty()) return NothingUsableError(*imported);
+    if (source_format.empty()) {
+      source_format = imported->format;
+    } else if (source_format != imported->format) {
+      return InvalidArgumentError("all inputs of one import must have the same format (" + path +
+                                  " is " + imported->format + ", an earlier one " + source_format +
+                                  ")");
+    }
     result.json_bytes += json_bytes;
     result.skipped_events += imported->skipped_events;
+    for (const auto& [category, count] : imported->unused_events) unused_events[category] += count;
+    const RefusalEntry* refusal = DeviceRefusalOf(*imported);
     GPUATTR_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<ProcessTrace>> processes,
                              ReplayTrace(*imported, analysis, &stats));
-    for (auto& process : processes) traces.push_back(std::move(process));
+    for (auto& process : processes) traces.emplace_back(std::move(process), refusal);
   }
   result.clipped_ranges = stats.clipped_ranges;
 
   ReportInputs inputs;
   inputs.capture.mode = "import";
   inputs.capture.host = LocalHostName();
-  inputs.capture.source = {{"format", source_format}, {"files", options.files}};
+  inputs.capture.source = {
+      {"format", source_format}, {"files", options.files}, {"unused_events", unused_events}};
   uint64_t started = std::numeric_limits<uint64_t>::max();
-  for (const auto& trace : traces) {
+  for (const auto& [trace, refusal] : traces) {
     ProcessAnalysis process = trace->TakeAnalysis();
     if (!process.process) continue;
+    if (refusal != nullptr && !process.device_measured) process.refusals = {{refusal, "", 0}};
     const ProcessIdentity& identity = *process.process;
     if (identity.realtime_ns != 0) started = std::min(started, identity.realtime_ns);
     inputs.capture.duration_ns =

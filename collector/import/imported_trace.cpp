@@ -10,4 +10,15 @@ uint32_t StringTable::Intern(std::string_view text) {
   return id;
 }
 
+void ImportedTrace::CountUnused(std::string_view category) {
+  if (category.empty()) category = kNoCategory;
+  if (auto known = unused_events.find(std::string(category)); known != unused_events.end()) {
+    ++known->second;
+  } else if (unused_events.size() < kMaxUnusedCategories) {
+    unused_events.emplace(category, 1);
+  } else {
+    ++unused_events[kOtherCategories];
+  }
+}
+
 }  // namespace gpuattr::collector

@@ -78,10 +78,18 @@ struct ImportedActivity {
   uint32_t memset_value = 0;
 };
 
+// A device's name as the file gives it (Kineto's deviceProperties, Nsight's TARGET_INFO_GPU).
+struct ImportedDevice {
+  uint32_t device = 0;
+  uint32_t name = 0;
+};
+
 struct ImportedTrace {
   std::string path;
-  std::string format;  // "kineto" | "nsys"
-  int32_t rank = -1;   // from the file (distributedInfo.rank), -1 when it does not say
+  // "kineto" | "autograd_legacy" (the legacy autograd profiler's event list, host ranges only)
+  // | "nsys".
+  std::string format;
+  int32_t rank = -1;  // from the file (distributedInfo.rank), -1 when it does not say
   // Whether trace times map to wall time: then realtime = realtime_offset_ns + trace time.
   bool wall_clock = false;
   uint64_t realtime_offset_ns = 0;
@@ -90,8 +98,22 @@ struct ImportedTrace {
   std::vector<ImportedRange> spans;   // start/end, process-wide
   std::vector<ImportedApiCall> api_calls;
   std::vector<ImportedActivity> activities;
+  std::vector<ImportedDevice> devices;
   // Events the importer read but could not use (malformed fields), for the diagnostics line.
   uint64_t skipped_events = 0;
+  // Well-formed events of kinds the importer does not use, by category (the event's `cat`;
+  // kNoCategory without one). Past kMaxUnusedCategories keys, new categories count under
+  // kOtherCategories.
+  std::unordered_map<std::string, uint64_t> unused_events;
+  static constexpr size_t kMaxUnusedCategories = 64;
+  static constexpr const char* kNoCategory = "(no category)";
+  static constexpr const char* kOtherCategories = "(other categories)";
+
+  void CountUnused(std::string_view category);
+  // Whether any event became a range, a launch or device work.
+  bool empty() const {
+    return ranges.empty() && spans.empty() && api_calls.empty() && activities.empty();
+  }
 };
 
 }  // namespace gpuattr::collector

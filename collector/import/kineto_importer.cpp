@@ -31,6 +31,8 @@ enum class Category : uint8_t {
   kAnnotation,
   kOp,
   kFlow,
+  kLegacyHost,    // the legacy autograd profiler's list: an event of pid "CPU functions"
+  kLegacyDevice,  // ... and of pid "CUDA functions" (CUDA-event estimates, not device work)
 };
 
 Category CategoryOf(std::string_view cat) {
@@ -42,6 +44,13 @@ Category CategoryOf(std::string_view cat) {
   if (cat == "user_annotation") return Category::kAnnotation;
   if (cat == "cpu_op" || cat == "Operator") return Category::kOp;
   if (cat == "ac2g" || cat == "async") return Category::kFlow;
+  return Category::kOther;
+}
+
+// The legacy list has no categories; its pid says which side an event is on.
+Category LegacyCategoryOf(std::string_view pid_text) {
+  if (pid_text == "CPU functions") return Category::kLegacyHost;
+  if (pid_text == "CUDA functions") return Category::kLegacyDevice;
   return Category::kOther;
 }
 
@@ -93,6 +102,7 @@ struct EventFields {
   std::string_view dur;
   std::optional<int64_t> pid;
   std::optional<int64_t> tid;
+  std::string_view pid_text;  // the pid when the file gives it as a string
   std::optional<int64_t> flow_id;
   std::optional<int64_t> correlation;
   std::optional<int64_t> device;
@@ -154,9 +164,9 @@ class KinetoHandler : public TraceEventHandler {
       } else if (key == "dur") {
         fields.dur = ReadNumberText(value);
       } else if (key == "pid") {
-        fields.pid = ReadInt(value);
+        fields.pid = ReadId(value, &fields.pid_text);
       } else if (key == "tid") {
-        fields.tid = ReadInt(value);
+        fields.tid = ReadId(value, nullptr);
       } else if (key == "id") {
         fields.flow_id = ReadInt(value);
       } else if (key == "args") {
@@ -172,6 +182,8 @@ class KinetoHandler : public TraceEventHandler {
       if (auto rank = ParseRank(text)) trace_->rank = *rank;
     } else if (key == "baseTimeNanoseconds") {
       if (auto base = DecimalToScaledInteger(text, 0)) base_time_ns_ = *base;
+    } else if (key == "deviceProperties") {
+      ParseDevices(text);
     }
     return Status::Ok();
   }
@@ -191,6 +203,7 @@ class KinetoHandler : public TraceEventHandler {
         }
       }
     }
+    if (legacy_events_ && !kineto_events_) trace_->format = "autograd_legacy";
     if (base_time_ns_) {
       trace_->wall_clock = true;
       trace_->realtime_offset_ns = *base_time_ns_;
@@ -201,12 +214,44 @@ class KinetoHandler : public TraceEventHandler {
 
  private:
   static constexpr uint64_t kNoTime = std::numeric_limits<uint64_t>::max();
+  // Named pids and tids get ids from here up: above any Linux pid or tid (at most 2^22).
+  static constexpr int64_t kFirstNamedId = int64_t{1} << 31;
+  static constexpr size_t kMaxNamedIds = size_t{1} << 16;
+  static constexpr size_t kMaxDevices = 1024;
 
   struct Pending {
     FlowKey key;
     uint32_t index;
     bool activity;
   };
+
+  // A pid or tid: a number, or a string (the 2021 schema writes tids as strings, the legacy list
+  // writes "CPU functions" as its pid). A string of decimal digits is that number; any other
+  // string is a name, given an id of its own from kFirstNamedId up (the same name, the same id).
+  // `text` (optional) receives the string.
+  std::optional<int64_t> ReadId(ondemand::value& value, std::string_view* text) {
+    ondemand::json_type type;
+    if (value.type().get(type) != simdjson::SUCCESS) return std::nullopt;
+    if (type == ondemand::json_type::number) return ReadInt(value);
+    if (type != ondemand::json_type::string) return std::nullopt;
+    const std::string_view name = ReadString(value);
+    if (name.empty()) return std::nullopt;
+    if (text != nullptr) *text = name;
+    if (std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      const std::optional<uint64_t> id = DecimalToScaledInteger(name, 0);
+      if (!id || *id > uint64_t{std::numeric_limits<int64_t>::max()}) return std::nullopt;
+      return static_cast<int64_t>(*id);
+    }
+    auto [named, inserted] = named_ids_.try_emplace(std::string(name), 0);
+    if (inserted) {
+      if (named_ids_.size() > kMaxNamedIds) {
+        named_ids_.erase(named);
+        return std::nullopt;
+      }
+      named->second = kFirstNamedId + static_cast<int64_t>(named_ids_.size()) - 1;
+    }
+    return named->second;
+  }
 
   bool ReadArgs(ondemand::value& value, EventFields* fields) {
     ondemand::object args;
@@ -274,24 +319,64 @@ class KinetoHandler : public TraceEventHandler {
     return std::nullopt;
   }
 
+  // deviceProperties: [{"id": N, "name": TEXT, ...}, ...]; entries without both, or with an
+  // empty name, name no device. A malformed member ends the list where it is.
+  void ParseDevices(std::string_view text) {
+    if (text.size() > (size_t{1} << 20)) return;
+    ondemand::parser parser;
+    simdjson::padded_string padded(text);
+    ondemand::document document;
+    ondemand::array devices;
+    if (parser.iterate(padded).get(document) != simdjson::SUCCESS ||
+        document.get_array().get(devices) != simdjson::SUCCESS) {
+      return;
+    }
+    for (auto element : devices) {
+      ondemand::object device;
+      if (std::move(element).get_object().get(device) != simdjson::SUCCESS) return;
+      std::optional<uint32_t> id;
+      std::string_view name;
+      for (auto member : device) {
+        ondemand::field field;
+        if (std::move(member).get(field) != simdjson::SUCCESS) return;
+        ondemand::value value = field.value();
+        if (field.key() == "id") {
+          id = AsU32(ReadInt(value));
+        } else if (field.key() == "name") {
+          name = ReadString(value);
+        }
+      }
+      if (id && !name.empty() && trace_->devices.size() < kMaxDevices) {
+        trace_->devices.push_back({*id, trace_->strings.Intern(name)});
+      }
+    }
+  }
+
   void Skip() { ++trace_->skipped_events; }
 
   void SeeTime(uint64_t ns) { min_time_ns_ = std::min(min_time_ns_, ns); }
 
+  void Unused(const EventFields& fields) { trace_->CountUnused(fields.cat); }
+
   void Apply(const EventFields& fields) {
-    const Category category = CategoryOf(fields.cat);
-    if (category == Category::kOther) return;
+    const Category category =
+        fields.cat.empty() ? LegacyCategoryOf(fields.pid_text) : CategoryOf(fields.cat);
+    if (category == Category::kLegacyHost || category == Category::kLegacyDevice) {
+      legacy_events_ = true;
+    }
+    if (category == Category::kOther || category == Category::kLegacyDevice) return Unused(fields);
     if (category == Category::kFlow) {
-      if (fields.ph != "s" && fields.ph != "f" && fields.ph != "t") return;
+      if (fields.ph != "s" && fields.ph != "f" && fields.ph != "t") return Unused(fields);
       const auto pid = AsU32(fields.pid);
       const auto tid = AsU32(fields.tid);
       const auto ts = MicrosecondsTextToNs(fields.ts);
       const auto id = AsU32(fields.flow_id);
       if (!pid || !tid || !ts || !id || *id == 0) return Skip();
+      kineto_events_ = true;
       flows_.emplace_back(FlowKey{*pid, *tid, *ts}, *id);
       return;
     }
-    if (fields.ph != "X") return;
+    if (fields.ph != "X") return Unused(fields);
     const std::optional<uint64_t> start = MicrosecondsTextToNs(fields.ts);
     const std::optional<uint64_t> duration =
         fields.dur.empty() ? std::optional<uint64_t>(0) : MicrosecondsTextToNs(fields.dur);
@@ -330,6 +415,7 @@ class KinetoHandler : public TraceEventHandler {
         } else {
           activity.kind = DeviceWork::kMemset;
         }
+        kineto_events_ = true;
         if (!correlation) {
           const auto pid = AsU32(fields.pid);
           const auto tid = AsU32(fields.tid);
@@ -358,6 +444,7 @@ class KinetoHandler : public TraceEventHandler {
                                                              std::numeric_limits<uint16_t>::max()));
         call.domain = static_cast<uint8_t>(
             category == Category::kDriver ? wire::ApiDomain::kDriver : wire::ApiDomain::kRuntime);
+        kineto_events_ = true;
         if (!correlation) {
           pending_.push_back({FlowKey{*pid, *tid, *start},
                               static_cast<uint32_t>(trace_->api_calls.size()), false});
@@ -367,20 +454,23 @@ class KinetoHandler : public TraceEventHandler {
         return;
       }
       case Category::kAnnotation:
-      case Category::kOp: {
+      case Category::kOp:
+      case Category::kLegacyHost: {
         if (category == Category::kOp && !options_.op_ranges &&
             fields.name.substr(0, 13) != "ProfilerStep#") {
-          return;
+          return Unused(fields);
         }
         const auto pid = AsU32(fields.pid);
         const auto tid = AsU32(fields.tid);
         if (!pid || !tid) return Skip();
+        if (category != Category::kLegacyHost) kineto_events_ = true;
         SeeTime(*start);
         trace_->ranges.push_back({*start, end, *pid, *tid, trace_->strings.Intern(fields.name)});
         return;
       }
       case Category::kOther:
       case Category::kFlow:
+      case Category::kLegacyDevice:
         return;
     }
   }
@@ -395,6 +485,10 @@ class KinetoHandler : public TraceEventHandler {
   std::vector<Pending> pending_;
   std::optional<uint64_t> base_time_ns_;
   uint64_t min_time_ns_ = kNoTime;
+  // Ids of pids and tids the file names with strings (ReadId).
+  std::unordered_map<std::string, int64_t> named_ids_;
+  bool legacy_events_ = false;  // an event of the legacy autograd profiler's list was seen
+  bool kineto_events_ = false;  // an event with a Kineto category was used
 };
 
 }  // namespace

@@ -2,7 +2,10 @@
 //
 // Reads both schemas: today's categories (kernel, gpu_memcpy, gpu_memset, cuda_runtime,
 // cuda_driver, cpu_op, user_annotation; ac2g flows) and the 2021 ones (Kernel, Memcpy, Memset,
-// Runtime, Operator; async flows). What becomes what:
+// Runtime, Operator; async flows; pids and tids may be strings), and the legacy autograd
+// profiler's event list (a PyTorch built without Kineto: no categories, pid "CPU functions" or
+// "CUDA functions"; format "autograd_legacy"). A pid or tid written as a string of digits is that
+// number; any other string is a name with an id of its own, from 2^31 up. What becomes what:
 //  - device activity: kernel / memcpy / memset X events; device and stream from args (else the
 //    event's pid and tid, Kineto's convention); correlation from args.correlation, else from a
 //    flow (ac2g/async, s or f) bound to the event's (pid, tid, ts); kernel grid, block, shared
@@ -11,7 +14,11 @@
 //  - launches: runtime and driver X events with their correlation id (trace_replay.h decides
 //    which launch device work);
 //  - host ranges: user_annotation X events and ProfilerStep#N ranges on each thread; with
-//    `op_ranges` (--ranges ops) every cpu_op as well.
+//    `op_ranges` (--ranges ops) every cpu_op as well. In the legacy list, which cannot tell
+//    annotations from ops, every "CPU functions" event; its "CUDA functions" events are
+//    CUDA-event estimates, not device work, and are not used;
+//  - device names: deviceProperties [{id, name}].
+// Every other well-formed event is counted by category (ImportedTrace::unused_events).
 // Times are parsed exactly from the number text (decimal_time.h). An event whose fields have the
 // wrong type is skipped and counted (ImportedTrace::skipped_events); text that is not JSON, or
 // not a trace, is an error (kDataLoss).

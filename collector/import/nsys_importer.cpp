@@ -15,6 +15,16 @@
 namespace gpuattr::collector {
 namespace {
 
+// The tables an Nsight Systems export has that this importer reads (one is enough to be one).
+constexpr const char* kNsightTables[] = {"StringIds",
+                                         "CUPTI_ACTIVITY_KIND_KERNEL",
+                                         "CUPTI_ACTIVITY_KIND_MEMCPY",
+                                         "CUPTI_ACTIVITY_KIND_MEMSET",
+                                         "CUPTI_ACTIVITY_KIND_RUNTIME",
+                                         "CUPTI_ACTIVITY_KIND_DRIVER",
+                                         "NVTX_EVENTS"};
+constexpr size_t kMaxDevices = 1024;
+
 uint32_t PidOf(int64_t global) { return static_cast<uint32_t>((global >> 24) & 0xFFFFFF); }
 uint32_t TidOf(int64_t global) { return static_cast<uint32_t>(global & 0xFFFFFF); }
 
@@ -34,7 +44,9 @@ class NsysReader {
   NsysReader(sqlite3* db, ImportedTrace* trace) : db_(db), trace_(trace) {}
 
   Status Read() {
+    GPUATTR_RETURN_IF_ERROR(RequireNsightTables());
     GPUATTR_RETURN_IF_ERROR(ReadStrings());
+    GPUATTR_RETURN_IF_ERROR(ReadDevices());
     GPUATTR_RETURN_IF_ERROR(ReadKernels());
     GPUATTR_RETURN_IF_ERROR(ReadMemory("CUPTI_ACTIVITY_KIND_MEMCPY", DeviceWork::kMemcpy));
     GPUATTR_RETURN_IF_ERROR(ReadMemory("CUPTI_ACTIVITY_KIND_MEMSET", DeviceWork::kMemset));
@@ -101,6 +113,39 @@ class NsysReader {
 
   Status Done(int step, const std::string& table) const {
     return step == SQLITE_DONE ? Status::Ok() : Error("cannot read " + table);
+  }
+
+  // A database with none of the tables an Nsight Systems export has is some other SQLite file.
+  Status RequireNsightTables() {
+    for (const char* table : kNsightTables) {
+      GPUATTR_ASSIGN_OR_RETURN(std::set<std::string> columns, Columns(table));
+      if (!columns.empty()) return Status::Ok();
+    }
+    return DataLossError(
+        "not an Nsight Systems export: none of StringIds, CUPTI_ACTIVITY_KIND_* or NVTX_EVENTS "
+        "is in the database (make one with `nsys export --type sqlite REPORT.nsys-rep`)");
+  }
+
+  // TARGET_INFO_GPU: the CUDA device ordinal (cuDevice; older exports: id) and its name.
+  Status ReadDevices() {
+    GPUATTR_ASSIGN_OR_RETURN(std::set<std::string> columns, Columns("TARGET_INFO_GPU"));
+    const std::string ordinal = columns.count("cuDevice") > 0 ? "cuDevice" : "id";
+    GPUATTR_ASSIGN_OR_RETURN(Statement statement, Select("TARGET_INFO_GPU", {ordinal, "name"}, 2));
+    if (!statement) return Status::Ok();
+    int step;
+    while ((step = sqlite3_step(statement.get())) == SQLITE_ROW) {
+      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(statement.get(), 1));
+      const int length = sqlite3_column_bytes(statement.get(), 1);
+      const int64_t device = Int(statement.get(), 0);
+      if (text == nullptr || length == 0 || IsNull(statement.get(), 0) || device < 0 ||
+          device > std::numeric_limits<uint32_t>::max() || trace_->devices.size() >= kMaxDevices) {
+        continue;
+      }
+      trace_->devices.push_back(
+          {static_cast<uint32_t>(device),
+           trace_->strings.Intern(std::string_view(text, static_cast<size_t>(length)))});
+    }
+    return Done(step, "TARGET_INFO_GPU");
   }
 
   Status ReadStrings() {

@@ -10,7 +10,9 @@
 //    nameId);
 //  - NVTX_EVENTS: eventType 59 (push/pop) are per-thread ranges, 60 (start/end) process-wide
 //    spans; the name is `text`, else StringIds[textId]; ranges without an end are skipped;
-//  - StringIds(id, value).
+//  - StringIds(id, value);
+//  - TARGET_INFO_GPU: device names (cuDevice, else id; name).
+// A database with none of the tables above is not an Nsight export: kDataLoss.
 // globalTid / globalPid encode the process as (value >> 24) & 0xFFFFFF and the thread as
 // value & 0xFFFFFF. Times are integer nanoseconds already. graphNodeId is not carried over
 // (see trace_replay.h).

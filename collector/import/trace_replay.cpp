@@ -140,8 +140,13 @@ class ProcessReplay {
     hello.exe_string = exe_string;
     sender.Append(hello);
     sender.AppendString(exe_string, trace_.path);
-    sender.Append(wire::CuptiState{0, 0, 0, 0});
+    // A file without device activity did not measure device time: no CuptiState says it did
+    // (the import adds the refusal, import_command.h).
+    if (!trace_.activities.empty()) sender.Append(wire::CuptiState{0, 0, 0, 0});
     SendStrings(&sender);
+    for (const ImportedDevice& device : trace_.devices) {
+      sender.Append(wire::Device{device.device, device.name});
+    }
     for (uint32_t id = 1; id <= path_nodes_.size(); ++id) {
       const auto& [parent, name] = path_nodes_[id - 1];
       sender.Append(wire::PathNode{id, parent, name, 0});
@@ -271,6 +276,7 @@ class ProcessReplay {
     for (const auto& [parent, name] : path_nodes_) used[name] = true;
     for (uint32_t index : parts_.spans) used[trace_.spans[index].name] = true;
     for (uint32_t index : parts_.activities) used[trace_.activities[index].name] = true;
+    for (const ImportedDevice& device : trace_.devices) used[device.name] = true;
     for (uint32_t id = 1; id < used.size(); ++id) {
       if (used[id]) sender->AppendString(id, trace_.strings.Text(id));
     }

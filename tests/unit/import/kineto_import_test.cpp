@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <string>
@@ -148,6 +150,143 @@ TEST_CASE("Kineto import: the 2021 schema and async flows", "[import][kineto]") 
   CHECK(process["passes"][0]["name"] == "ProfilerStep#1");
 }
 
+// The 2021 schema as Kineto wrote it: tids (and here a pid) as strings, GPU rows named
+// "stream N", correlation carried by the flows only.
+constexpr char k2021StringIds[] = R"({"schemaVersion": 1, "traceEvents": [
+  {"ph": "X", "cat": "Operator", "name": "ProfilerStep#4", "pid": "20", "tid": "21", "ts": 100,
+   "dur": 500},
+  {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 20, "tid": "21", "ts": 115,
+   "dur": 4},
+  {"ph": "s", "cat": "async", "id": 78, "pid": 20, "tid": "21", "ts": 115, "name": "launch"},
+  {"ph": "X", "cat": "Kernel", "name": "add_kernel", "pid": 0, "tid": "stream 7", "ts": 130,
+   "dur": 3, "args": {"device": 0, "stream": 7}},
+  {"ph": "f", "cat": "async", "id": 78, "pid": 0, "tid": "stream 7", "ts": 130, "name": "launch",
+   "bp": "e"}
+]})";
+
+TEST_CASE("Kineto import: 2021 string tids keep runtime calls, flows and steps",
+          "[import][kineto]") {
+  TempDir dir;
+  const Imported imported = ImportPaths({Write(dir, "strings.json", k2021StringIds)});
+  REQUIRE(imported.report["processes"].size() == 1);
+  const json& process = imported.report["processes"][0];
+  CHECK(process["pid"] == 20);
+  CHECK(process["totals"]["kernels"] == 1);
+  const auto kernel = Where(imported.activities, "name", "add_kernel");
+  REQUIRE(kernel.size() == 1);
+  CHECK(kernel[0]["correlation_id"] == 78);
+  CHECK(kernel[0]["thread"] == "21");  // a thread without a name: its tid
+  CHECK(kernel[0]["path"] == json::array({"ProfilerStep#4"}));
+  CHECK(process["coverage"]["attributed_fraction"] == 1.0);
+}
+
+// What Debian's python3-torch 1.13 (built without Kineto) writes from torch.profiler: the
+// legacy autograd profiler's list, abridged from a real export.
+constexpr char kLegacyList[] = R"([
+  {"name": "## forward ##", "ph": "X", "ts": 255, "dur": 1094, "tid": 1, "pid": "CPU functions", "args": {}},
+  {"name": "aten::linear", "ph": "X", "ts": 441, "dur": 610, "tid": 1, "pid": "CPU functions", "args": {}},
+  {"name": "## backward ##", "ph": "X", "ts": 1400, "dur": 900, "tid": 1, "pid": "CPU functions", "args": {}},
+  {"name": "autograd::engine::evaluate_function: AddmmBackward0", "ph": "X", "ts": 1500, "dur": 300, "tid": 1, "pid": "CPU functions", "args": {}},
+  {"name": "gemm", "ph": "X", "ts": 460, "dur": 20, "tid": 0, "pid": "CUDA functions", "args": {}},
+  {"name": "launch", "ph": "s", "ts": 450, "tid": 1, "pid": "CPU functions", "id": 5, "cat": "cpu_to_cuda", "args": {}}
+])";
+
+TEST_CASE("Kineto import: the legacy autograd profiler list gives host ranges and a refusal",
+          "[import][kineto]") {
+  TempDir dir;
+  const Imported imported = ImportPaths({Write(dir, "legacy.json", kLegacyList)});
+  CHECK(imported.report["capture"]["source"]["format"] == "autograd_legacy");
+  CHECK(imported.report["capture"]["source"]["unused_events"] ==
+        json({{"(no category)", 1}, {"cpu_to_cuda", 1}}));
+  REQUIRE(imported.report["processes"].size() == 1);
+  const json& process = imported.report["processes"][0];
+  CHECK(process["status"] == "refused");
+  REQUIRE(process["refusals"].size() == 1);
+  CHECK(process["refusals"][0]["code"] == "legacy_profiler_trace");
+  CHECK(process["totals"]["kernel_ns"] == nullptr);
+  CHECK(process["devices"] == nullptr);
+  // Every "CPU functions" event is a range (the list cannot tell annotations from ops).
+  const json& passes = process["passes"];
+  REQUIRE(passes.size() == 2);
+  CHECK(passes[0]["name"] == "## forward ##");
+  CHECK(passes[0]["host_ns"]["total"] == 1094000);
+  CHECK(passes[0]["children"][0]["name"] == "aten::linear");
+  CHECK(passes[1]["name"] == "## backward ##");
+  CHECK(imported.activities.empty());
+}
+
+TEST_CASE("Kineto import: a trace without device activity has null device time and a refusal",
+          "[import][kineto]") {
+  TempDir dir;
+  const Imported imported = ImportPaths({Write(dir, "cpu.json", R"({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 3, "tid": 3, "ts": 0,
+     "dur": 10},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 3, "tid": 3, "ts": 1, "dur": 2},
+    {"ph": "X", "cat": "python_function", "name": "train.py(3): step", "pid": 3, "tid": 3,
+     "ts": 0, "dur": 10},
+    {"ph": "M", "name": "process_name", "pid": 3, "tid": 0, "args": {"name": "python"}}]})")});
+  CHECK(imported.report["capture"]["source"]["format"] == "kineto");
+  CHECK(imported.report["capture"]["source"]["unused_events"] ==
+        json({{"(no category)", 1}, {"cpu_op", 1}, {"python_function", 1}}));
+  const json& process = imported.report["processes"][0];
+  CHECK(process["status"] == "refused");
+  REQUIRE(process["refusals"].size() == 1);
+  CHECK(process["refusals"][0]["code"] == "no_device_activity_in_trace");
+  CHECK(process["totals"]["kernel_ns"] == nullptr);
+  CHECK(process["coverage"]["attributed_fraction"] == nullptr);
+}
+
+TEST_CASE("Kineto import: device names come from deviceProperties", "[import][kineto]") {
+  TempDir dir;
+  const Imported imported = ImportPaths({Write(dir, "named.json", R"({
+    "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "numSms": 132},
+                         {"id": 1, "name": ""}, {"name": "no id"}],
+    "traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 1,
+     "args": {"device": 0, "stream": 7}},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 5, "dur": 1,
+     "args": {"device": 1, "stream": 7}}]})")});
+  const json& devices = imported.report["processes"][0]["devices"];
+  REQUIRE(devices.size() == 2);
+  CHECK(devices[0]["id"] == 0);
+  CHECK(devices[0]["name"] == "NVIDIA H100 80GB HBM3");
+  CHECK(devices[1]["id"] == 1);
+  CHECK(devices[1]["name"] == nullptr);
+}
+
+TEST_CASE("Kineto import: a file with no usable event is a data error", "[import][kineto]") {
+  TempDir dir;
+  ImportOptions options;
+  options.files = {Write(dir, "useless.json", R"({"traceEvents": [
+    {"ph": "M", "name": "process_name", "pid": 3, "tid": 0, "args": {"name": "python"}},
+    {"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": 7, "ts": 1, "dur": 2},
+    {"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": 7, "ts": 4, "dur": 2}
+  ]})")};
+  StatusOr<ImportResult> result = BuildImportReport(options, nullptr);
+  REQUIRE_FALSE(result.ok());
+  CHECK(result.status().code() == StatusCode::kDataLoss);
+  CHECK(result.status().message() ==
+        options.files[0] +
+            ": no event gpuattr can use (no device work, runtime call or range; unused events: "
+            "(no category) 1, cuda_sync 2)");
+}
+
+TEST_CASE("Kineto import: the same file given twice is refused, through any path",
+          "[import][kineto]") {
+  TempDir dir;
+  const std::string path = Write(dir, "rank.json", k2021);
+  const std::string link = dir.File("link.json");
+  REQUIRE(::symlink(path.c_str(), link.c_str()) == 0);
+  for (const std::string& again : {path, link}) {
+    ImportOptions options;
+    options.files = {path, again};
+    StatusOr<ImportResult> result = BuildImportReport(options, nullptr);
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.status().code() == StatusCode::kInvalidArgument);
+    CHECK(result.status().message().find("is the same file as " + path) != std::string::npos);
+  }
+}
+
 TEST_CASE("Kineto import: ranges that do not nest are clipped into their parent",
           "[import][kineto]") {
   TempDir dir;
@@ -197,7 +336,7 @@ TEST_CASE("Kineto import: events with fields of the wrong type are skipped and c
   const std::string path = Write(dir, "odd.json", R"({"traceEvents": [
     {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "5", "dur": 1},
     {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": -5, "dur": 1},
-    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": "x", "tid": 1, "ts": 1},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": true, "tid": 1, "ts": 1},
     {"ph": "X", "cat": "kernel", "name": "ok", "pid": 0, "tid": 7, "ts": 9, "dur": 1}]})");
   ImportOptions options;
   options.files = {path};

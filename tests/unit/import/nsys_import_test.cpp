@@ -125,6 +125,39 @@ TEST_CASE("Nsight Systems import: missing tables and older columns are tolerated
   CHECK(process["coverage"]["unattributed"][0]["reason"] == "launch_not_seen");
 }
 
+TEST_CASE("Nsight Systems import: device names come from TARGET_INFO_GPU", "[import][nsys]") {
+  TempDir dir;
+  const std::string path = MakeDatabase(dir, "named.sqlite",
+                                        R"(
+    CREATE TABLE TARGET_INFO_GPU (vmId INTEGER, id INTEGER, name TEXT, cuDevice INTEGER);
+    INSERT INTO TARGET_INFO_GPU VALUES (0, 1, 'NVIDIA H200', 0), (0, 0, 'NVIDIA H100', 1);
+    CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER,
+      streamId INTEGER, correlationId INTEGER, globalPid INTEGER);
+    INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, 30, 0, 7, 3, )" +
+                                            std::to_string(kGlobalPid) + R"();
+  )");
+  const Imported imported = ImportPaths({path});
+  const json& devices = imported.report["processes"][0]["devices"];
+  REQUIRE(devices.size() == 1);
+  CHECK(devices[0]["id"] == 0);
+  CHECK(devices[0]["name"] == "NVIDIA H200");
+}
+
+TEST_CASE("Nsight Systems import: an SQLite file that is not an Nsight export is a data error",
+          "[import][nsys]") {
+  TempDir dir;
+  const std::string path = MakeDatabase(dir, "other.sqlite", R"(
+    CREATE TABLE users (id INTEGER, name TEXT);
+    INSERT INTO users VALUES (1, 'a');
+  )");
+  ImportOptions options;
+  options.files = {path};
+  StatusOr<ImportResult> result = BuildImportReport(options, nullptr);
+  REQUIRE_FALSE(result.ok());
+  CHECK(result.status().code() == StatusCode::kDataLoss);
+  CHECK(result.status().message().find("not an Nsight Systems export") != std::string::npos);
+}
+
 TEST_CASE("Nsight Systems import: a file that is not a database is a data error",
           "[import][nsys]") {
   TempDir dir;
