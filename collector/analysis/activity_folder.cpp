@@ -64,8 +64,13 @@ void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord*
   last_end_ns_ = std::max(last_end_ns_, activity.end_ns);
   CountTotals(totals_, activity.kind, activity.duration_ns());
 
+  const WorkCategory category = CategoryOf(activity);
   ActivityOutcome outcome = rules_.Attribute(activity, launch);
   outcome.phase = phases_.PhaseOf(outcome.node);
+  // A collective kernel is communication wherever it was launched (docs/attribution.md §Phases).
+  if (outcome.node != 0 && category == WorkCategory::kCommunication) {
+    outcome.phase = Phase::kCommunication;
+  }
   const AttributedActivity attributed{activity, launch, late, outcome};
   phases_.Fold(attributed);
   if (outcome.node != 0) {
@@ -77,10 +82,16 @@ void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord*
     passes_.Fold(attributed, paths_.Of(outcome.node), families_.LeafFamily(activity),
                  launch_context);
   }
-  devices_.Fold(activity, launch, late);
+  devices_.Fold(activity, launch, late, category);
   if (attributed.kernel()) families_.Fold(activity, launch);
   steps_.Fold(attributed);
   if (options_.observer) Observe(attributed);
+}
+
+WorkCategory ActivityFolder::CategoryOf(const ActivityRecord& activity) {
+  if (activity.kind != ActivityKind::kKernel) return WorkCategory::kMemory;
+  return families_.NamesOf(activity.name_string).communication ? WorkCategory::kCommunication
+                                                               : WorkCategory::kCompute;
 }
 
 void ActivityFolder::ForgetLaunch(uint32_t correlation_id, const LaunchRecord& launch) {

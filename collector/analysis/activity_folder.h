@@ -11,6 +11,9 @@
 //                                                         └─▶ observer       (exports)
 //   closed ranges ──▶ host_range_fold (host durations, spans, marks) ──▶ pass tree, steps
 //
+// An attributed collective kernel (family_fold's category) takes the communication phase
+// whatever the phase of its path, so the phase terms still partition attributed time.
+//
 // Host-side data (ranges, graph nodes, strings) is read from `data` as it stands at each
 // release; names may be defined late, so every name cache restarts when definitions arrived
 // (path_names.h). Finish() assembles ProcessAnalysis from the folds once the stream ended.
@@ -65,6 +68,8 @@ class ActivityFolder {
   void RefreshNames();
   void FoldClosedRanges();
   void Observe(const AttributedActivity& attributed);
+  // A collective kernel (its family rule's category), another kernel, or a copy or set.
+  WorkCategory CategoryOf(const ActivityRecord& activity);
   uint32_t pid() const { return data_.hello ? data_.hello->pid : 0; }
 
   const TraceData& data_;

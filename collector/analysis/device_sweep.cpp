@@ -5,7 +5,8 @@
 
 namespace gpuattr::collector {
 
-void DeviceSweep::Fold(const ActivityRecord& activity, const LaunchRecord* launch, bool late) {
+void DeviceSweep::Fold(const ActivityRecord& activity, const LaunchRecord* launch, bool late,
+                       WorkCategory category) {
   DeviceState& device = devices_[activity.device];
   StreamState& stream = device.streams[activity.stream];
   stream.stats.id = activity.stream;
@@ -23,7 +24,21 @@ void DeviceSweep::Fold(const ActivityRecord& activity, const LaunchRecord* launc
       break;
   }
   if (late) return;
+  if (stream.busy.empty()) stream.first_start_ns = activity.start_ns;
   stream.busy.Add(activity.start_ns, activity.end_ns);
+  switch (category) {
+    case WorkCategory::kCompute:
+      device.compute.Add(activity.start_ns, activity.end_ns);
+      device.compute_or_communication.Add(activity.start_ns, activity.end_ns);
+      break;
+    case WorkCategory::kCommunication:
+      device.communication.Add(activity.start_ns, activity.end_ns);
+      device.compute_or_communication.Add(activity.start_ns, activity.end_ns);
+      break;
+    case WorkCategory::kMemory:
+      device.memory.Add(activity.start_ns, activity.end_ns);
+      break;
+  }
   if (device.busy.empty()) {
     device.stats.first_start_ns = activity.start_ns;
     device.busy.Add(activity.start_ns, activity.end_ns);
@@ -84,8 +99,20 @@ std::vector<DeviceStats> DeviceSweep::Finish(uint64_t capture_end_ns,
     device.name = device_name(device_id);
     for (auto& [stream_id, stream] : state.streams) {
       stream.stats.busy_ns = stream.busy.Total();
+      if (!stream.busy.empty()) {
+        stream.stats.span_ns = stream.busy.current().second - stream.first_start_ns;
+        stream.stats.idle_ns = stream.stats.span_ns - stream.stats.busy_ns;
+      }
       device.streams.push_back(stream.stats);
     }
+    CategoryBusy& categories = device.categories;
+    categories.compute_ns = state.compute.Total();
+    categories.communication_ns = state.communication.Total();
+    categories.memory_ns = state.memory.Total();
+    categories.communication_hidden_ns = categories.compute_ns + categories.communication_ns -
+                                         state.compute_or_communication.Total();
+    categories.communication_exposed_ns =
+        categories.communication_ns - categories.communication_hidden_ns;
     device.busy_ns = state.busy.Total();
     device.last_end_ns = state.busy.current().second;
     device.span_ns = device.last_end_ns - device.first_start_ns;

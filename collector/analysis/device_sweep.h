@@ -7,8 +7,10 @@
 // (host_bound when that launch was entered at or after the gap began, dependency when before,
 // unclassified when no launch was seen). A finished hole is counted and offered to the device's
 // kLargestGaps longest; their host ranges (the launching thread's innermost range when the gap
-// began) are resolved at the end, through the caller. A late activity counts in the stream's
-// sums but joins no union.
+// began) are resolved at the end, through the caller. Beside the device's union it keeps one per
+// WorkCategory and one of compute and communication together, whose lengths give the overlap:
+// |comm ∩ compute| = |comm| + |compute| - |comm ∪ compute|. A late activity counts in the
+// stream's sums but joins no union.
 //
 // Single-threaded, on the thread that folds. Memory: per device and stream, O(1) plus the top K.
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_DEVICE_SWEEP_H_
@@ -27,6 +29,9 @@
 
 namespace gpuattr::collector {
 
+// What a device activity counts as in DeviceStats::categories.
+enum class WorkCategory : uint8_t { kCompute, kCommunication, kMemory };
+
 class DeviceSweep {
  public:
   // The range a gap's host side was in: the innermost range open on `tid` at `t`, if any.
@@ -36,7 +41,8 @@ class DeviceSweep {
   using DeviceName = std::function<std::optional<std::string>(uint32_t device)>;
 
   // `launch` null: never seen. `late`: see the file comment.
-  void Fold(const ActivityRecord& activity, const LaunchRecord* launch, bool late);
+  void Fold(const ActivityRecord& activity, const LaunchRecord* launch, bool late,
+            WorkCategory category);
 
   // The devices that ran at least one activity in order, by id. `capture_end_ns` ends each
   // device's tail. Once.
@@ -55,10 +61,15 @@ class DeviceSweep {
   struct StreamState {
     StreamStats stats;
     IntervalUnion busy;
+    uint64_t first_start_ns = 0;
   };
   struct DeviceState {
     DeviceStats stats;
     IntervalUnion busy;
+    IntervalUnion compute;
+    IntervalUnion communication;
+    IntervalUnion memory;
+    IntervalUnion compute_or_communication;
     std::optional<Hole> pending;
     std::vector<Hole> largest;  // longest first (then earliest), at most kLargestGaps
     std::map<uint32_t, StreamState> streams;

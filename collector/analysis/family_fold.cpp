@@ -25,8 +25,12 @@ FamilyFold::KernelNames& FamilyFold::Known(uint32_t name_string) {
   auto known = names_.find(name_string);
   if (known == names_.end()) {
     std::string demangled = DemangleKernelName(StringOr(data_, name_string));
-    std::string family = rules_.FamilyOf(demangled);
-    known = names_.emplace(name_string, KernelNames{std::move(demangled), std::move(family)}).first;
+    FamilyRules::KernelClass kernel_class = rules_.ClassOf(demangled);
+    known =
+        names_
+            .emplace(name_string, KernelNames{std::move(demangled), std::move(kernel_class.family),
+                                              kernel_class.communication})
+            .first;
   }
   return known->second;
 }

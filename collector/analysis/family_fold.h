@@ -30,6 +30,7 @@ class FamilyFold {
   struct KernelNames {
     std::string demangled;
     std::string family;
+    bool communication = false;    // a collective (its family rule's category)
     FamilyStats* stats = nullptr;  // its family's entry (a std::map: stable), once it folded
   };
 
@@ -39,7 +40,7 @@ class FamilyFold {
   // Names were (re)defined: cached names restart.
   void Refresh() { names_.clear(); }
 
-  // The demangled name and family of a kernel's name string.
+  // The demangled name, family and category of a kernel's name string.
   const KernelNames& NamesOf(uint32_t name_string) { return Known(name_string); }
   // The leaf frame of the folded exports: the kernel's family, or the kind of a copy or set.
   const std::string& LeafFamily(const ActivityRecord& activity);

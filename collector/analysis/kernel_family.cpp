@@ -68,7 +68,7 @@ StatusOr<FamilyRules> FamilyRules::Parse(std::string_view json_text, const std::
     const std::string where = "rule " + std::to_string(i);
     if (!rule.is_object()) return InvalidArgumentError(origin + ": " + where + " is not an object");
     for (const auto& [key, value] : rule.items()) {
-      if (key != "match" && key != "family" && key != "note") {
+      if (key != "match" && key != "family" && key != "note" && key != "category") {
         return InvalidArgumentError(origin + ": " + where + ": unknown key \"" + key + "\"");
       }
       if (!value.is_string()) {
@@ -82,10 +82,15 @@ StatusOr<FamilyRules> FamilyRules::Parse(std::string_view json_text, const std::
     if (family.empty()) {
       return InvalidArgumentError(origin + ": " + where + ": \"family\" is empty");
     }
+    const std::string category = rule.value("category", std::string("compute"));
+    if (category != "compute" && category != "communication") {
+      return InvalidArgumentError(origin + ": " + where + ": \"category\" must be compute or " +
+                                  "communication, not \"" + category + "\"");
+    }
     GPUATTR_ASSIGN_OR_RETURN(
         std::regex match,
         CompileRuleRegex(rule["match"].get<std::string>(), std::regex::flag_type{}, origin, where));
-    table.rules_.push_back({std::move(match), family});
+    table.rules_.push_back({std::move(match), family, category == "communication"});
   }
   return table;
 }
@@ -110,6 +115,10 @@ const FamilyRules& FamilyRules::Default() {
 }
 
 std::string FamilyRules::FamilyOf(std::string_view demangled) const {
+  return ClassOf(demangled).family;
+}
+
+FamilyRules::KernelClass FamilyRules::ClassOf(std::string_view demangled) const {
   // std::regex recurses per character; a demangled name from the wire (4 KiB mangled at most)
   // is matched on its first 16 KiB only, which bounds the stack it can take.
   constexpr size_t kMaxMatched = 16 * 1024;
@@ -118,10 +127,10 @@ std::string FamilyRules::FamilyOf(std::string_view demangled) const {
   for (const Rule& rule : rules_) {
     if (std::regex_search(matched.begin(), matched.end(), groups, rule.match)) {
       std::string family = groups.format(rule.family);
-      if (!family.empty()) return family;
+      if (!family.empty()) return {std::move(family), rule.communication};
     }
   }
-  return KernelFamily(demangled);
+  return {KernelFamily(demangled), false};
 }
 
 }  // namespace gpuattr::collector

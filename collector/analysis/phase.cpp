@@ -9,8 +9,8 @@ namespace gpuattr::collector {
 
 namespace {
 
-constexpr std::array<const char*, kPhaseCount> kPhaseNames = {"forward", "backward", "recompute",
-                                                              "optimizer", "loss"};
+constexpr std::array<const char*, kPhaseCount> kPhaseNames = {
+    "forward", "backward", "recompute", "optimizer", "loss", "communication"};
 constexpr uint8_t Bit(Phase phase) { return static_cast<uint8_t>(1u << static_cast<int>(phase)); }
 
 }  // namespace
@@ -31,8 +31,9 @@ StatusOr<PhaseRules> PhaseRules::Parse(std::string_view json_text, const std::st
     size_t index = 0;
     while (index < kPhaseCount && name != kPhaseNames[index]) ++index;
     if (index == kPhaseCount) {
-      return InvalidArgumentError(origin + ": unknown phase \"" + name +
-                                  "\" (phases: forward, backward, recompute, optimizer, loss)");
+      return InvalidArgumentError(
+          origin + ": unknown phase \"" + name +
+          "\" (phases: forward, backward, recompute, optimizer, loss, communication)");
     }
     if (!patterns.is_array()) {
       return InvalidArgumentError(origin + ": phase \"" + name + "\" is not an array of patterns");

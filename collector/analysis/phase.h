@@ -3,10 +3,12 @@
 // A PhaseRules table lists, per phase, ECMAScript patterns matched case-insensitively against a
 // range's WHOLE name (data: collector/data/phase_rules.json, or --phase-rules FILE, same format:
 // {"phases": {"forward": [...], "backward": [...], "recompute": [...], "optimizer": [...],
-// "loss": [...]}}; a phase left out has no patterns). A name matching several phases takes the
-// first of forward, backward, recompute, optimizer, loss. The phase of a path is that of its
-// innermost phase-matching range, except that a forward range with a backward-matching range
-// above it is recompute. Immutable after parsing; any thread may use one concurrently.
+// "loss": [...], "communication": [...]}}; a phase left out has no patterns). A name matching
+// several phases takes the first of forward, backward, recompute, optimizer, loss,
+// communication. The phase of a path is that of its innermost phase-matching range, except that
+// a forward range with a backward-matching range above it is recompute. (An activity's phase is
+// its path's, except that a collective kernel is communication whatever its path:
+// activity_folder.h.) Immutable after parsing; any thread may use one concurrently.
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_PHASE_H_
 #define GPUATTR_COLLECTOR_ANALYSIS_PHASE_H_
 
@@ -22,10 +24,17 @@
 
 namespace gpuattr::collector {
 
-enum class Phase : uint8_t { kForward = 0, kBackward, kRecompute, kOptimizer, kLoss };
-inline constexpr size_t kPhaseCount = 5;
+enum class Phase : uint8_t {
+  kForward = 0,
+  kBackward,
+  kRecompute,
+  kOptimizer,
+  kLoss,
+  kCommunication
+};
+inline constexpr size_t kPhaseCount = 6;
 
-// "forward", "backward", "recompute", "optimizer", "loss".
+// "forward", "backward", "recompute", "optimizer", "loss", "communication".
 const char* PhaseName(Phase phase);
 
 class PhaseRules {

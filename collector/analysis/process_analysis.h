@@ -80,6 +80,8 @@ struct Fallback {
 struct StreamStats {
   uint32_t id = 0;
   uint64_t busy_ns = 0;
+  uint64_t span_ns = 0;  // the stream's first start to its last end
+  uint64_t idle_ns = 0;  // span_ns - busy_ns
   uint64_t kernel_ns = 0;
   uint64_t memcpy_ns = 0;
   uint64_t memset_ns = 0;
@@ -96,6 +98,17 @@ struct Gap {
   std::optional<std::vector<std::string>> host_range;  // its innermost range when the gap began
 };
 
+// A device's busy time by what ran (docs/attribution.md §Compute, communication and memory):
+// each a union over all its streams. Hidden communication is the part of the collectives' union
+// that compute overlapped; exposed is the rest, what communication added to the device's time.
+struct CategoryBusy {
+  uint64_t compute_ns = 0;                // kernels that are not collectives
+  uint64_t communication_ns = 0;          // collective kernels
+  uint64_t memory_ns = 0;                 // memcpys and memsets
+  uint64_t communication_hidden_ns = 0;   // |communication ∩ compute|
+  uint64_t communication_exposed_ns = 0;  // communication_ns - communication_hidden_ns
+};
+
 struct DeviceStats {
   uint32_t id = 0;
   std::optional<std::string> name;
@@ -105,6 +118,7 @@ struct DeviceStats {
   uint64_t busy_ns = 0;
   uint64_t idle_ns = 0;
   std::vector<StreamStats> streams;
+  CategoryBusy categories;
   uint64_t host_bound_ns = 0;
   uint64_t dependency_ns = 0;
   uint64_t unclassified_ns = 0;  // holes ended by work whose launch was never seen

@@ -114,8 +114,9 @@ Json DiffProcesses(const Json& before, const Json& after, const char* matched_by
   const Json& before_steps = Field(Field(before, "steps"), "summary");
   const Json& after_steps = Field(Field(after, "steps"), "summary");
   Json steps = Json::object();
-  for (const char* term : {"host_ns", "busy_ns", "gaps_ns", "forward_ns", "backward_ns",
-                           "recompute_ns", "optimizer_ns", "loss_ns", "other_ns"}) {
+  for (const char* term :
+       {"host_ns", "busy_ns", "gaps_ns", "forward_ns", "backward_ns", "recompute_ns",
+        "optimizer_ns", "loss_ns", "communication_ns", "other_ns"}) {
     steps[term] = Delta(NumberAt(before_steps, term), NumberAt(after_steps, term));
   }
   return {{"baseline", ProcessIdentity(before)},

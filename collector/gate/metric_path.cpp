@@ -11,8 +11,8 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr const char* kPhaseKeys[] = {"forward",   "backward", "recompute",
-                                      "optimizer", "loss",     "other"};
+constexpr const char* kPhaseKeys[] = {"forward", "backward",      "recompute", "optimizer",
+                                      "loss",    "communication", "other"};
 
 std::string JsonText(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);

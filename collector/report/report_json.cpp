@@ -72,8 +72,8 @@ Json ByPhaseJson(bool measured, const PhaseCoverage& coverage) {
 
 // The terms of one step row (§Steps), in a fixed order shared with the summary.
 constexpr const char* kStepTerms[] = {
-    "host_ns", "forward_ns", "backward_ns",     "recompute_ns", "optimizer_ns",
-    "loss_ns", "other_ns",   "unattributed_ns", "busy_ns",      "gaps_ns"};
+    "host_ns",          "forward_ns", "backward_ns",     "recompute_ns", "optimizer_ns", "loss_ns",
+    "communication_ns", "other_ns",   "unattributed_ns", "busy_ns",      "gaps_ns"};
 
 std::array<uint64_t, std::size(kStepTerms)> StepTerms(const StepRow& row) {
   const auto& ns = row.phases.ns;
@@ -83,6 +83,7 @@ std::array<uint64_t, std::size(kStepTerms)> StepTerms(const StepRow& row) {
           ns[static_cast<size_t>(Phase::kRecompute)],
           ns[static_cast<size_t>(Phase::kOptimizer)],
           ns[static_cast<size_t>(Phase::kLoss)],
+          ns[static_cast<size_t>(Phase::kCommunication)],
           row.phases.other_ns,
           row.unattributed_ns,
           row.busy_ns,
@@ -176,6 +177,8 @@ Json DeviceJson(const DeviceStats& device) {
   for (const StreamStats& stream : device.streams) {
     streams.push_back({{"id", stream.id},
                        {"busy_ns", stream.busy_ns},
+                       {"span_ns", stream.span_ns},
+                       {"idle_ns", stream.idle_ns},
                        {"kernel_ns", stream.kernel_ns},
                        {"memcpy_ns", stream.memcpy_ns},
                        {"memset_ns", stream.memset_ns},
@@ -199,6 +202,12 @@ Json DeviceJson(const DeviceStats& device) {
           {"idle_ns", device.idle_ns},
           {"idle_fraction", Fraction(device.idle_ns, device.span_ns)},
           {"streams", std::move(streams)},
+          {"categories",
+           {{"compute_ns", device.categories.compute_ns},
+            {"communication_ns", device.categories.communication_ns},
+            {"memory_ns", device.categories.memory_ns},
+            {"communication_hidden_ns", device.categories.communication_hidden_ns},
+            {"communication_exposed_ns", device.categories.communication_exposed_ns}}},
           {"gaps",
            {{"count", device.gaps},
             {"host_bound_ns", device.host_bound_ns},

@@ -199,6 +199,27 @@ std::string Devices(const Json& devices, const ReportViewOptions& options) {
                         Percent(Field(device, "idle_fraction")) + ")",
                     kTextWidth) +
         "\n";
+    const Json& categories = Field(device, "categories");
+    if (categories.is_object()) {
+      out += "    compute " + Ms(Field(categories, "compute_ns")) + " ms, communication " +
+             Ms(Field(categories, "communication_ns")) + " ms (hidden " +
+             Ms(Field(categories, "communication_hidden_ns")) + ", exposed " +
+             Ms(Field(categories, "communication_exposed_ns")) + "), memory " +
+             Ms(Field(categories, "memory_ns")) + " ms\n";
+    }
+    const std::vector<const Json*> streams = ElementsOf(Field(device, "streams"));
+    if (!streams.empty()) {
+      TextTable table("    ", {{"stream", true}, {"busy ms"}, {"idle ms"}, {"activities"}});
+      const size_t shown = std::min(streams.size(), options.top);
+      for (size_t i = 0; i < shown; ++i) {
+        table.Add({CountText(Field(*streams[i], "id")), Ms(Field(*streams[i], "busy_ns")),
+                   Ms(Field(*streams[i], "idle_ns")), CountText(Field(*streams[i], "activities"))});
+      }
+      if (streams.size() > shown) {
+        table.AddNote("… " + std::to_string(streams.size() - shown) + " more");
+      }
+      out += table.Render();
+    }
     const Json& gaps = Field(device, "gaps");
     if (!gaps.is_object()) {
       out += "    gaps: n/a\n";
@@ -238,12 +259,13 @@ std::string Phases(const Json& phases) {
                          {"recompute"},
                          {"optimizer"},
                          {"loss"},
+                         {"comm"},
                          {"other"},
                          {"r"}});
   table.Add({"", Ms(Field(phases, "forward_ns")), Ms(Field(phases, "backward_ns")),
              Ms(Field(phases, "recompute_ns")), Ms(Field(phases, "optimizer_ns")),
-             Ms(Field(phases, "loss_ns")), Ms(Field(phases, "other_ns")),
-             Fixed(Field(phases, "recompute_fraction"))});
+             Ms(Field(phases, "loss_ns")), Ms(Field(phases, "communication_ns")),
+             Ms(Field(phases, "other_ns")), Fixed(Field(phases, "recompute_fraction"))});
   return table.Render();
 }
 
@@ -255,6 +277,7 @@ std::vector<std::string> StepCells(std::string first, const Json& row) {
           Ms(Field(row, "recompute_ns")),
           Ms(Field(row, "loss_ns")),
           Ms(Field(row, "optimizer_ns")),
+          Ms(Field(row, "communication_ns")),
           Ms(Field(row, "other_ns")),
           Ms(Field(row, "unattributed_ns")),
           Ms(Field(row, "busy_ns")),
@@ -282,6 +305,7 @@ std::string Steps(const Json& steps, const Json& reason, const ReportViewOptions
                          {"rF"},
                          {"loss"},
                          {"opt"},
+                         {"comm"},
                          {"other"},
                          {"unattr"},
                          {"busy"},

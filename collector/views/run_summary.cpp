@@ -169,7 +169,9 @@ std::string RenderSummary(const nlohmann::json& report) {
       out += "  phases ms: forward " + Ms(Field(phases, "forward_ns")) + ", backward " +
              Ms(Field(phases, "backward_ns")) + ", recompute " + Ms(Field(phases, "recompute_ns")) +
              ", optimizer " + Ms(Field(phases, "optimizer_ns")) + ", loss " +
-             Ms(Field(phases, "loss_ns")) + ", other " + Ms(Field(phases, "other_ns")) + "\n";
+             Ms(Field(phases, "loss_ns")) + ", communication " +
+             Ms(Field(phases, "communication_ns")) + ", other " + Ms(Field(phases, "other_ns")) +
+             "\n";
     }
     const Json& steps = Field(process, "steps");
     if (steps.is_object()) {

@@ -20,15 +20,20 @@ constexpr uint64_t kOpen = std::numeric_limits<uint64_t>::max();
 // must not read the collector's data file it is checking.
 const std::vector<std::pair<std::string, std::vector<std::string>>>& PhaseRules() {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> rules = {
-      {"forward", {"forward", "fwd", "forward[_.:# ].*", ".*[_.:# ]forward"}},
+      {"forward",
+       {"forward", "fwd", "forward[_.:# ].*", ".*[_.:# ]forward", "##\\s*forward([_.:# ].*)?##",
+        "CompiledFunction"}},
       {"backward",
        {"backward", "bwd", "backward[_.:# ].*", ".*[_.:# ]backward",
-        "autograd::engine::evaluate_function.*"}},
+        "autograd::engine::evaluate_function.*", "##\\s*backward([_.:# ].*)?##",
+        "CompiledFunctionBackward"}},
       {"recompute", {"recompute", "recompute[_.:# ].*", "checkpoint", "activation_checkpoint.*"}},
       {"optimizer",
        {"optimizer", "optim", "optimizer[_.:# ].*", "optimizer\\.step.*", "optimizer_step",
-        "Optimizer\\.step#.*"}},
-      {"loss", {"loss", "loss[_.:# ].*", ".*[_.:# ]loss", "criterion"}},
+        "Optimizer\\.step#.*", "Optimizer\\.zero_grad#.*", "##\\s*optimizer([_.:# ].*)?##",
+        "##\\s*zero_grad\\s*##"}},
+      {"loss", {"loss", "loss[_.:# ].*", ".*[_.:# ]loss", "criterion", "##\\s*loss([_.:# ].*)?##"}},
+      {"communication", {"nccl:.*", "rccl:.*", "record_param_comms", "c10d::.*"}},
   };
   return rules;
 }
@@ -164,6 +169,12 @@ ContractActivity ExpectActivity(const json& activity, const ContractOptions& opt
     out.reason = activity["correlation_id"].is_null() ? "launch_not_seen" : "no_open_range";
   } else {
     out.phase = PhaseOfPath(out.path);
+    // NCCL / RCCL collectives are communication wherever they were launched.
+    static const std::regex collective("^(?:void )?nccl(?:Dev)?Kernel_");
+    if (activity["kind"] == "kernel" &&
+        std::regex_search(activity["name"].get<std::string>(), collective)) {
+      out.phase = "communication";
+    }
   }
   return out;
 }

@@ -25,8 +25,8 @@ namespace gpuattr::e2e {
 using Path = std::vector<std::string>;
 
 // The phase terms of docs/attribution.md §Phases, in report order.
-inline const std::vector<std::string> kPhaseTerms = {"forward",   "backward", "recompute",
-                                                     "optimizer", "loss",     "other"};
+inline const std::vector<std::string> kPhaseTerms = {
+    "forward", "backward", "recompute", "optimizer", "loss", "communication", "other"};
 
 // One hole in a device's busy union, classified by the activity that ends it.
 struct ContractGap {

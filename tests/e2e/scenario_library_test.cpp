@@ -444,14 +444,48 @@ TEST_CASE("communication overlap: busy is the union of the streams", "[e2e][libr
   const json& device = run.report["processes"][0]["devices"][0];
   CHECK(device["busy_ns"].get<uint64_t>() < sum);
   std::map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> by_stream;
+  // The truth's activities by category: NCCL kernels, other kernels, copies and sets.
+  std::map<std::string, std::vector<std::pair<uint64_t, uint64_t>>> by_category;
+  uint64_t all_reduce_ns = 0;
   for (const json& a : run.truth["processes"][0]["activities"]) {
     by_stream[a["stream"].get<uint64_t>()].emplace_back(a["start_ns"], a["end_ns"]);
+    const bool nccl = a["kind"] == "kernel" && a["name"].get<std::string>().rfind("nccl", 0) == 0;
+    const std::string category = a["kind"] != "kernel" ? "memory"
+                                 : nccl                ? "communication"
+                                                       : "compute";
+    by_category[category].emplace_back(a["start_ns"], a["end_ns"]);
+    if (nccl) all_reduce_ns += a["end_ns"].get<uint64_t>() - a["start_ns"].get<uint64_t>();
   }
   REQUIRE(device["streams"].size() == 2);
   for (const json& stream : device["streams"]) {
     INFO("stream " << stream["id"]);
-    CHECK(stream["busy_ns"] == UnionLength(by_stream[stream["id"].get<uint64_t>()]));
+    const auto& intervals = by_stream[stream["id"].get<uint64_t>()];
+    CHECK(stream["busy_ns"] == UnionLength(intervals));
+    uint64_t first = intervals.front().first;
+    uint64_t last = 0;
+    for (const auto& [start, end] : intervals) {
+      first = std::min(first, start);
+      last = std::max(last, end);
+    }
+    CHECK(stream["idle_ns"] == last - first - UnionLength(intervals));
   }
+  // Compute, communication and the overlap of the two (docs/attribution.md §Compute,
+  // communication and memory), from the truth's intervals.
+  const json& categories = device["categories"];
+  const uint64_t compute = UnionLength(by_category["compute"]);
+  const uint64_t communication = UnionLength(by_category["communication"]);
+  auto both = by_category["compute"];
+  both.insert(both.end(), by_category["communication"].begin(), by_category["communication"].end());
+  const uint64_t hidden = compute + communication - UnionLength(both);
+  CHECK(communication > 0);
+  CHECK(hidden > 0);  // the scenario overlaps its all-reduce with compute
+  CHECK(categories["compute_ns"] == compute);
+  CHECK(categories["communication_ns"] == communication);
+  CHECK(categories["memory_ns"] == UnionLength(by_category["memory"]));
+  CHECK(categories["communication_hidden_ns"] == hidden);
+  CHECK(categories["communication_exposed_ns"] == communication - hidden);
+  // Every all-reduce here is attributed: all of it is the communication phase term.
+  CHECK(run.report["processes"][0]["phases"]["communication_ns"] == all_reduce_ns);
 }
 
 TEST_CASE("a data-loader-bound loop: host-bound gaps inside dataloader", "[e2e][library]") {

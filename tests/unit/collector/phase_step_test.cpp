@@ -107,8 +107,8 @@ TEST_CASE("phases sum the attributed device time by the phase of each path", "[u
   CHECK(U(phases["other_ns"]) == 10 + 70 + 10);  // the memcpy, c9 and c11, on `step` itself
   CHECK(phases["recompute_fraction"].get<double>() == Approx(40.0 / 180.0));
   uint64_t sum = 0;
-  for (const char* key :
-       {"forward_ns", "backward_ns", "recompute_ns", "optimizer_ns", "loss_ns", "other_ns"}) {
+  for (const char* key : {"forward_ns", "backward_ns", "recompute_ns", "optimizer_ns", "loss_ns",
+                          "communication_ns", "other_ns"}) {
     sum += U(phases[key]);
   }
   const Json& totals = process["totals"];
@@ -124,6 +124,44 @@ TEST_CASE("phases sum the attributed device time by the phase of each path", "[u
   CHECK(Pass(process, {"step", "backward", "forward"})["phase"] == "recompute");
   CHECK(Pass(process, {"step", "loss"})["phase"] == "loss");
   CHECK(Pass(process, {"step", "optimizer"})["phase"] == "optimizer");
+}
+
+TEST_CASE("collective kernels are communication wherever they were launched", "[unit][phases]") {
+  // One step: backward launches a gemm and, from the reducer's thread (no range, inherits
+  // step/backward), an NCCL all-reduce; then an all-reduce inside an nccl:all_reduce range and
+  // one launched with no range open anywhere.
+  enum : uint32_t { kAllReduce = 20, kNcclRange = 21, kNodeNccl = 30 };
+  AnalysisOptions options;
+  options.step = "step";
+  ProcessTrace trace(std::move(options));
+  Feeder feed(trace);
+  Message m;
+  m.Add(MakeHello(100, 0, kExe)).Str(kExe, "/usr/bin/python3").Add(CuptiOk());
+  m.Str(kStep, "step").Str(kBackward, "backward").Str(kGemm, "_Z4gemmPfS_");
+  m.Str(kAllReduce, "ncclDevKernel_AllReduce_Sum_f32_RING_LL").Str(kNcclRange, "nccl:all_reduce");
+  m.Add(MakeNode(kNodeStep, 0, kStep)).Add(MakeNode(kNodeBackward, kNodeStep, kBackward));
+  m.Add(MakeNode(kNodeNccl, 0, kNcclRange));
+  m.Push(100, 1, kNodeStep).Push(110, 1, kNodeBackward).Add(MakeLaunch(1, 115, 1, kNodeBackward));
+  m.Add(MakeLaunch(2, 120, 2, 0)).Pop(200, 1, kNodeBackward).Pop(210, 1, kNodeStep);
+  m.Push(300, 2, kNodeNccl).Add(MakeLaunch(3, 305, 2, kNodeNccl)).Pop(310, 2, kNodeNccl);
+  m.Add(MakeLaunch(4, 400, 2, 0));
+  m.Add(MakeKernel(1, 130, 150, 7, kGemm)).Add(MakeKernel(2, 140, 190, 8, kAllReduce));
+  m.Add(MakeKernel(3, 320, 330, 8, kAllReduce)).Add(MakeKernel(4, 410, 414, 8, kAllReduce));
+  m.Add(wire::Goodbye{1000, 1, 0});
+  REQUIRE(feed.Send(m).ok());
+  trace.Finish();
+  const Json process = ProcessReportOf(trace);
+  const Json& phases = process["phases"];
+  CHECK(U(phases["backward_ns"]) == 20);
+  CHECK(U(phases["communication_ns"]) == 50 + 10);
+  CHECK(U(phases["other_ns"]) == 0);
+  // Unattributed collectives stay unattributed: a phase term holds attributed time only.
+  CHECK(U(process["coverage"]["unattributed"][0]["ns"]) == 4);
+  CHECK(Pass(process, {"nccl:all_reduce"})["phase"] == "communication");
+  CHECK(Pass(process, {"step", "backward"})["phase"] == "backward");
+  const Json& row = process["steps"]["rows"][0];
+  CHECK(U(row["backward_ns"]) == 20);
+  CHECK(U(row["communication_ns"]) == 50);
 }
 
 TEST_CASE("coverage by phase counts unattributed kernels by the main thread's phase",

@@ -44,6 +44,31 @@ TEST_CASE("the built-in phase table assigns phases to paths", "[unit][rules]") {
   CHECK(PhaseOf(Path{"loss", "forward"}) == "forward");
 }
 
+TEST_CASE("the built-in phase table knows the ranges PyTorch itself emits", "[unit][rules]") {
+  using Path = std::vector<std::string>;
+  // torchrec / DDP training loops and torch.profiler's own record_function names.
+  CHECK(PhaseOf(Path{"ProfilerStep#3", "## forward ##"}) == "forward");
+  CHECK(PhaseOf(Path{"## forward:split_sparse_features ##"}) == "forward");
+  CHECK(PhaseOf(Path{"DistributedDataParallel.forward"}) == "forward");
+  CHECK(PhaseOf(Path{"CompiledFunction"}) == "forward");
+  CHECK(PhaseOf(Path{"ProfilerStep#3", "## backward ##"}) == "backward");
+  CHECK(PhaseOf(Path{"CompiledFunctionBackward"}) == "backward");
+  CHECK(PhaseOf(Path{"## optimizer ##", "Optimizer.step#FusedAdam.step"}) == "optimizer");
+  CHECK(PhaseOf(Path{"## zero_grad ##"}) == "optimizer");
+  CHECK(PhaseOf(Path{"Optimizer.zero_grad#Adagrad.zero_grad"}) == "optimizer");
+  CHECK(PhaseOf(Path{"## loss ##"}) == "loss");
+  // Other ## … ## annotations have no phase of their own.
+  CHECK(PhaseOf(Path{"## load_batch ##"}) == std::nullopt);
+  CHECK(PhaseOf(Path{"## all2all_data:lengths ##"}) == std::nullopt);
+  CHECK(PhaseOf(Path{"## metrics:publish ##"}) == std::nullopt);
+  // A forward annotation under a backward one is recompute, as for any forward range.
+  CHECK(PhaseOf(Path{"## backward ##", "## forward ##"}) == "recompute");
+  // Collective ranges: torch.profiler's nccl:* and record_param_comms, c10d ops.
+  CHECK(PhaseOf(Path{"nccl:all_reduce"}) == "communication");
+  CHECK(PhaseOf(Path{"## backward ##", "record_param_comms"}) == "communication");
+  CHECK(PhaseOf(Path{"c10d::allreduce_"}) == "communication");
+}
+
 TEST_CASE("a replacement phase table applies its own patterns", "[unit][rules]") {
   StatusOr<PhaseRules> rules =
       PhaseRules::Parse(R"({"phases": {"forward": ["fp_.*"], "backward": ["bp_.*"]}})", "test");
@@ -89,6 +114,8 @@ TEST_CASE("malformed rule files are refused with the problem named", "[unit][rul
   CheckFamilyError(R"({"rules": [{"match": "a", "family": "b", "fam": "c"}]})",
                    "unknown key \"fam\"");
   CheckFamilyError(R"({"rules": [{"match": "a", "family": 2}]})", "\"family\" is not a string");
+  CheckFamilyError(R"({"rules": [{"match": "a", "family": "b", "category": "comms"}]})",
+                   "\"category\" must be compute or communication, not \"comms\"");
   CheckFamilyError(R"({"rules": [{"match": "a", "family": "b"}, {"match": "[", "family": "c"}]})",
                    "rule 1: invalid regular expression '['");
 
@@ -105,6 +132,23 @@ TEST_CASE("malformed rule files are refused with the problem named", "[unit][rul
 }
 
 // Demangled names as Kineto recorded them on A100 runs (hta traces in /work/shared/traces).
+TEST_CASE("family rules say which kernels are collectives", "[unit][rules]") {
+  const FamilyRules& rules = FamilyRules::Default();
+  const FamilyRules::KernelClass nccl = rules.ClassOf("ncclKernel_AllReduce_RING_LL_Sum_float");
+  CHECK(nccl.family == "nccl_AllReduce");
+  CHECK(nccl.communication);
+  CHECK(rules.ClassOf("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)").communication);
+  CHECK_FALSE(rules.ClassOf("ampere_sgemm_128x64_nn").communication);
+  CHECK_FALSE(rules.ClassOf("void my_kernel<float>(float*)").communication);  // no rule: compute
+  StatusOr<FamilyRules> own = FamilyRules::Parse(
+      R"({"rules": [{"match": "^allgather_", "family": "ag", "category": "communication"},
+                    {"match": "^gemm", "family": "gemm", "category": "compute"}]})",
+      "test");
+  REQUIRE(own.ok());
+  CHECK(own->ClassOf("allgather_ring").communication);
+  CHECK_FALSE(own->ClassOf("gemm_128").communication);
+}
+
 TEST_CASE("the built-in family table folds real kernel names", "[unit][rules]") {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::"

@@ -174,10 +174,10 @@ TEST_CASE("fields that are null today render n/a, never 0", "[report_view]") {
 
 TEST_CASE("filled phases, steps, coverage by phase and launch statistics render", "[report_view]") {
   Json process = TreeProcess();
-  process["phases"] = {{"forward_ns", 4000000},      {"backward_ns", 2000000},
-                       {"recompute_ns", 500000},     {"optimizer_ns", 250000},
-                       {"loss_ns", 125000},          {"other_ns", 0},
-                       {"recompute_fraction", 0.125}};
+  process["phases"] = {{"forward_ns", 4000000},  {"backward_ns", 2000000},
+                       {"recompute_ns", 500000}, {"optimizer_ns", 250000},
+                       {"loss_ns", 125000},      {"communication_ns", 60000},
+                       {"other_ns", 0},          {"recompute_fraction", 0.125}};
   Json row = {{"index", 0},
               {"name", "step"},
               {"start_ns", 0},
@@ -188,6 +188,7 @@ TEST_CASE("filled phases, steps, coverage by phase and launch statistics render"
               {"recompute_ns", 500000},
               {"optimizer_ns", 250000},
               {"loss_ns", 125000},
+              {"communication_ns", 60000},
               {"other_ns", 0},
               {"unattributed_ns", 0},
               {"busy_ns", 6875000},
@@ -208,6 +209,13 @@ TEST_CASE("filled phases, steps, coverage by phase and launch statistics render"
       {"latency_ns",
        {{"count", 9}, {"mean", 15000}, {"min", 9000}, {"median", 12000}, {"max", 30000}}}};
   process["loss"]["dropped_records"] = 3;
+  process["devices"][0]["categories"] = {{"compute_ns", 6000000},
+                                         {"communication_ns", 2000000},
+                                         {"memory_ns", 250000},
+                                         {"communication_hidden_ns", 1500000},
+                                         {"communication_exposed_ns", 500000}};
+  process["devices"][0]["streams"] = {
+      {{"id", 7}, {"busy_ns", 6000000}, {"idle_ns", 4000000}, {"activities", 12}}};
   process["refusals"] = {
       {{"code", "cupti_subscriber_conflict"},
        {"cause", "another CUPTI subscriber (Nsight Systems?) holds the callback API"},
@@ -216,15 +224,17 @@ TEST_CASE("filled phases, steps, coverage by phase and launch statistics render"
   CheckWidth(text);
   CHECK_THAT(LineWith(text, "phases (ms)"),
              Catch::Matches(R"(\s+phases \(ms\)\s+forward\s+backward\s+recompute\s+optimizer\s+)"
-                            R"(loss\s+other\s+r)"));
+                            R"(loss\s+comm\s+other\s+r)"));
   CHECK_THAT(Lines(text)[LineIndex(text, "phases (ms)") + 1],
-             Catch::Matches(R"(\s+4\.000\s+2\.000\s+0\.500\s+0\.250\s+0\.125\s+0\.000\s+0\.125)"));
+             Catch::Matches(
+                 R"(\s+4\.000\s+2\.000\s+0\.500\s+0\.250\s+0\.125\s+0\.060\s+0\.000\s+0\.125)"));
   CHECK_THAT(text, Catch::Contains(
                        "steps (ms): range 'step' (auto-detected), 4 instances, 2 skipped, 2 rows"));
   CHECK_THAT(
       LineWith(text, "  0 "),
       Catch::Matches(
-          R"(\s+0\s+9\.000\s+4\.000\s+2\.000\s+0\.500\s+0\.125\s+0\.250\s+0\.000\s+0\.000\s+6\.875\s+2\.125)"));
+          R"(\s+0\s+9\.000\s+4\.000\s+2\.000\s+0\.500\s+0\.125\s+0\.250\s+0\.060\s+0\.000\s+0\.000\s+)"
+          R"(6\.875\s+2\.125)"));
   CHECK_THAT(LineWith(text, "  1 "), Catch::StartsWith("  1") && Catch::Contains("11.000"));
   CHECK_THAT(LineWith(text, "  median "),
              Catch::Matches(R"(\s+median\s+10\.000\s+4\.000.*2\.125)"));
@@ -233,6 +243,9 @@ TEST_CASE("filled phases, steps, coverage by phase and launch statistics render"
   CHECK_THAT(LineWith(text, "gemm"),
              Catch::Matches(R"(\s+gemm\s+9\s+7\.000\s+100\.00%\s+0\.778\s+4\.2\s+12\.0)"));
   CHECK_THAT(text, Catch::Contains("loss: dropped_records 3\n"));
+  CHECK_THAT(text, Catch::Contains("    compute 6.000 ms, communication 2.000 ms (hidden 1.500, "
+                                   "exposed 0.500), memory 0.250 ms\n"));
+  CHECK_THAT(LineWith(text, "    7 "), Catch::Matches(R"(\s+7\s+6\.000\s+4\.000\s+12)"));
   CHECK_THAT(text,
              Catch::Contains("refused (cupti_subscriber_conflict): another CUPTI subscriber"));
   CHECK_THAT(text, Catch::Contains("remedy: run without the other profiler"));
@@ -324,7 +337,7 @@ TEST_CASE("hostile documents render without throwing", "[report_view]") {
     CHECK_THAT(text, Catch::Contains("process n/a") && Catch::Contains("passes: n/a"));
     CHECK_THAT(text, Catch::Contains("collector diagnostics: rejected_connections 2"));
     CHECK_THAT(Lines(text)[LineIndex(text, "phases (ms)") + 1],
-               Catch::Matches(R"(\s+n/a\s+n/a\s+n/a\s+n/a\s+n/a\s+n/a\s+n/a)"));
+               Catch::Matches(R"(\s+n/a\s+n/a\s+n/a\s+n/a\s+n/a\s+n/a\s+n/a\s+n/a)"));
   }
   SECTION("not an object at all") {
     for (const Json& report : {Json(nullptr), Json(3), Json::array({1, 2}), Json("s")}) {
