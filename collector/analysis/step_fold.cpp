@@ -116,45 +116,15 @@ void StepFold::Fold(const AttributedActivity& attributed) {
 }
 
 void StepFold::FoldTerms(uint64_t launch_ns, const ActivityOutcome& outcome, uint64_t ns) {
-  if (outcome.node == 0) {
-    for (auto& [name, key] : step_keys_) {
-      if (!key.tracked) continue;
-      std::optional<size_t> id;
-      for (auto& [node, index] : key.by_node) EarliestAt(index, launch_ns, id);
-      if (id) instances_[*id].unattributed_ns += ns;
-    }
-    return;
-  }
-  const std::vector<std::string>& path = paths_.Of(outcome.node);
-  const std::vector<std::string>& keys = KeysOf(outcome.node);
-  // The earliest matching instance per step key, keyed by the key's entry (no allocation: this
-  // runs for every activity).
-  std::vector<std::pair<const Key*, size_t>>& best = best_instances_;
-  best.clear();
-  for (size_t depth = 0; depth < keys.size(); ++depth) {
-    auto key = step_keys_.find(keys[depth]);
-    if (key == step_keys_.end() || !key->second.tracked) continue;
+  for (auto& [name, key] : step_keys_) {
+    if (!key.tracked) continue;
     std::optional<size_t> id;
-    for (auto& [node, index] : key->second.by_node) {
-      const std::vector<std::string>& step_path = paths_.Of(node);
-      if (step_path.size() == depth + 1 &&
-          std::equal(step_path.begin(), step_path.end(), path.begin())) {
-        EarliestAt(index, launch_ns, id);
-      }
-    }
+    for (auto& [node, index] : key.by_node) EarliestAt(index, launch_ns, id);
     if (!id) continue;
-    const Key* identity = &key->second;
-    auto it = std::find_if(best.begin(), best.end(),
-                           [&](const auto& entry) { return entry.first == identity; });
-    if (it == best.end()) {
-      best.emplace_back(identity, *id);
-    } else if (Earlier(*id, it->second)) {
-      it->second = *id;
-    }
-  }
-  for (const auto& [key, id] : best) {
-    Instance& instance = instances_[id];
-    if (outcome.phase) {
+    Instance& instance = instances_[*id];
+    if (outcome.node == 0) {
+      instance.unattributed_ns += ns;
+    } else if (outcome.phase) {
       instance.phases.ns[static_cast<size_t>(*outcome.phase)] += ns;
     } else {
       instance.phases.other_ns += ns;
@@ -162,7 +132,6 @@ void StepFold::FoldTerms(uint64_t launch_ns, const ActivityOutcome& outcome, uin
   }
 }
 
-// A merged interval of all device activity closed: its overlap with every tracked instance.
 void StepFold::AddBusy(const Interval& merged) {
   for (auto& [name, key] : step_keys_) {
     if (!key.tracked) continue;

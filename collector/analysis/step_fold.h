@@ -6,11 +6,12 @@
 // likely known) under its StepRangeKey, indexed per key and path node (range_index.h). Keys are
 // tracked when they are --step, or, auto-detecting, once a range of that key is seen at the top
 // level. A released activity adds its terms to the earliest instance of each tracked key that
-// holds its launch time (attributed activities: only instances whose path is a prefix of the
-// activity's); each merged interval of the all-device busy union, as it closes, adds its overlap
-// to every tracked instance. The step range is chosen at the end from the closed ranges' counts
-// (a step-like name with two or more top-level instances first, then the most instances, then
-// the most host time), and its closed instances become the rows, --skip-steps dropped.
+// holds its launch time, whichever thread launched it (an autograd thread's backward, a DDP
+// reducer's all-reduce); each merged interval of the all-device busy union, as it closes, adds
+// its overlap to every tracked instance. The step range is chosen at the end from the closed
+// ranges' counts (a step-like name with two or more top-level instances first, then the most
+// instances, then the most host time), and its closed instances become the rows, --skip-steps
+// dropped.
 //
 // Only instances that can still become rows are kept: with --step those of its key; when
 // auto-detecting, every key's until a step-like key has two closed top-level instances (from then
@@ -110,7 +111,6 @@ class StepFold {
   // Auto-detection, until settled: top-level instances of step-like keys not yet seen closed.
   std::vector<std::pair<Key*, size_t>> step_like_open_;
   std::deque<Instance> instances_;
-  std::vector<std::pair<const Key*, size_t>> best_instances_;  // FoldTerms' scratch
   std::map<std::string, Key> step_keys_;
 };
 

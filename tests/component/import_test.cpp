@@ -293,6 +293,21 @@ TEST_CASE("gpuattr import: phases, categories and stream idle equal an independe
   }
 }
 
+// The step rows hold the backward the autograd threads launched while each ProfilerStep was open
+// on the main thread (the README's "backward per step"), and all of the communication, which
+// DDP's reducer launches from its own thread under nccl:* ranges outside the steps' paths.
+void CheckStepBackward(const json& process, const std::vector<uint64_t>& backward) {
+  const json& rows = process["steps"]["rows"];
+  REQUIRE(rows.size() == backward.size());
+  uint64_t communication = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    INFO("row " << i);
+    CHECK(rows[i]["backward_ns"] == backward[i]);
+    communication += rows[i]["communication_ns"].get<uint64_t>();
+  }
+  CHECK(communication == process["phases"]["communication_ns"]);
+}
+
 // ../shared/traces/README.md, "PyTorch phase reference values", made by another script with the
 // host context of every op. nccl_data agrees term for term. control draws one boundary
 // differently (docs/attribution.md §Imported traces): its loss ops are cpu_op events, which are
@@ -313,6 +328,7 @@ TEST_CASE("gpuattr import: the DDP traces' phase terms agree with the README's r
   const json& categories = nccl.report["processes"][0]["devices"][0]["categories"];
   CHECK(categories["compute_ns"] == 115655847);
   CHECK(categories["communication_ns"] == 46876493);
+  CheckStepBackward(nccl.report["processes"][0], {25801995, 25726744, 26048640});
 
   TempDir control_dir;
   const ImportRun control =
@@ -327,6 +343,8 @@ TEST_CASE("gpuattr import: the DDP traces' phase terms agree with the README's r
   const json& device = control.report["processes"][0]["devices"][0]["categories"];
   CHECK(device["compute_ns"] == 281336000);
   CHECK(device["communication_ns"] == 163535000);
+  CheckStepBackward(control.report["processes"][0],
+                    {29059000, 29496000, 30041000, 30068000, 29644000, 29659000});
 }
 
 TEST_CASE("gpuattr import: inputs that are not traces exit 3 with a message", "[import]") {

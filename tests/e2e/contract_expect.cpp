@@ -259,9 +259,10 @@ std::optional<ContractSteps> ExpectSteps(const ContractProcess& process,
       if (launch < row.start_ns || launch > row.end_ns) continue;
       const uint64_t duration =
           a.truth["end_ns"].get<uint64_t>() - a.truth["start_ns"].get<uint64_t>();
+      // Launched while the step was open, from any thread (docs/attribution.md §Steps).
       if (a.attribution == "none") {
         row.ns["unattributed"] += duration;
-      } else if (StepName(a.path.front()) == *name) {
+      } else {
         row.ns[a.phase.value_or("other")] += duration;
       }
     }
