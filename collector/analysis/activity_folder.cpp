@@ -76,10 +76,10 @@ void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord*
   if (outcome.node != 0) {
     std::optional<std::vector<std::string>> launch_context;
     if (outcome.kind == AttributionKind::kCaptured && launch) {
-      launch_context =
-          outcome.launch_node != 0 ? paths_.Of(outcome.launch_node) : std::vector<std::string>{};
+      launch_context = outcome.launch_node != 0 ? paths_.PassOf(outcome.launch_node)
+                                                : std::vector<std::string>{};
     }
-    passes_.Fold(attributed, paths_.Of(outcome.node), families_.LeafFamily(activity),
+    passes_.Fold(attributed, paths_.PassOf(outcome.node), families_.LeafFamily(activity),
                  launch_context);
   }
   devices_.Fold(activity, launch, late, category);
@@ -155,7 +155,7 @@ ProcessAnalysis ActivityFolder::Finish(const LaunchCounts& launches) {
   result.excluded_activities = excluded_activities_;
   FoldClosedRanges();
   for (const auto& [node, durations] : host_ranges_.durations_by_node()) {
-    passes_.AddHostDurations(paths_.Of(node), durations);
+    passes_.AddHostDurations(paths_.PassOf(node), durations);
   }
   phases_.Finish(result);
   result.totals = totals_;

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -22,6 +23,17 @@
 #include "analysis/trace_data.h"
 
 namespace gpuattr::collector {
+
+// The name a range's instances share: torch.profiler numbers its steps (`ProfilerStep#15`), and
+// all of them are `ProfilerStep#*`; any other name is itself.
+inline std::string StepRangeKey(const std::string& name) {
+  constexpr std::string_view kProfilerStep = "ProfilerStep#";
+  if (name.size() <= kProfilerStep.size() || name.compare(0, kProfilerStep.size(), kProfilerStep))
+    return name;
+  const bool numbered = std::all_of(name.begin() + kProfilerStep.size(), name.end(),
+                                    [](char c) { return c >= '0' && c <= '9'; });
+  return numbered ? std::string(kProfilerStep) + "*" : name;
+}
 
 class PathNames {
  public:
@@ -33,7 +45,18 @@ class PathNames {
     if (generation_ == data_.definitions) return false;
     generation_ = data_.definitions;
     cache_.clear();
+    pass_cache_.clear();
     return true;
+  }
+
+  // The pass tree's path of `node` (docs/attribution.md §Passes): Of(node) with every name by
+  // its StepRangeKey, so that the N instances of ProfilerStep#N are one pass node.
+  const std::vector<std::string>& PassOf(uint32_t node) {
+    auto cached = pass_cache_.find(node);
+    if (cached != pass_cache_.end()) return cached->second;
+    std::vector<std::string> names = Of(node);
+    for (std::string& name : names) name = StepRangeKey(name);
+    return pass_cache_.emplace(node, std::move(names)).first->second;
   }
 
   // The names from the root to `node` (node 0: none).
@@ -62,6 +85,7 @@ class PathNames {
   const TraceData& data_;
   uint64_t generation_ = 0;
   std::unordered_map<uint32_t, std::vector<std::string>> cache_;
+  std::unordered_map<uint32_t, std::vector<std::string>> pass_cache_;
 };
 
 }  // namespace gpuattr::collector

@@ -18,11 +18,6 @@ bool StepLikeKey(const std::string& key) {
 
 }  // namespace
 
-std::string StepRangeKey(const std::string& name) {
-  static const std::regex kProfilerStep("ProfilerStep#\\d+");
-  return std::regex_match(name, kProfilerStep) ? "ProfilerStep#*" : name;
-}
-
 StepFold::StepFold(const TraceData& data, PathNames& paths, std::optional<std::string> step,
                    uint64_t skip_steps)
     : data_(data),

@@ -42,9 +42,6 @@
 
 namespace gpuattr::collector {
 
-// The name a step range goes by: `ProfilerStep#*` for every `ProfilerStep#N`, else `name`.
-std::string StepRangeKey(const std::string& name);
-
 class StepFold {
  public:
   // `data` and `paths` must outlive this. `step`: --step NAME (empty: auto-detect);

@@ -202,9 +202,11 @@ TEST_CASE("gpuattr import: the DDP trace's pass tree shows its annotations and c
   for (const json& node : process["passes"]) top[node["name"].get<std::string>()] = &node;
   REQUIRE(top.count("nccl:all_reduce") == 1);
   CHECK((*top["nccl:all_reduce"])["device"]["kernels"] == 15);
-  REQUIRE(top.count("ProfilerStep#4") == 1);
+  // ProfilerStep#4, #5 and #6 are one pass.
+  REQUIRE(top.count("ProfilerStep#*") == 1);
+  CHECK((*top["ProfilerStep#*"])["instances"] == 3);
   std::vector<std::string> children;
-  for (const json& child : (*top["ProfilerStep#4"])["children"]) {
+  for (const json& child : (*top["ProfilerStep#*"])["children"]) {
     children.push_back(child["name"].get<std::string>());
   }
   CHECK(std::count(children.begin(), children.end(), "## forward ##") == 1);

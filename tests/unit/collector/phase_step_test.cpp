@@ -345,6 +345,15 @@ TEST_CASE("steps: ProfilerStep#N instances are one step range", "[unit][steps]")
   CHECK(steps["rows"][1]["other_ns"] == 20);
   CHECK(steps["rows"][1]["busy_ns"] == 15);  // 25-40 of 25-45
   CHECK(steps["rows"][1]["gaps_ns"] == 5);
+  // The pass tree has one node for the range, with both instances and both kernels; the
+  // activities keep their instance's name.
+  const Json process = ProcessReportOf(trace);
+  const Json& pass = Pass(process, {"ProfilerStep#*"});
+  CHECK(pass["instances"] == 2);
+  CHECK(pass["host_ns"]["total"] == 10 + 20);
+  CHECK(pass["device"]["kernels"] == 2);
+  CHECK(pass["device"]["self_ns"] == 6 + 20);
+  CHECK(FindPass(process["passes"], {"ProfilerStep#1"}) == nullptr);
 
   AnalysisOptions options;
   options.step = "ProfilerStep#7";  // any instance's name selects the whole range
