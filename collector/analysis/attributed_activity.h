@@ -23,6 +23,9 @@ const char* AttributionKindName(AttributionKind kind);
 // Unattributed reasons (DESIGN §2).
 inline constexpr const char* kReasonNoOpenRange = "no_open_range";
 inline constexpr const char* kReasonLaunchNotSeen = "launch_not_seen";
+// Launch not seen, and its correlation id is below every launch the process reported: launched
+// before the capture began (a trace whose device side starts before its CPU side).
+inline constexpr const char* kReasonLaunchedBeforeCapture = "launched_before_capture";
 // Fallbacks (coverage.fallbacks): a graph node whose creation was never seen (captured before
 // the capture window, or its records were lost) is attributed by rules 2-3 at its graph launch.
 inline constexpr const char* kFallbackGraphBeforeWindow = "graph_captured_before_window";

@@ -43,7 +43,7 @@ AttributionRules::Decision AttributionRules::ForActivity(const ActivityRecord& a
                                                          const LaunchRecord* launch,
                                                          ActivityOutcome& outcome) const {
   if (activity.graph_node_id == 0) {
-    if (launch == nullptr) return {0, AttributionKind::kNone, kReasonLaunchNotSeen};
+    if (launch == nullptr) return {0, AttributionKind::kNone, LaunchNotSeenReason(activity)};
     return ForLaunch(*launch);
   }
   std::optional<Decision> at_launch;
@@ -54,14 +54,20 @@ AttributionRules::Decision AttributionRules::ForActivity(const ActivityRecord& a
   const GraphNodeInfo* origin = GraphOrigin(data_, activity.graph_node_id);
   if (origin == nullptr) {
     // Its creation was never seen (captured before the window): rules 2-4 at the graph launch.
-    if (!at_launch) return {0, AttributionKind::kNone, kReasonLaunchNotSeen};
+    if (!at_launch) return {0, AttributionKind::kNone, LaunchNotSeenReason(activity)};
     outcome.fallback = kFallbackGraphBeforeWindow;
     return *at_launch;
   }
   if (origin->path_node != 0) return {origin->path_node, AttributionKind::kCaptured, nullptr};
   // Captured with no range open: rules 2-4 with the graph launch as the launch.
   if (at_launch) return *at_launch;
-  return {0, AttributionKind::kNone, kReasonLaunchNotSeen};
+  return {0, AttributionKind::kNone, LaunchNotSeenReason(activity)};
+}
+
+const char* AttributionRules::LaunchNotSeenReason(const ActivityRecord& activity) const {
+  const bool before_capture = data_.min_launch_correlation != 0 && activity.correlation_id != 0 &&
+                              activity.correlation_id < data_.min_launch_correlation;
+  return before_capture ? kReasonLaunchedBeforeCapture : kReasonLaunchNotSeen;
 }
 
 const char* AttributionKindName(AttributionKind kind) {

@@ -6,7 +6,8 @@
 //   3 captured   a CUDA-graph node: the range open where the node was created, followed back
 //                through GraphNodeCloned links to the most original node with a known creation;
 //                the graph launch's own rules-2-3 path is kept as the launch context;
-//   4 none       unattributed, with its reason (no_open_range, launch_not_seen).
+//   4 none       unattributed, with its reason (no_open_range, launch_not_seen, or
+//                launched_before_capture when its correlation id is below every launch seen).
 // A graph node whose creation was never seen is attributed by rules 2-4 at its graph launch and
 // counted as a fallback (graph_captured_before_window).
 //
@@ -40,6 +41,8 @@ class AttributionRules {
   Decision ForLaunch(const LaunchRecord& launch) const;
   Decision ForActivity(const ActivityRecord& activity, const LaunchRecord* launch,
                        ActivityOutcome& outcome) const;
+  // launch_not_seen, or launched_before_capture below every launch's correlation id.
+  const char* LaunchNotSeenReason(const ActivityRecord& activity) const;
 
   const TraceData& data_;
   bool inherit_;

@@ -239,6 +239,10 @@ void TraceBuilder::ApplyHostEvent(const wire::RecordView& record) {
     case wire::RecordType::kApiEnter: {
       const auto enter = record.As<wire::ApiEnter>();
       SeeTimestamp(enter.timestamp_ns);
+      if (enter.correlation_id != 0 && (data_.min_launch_correlation == 0 ||
+                                        enter.correlation_id < data_.min_launch_correlation)) {
+        data_.min_launch_correlation = enter.correlation_id;
+      }
       launches_.Enter(enter);
       break;
     }

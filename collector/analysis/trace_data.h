@@ -158,6 +158,9 @@ struct TraceData {
   std::map<KernelShape, uint32_t> shape_index;
   std::unordered_map<uint64_t, GraphNodeInfo> graph_nodes;
   uint64_t activities_seen = 0;  // device activity records received
+  // The smallest correlation id of any launch (ApiEnter) received; 0 before the first. Device
+  // work below it without a launch was launched before the capture began.
+  uint32_t min_launch_correlation = 0;
 
   // Stream bookkeeping and collector-side counts of irregularities.
   uint64_t messages = 0;

@@ -12,6 +12,8 @@
 #include <iterator>
 #include <utility>
 
+#include "analysis/attributed_activity.h"
+
 namespace gpuattr::collector {
 
 namespace {
@@ -265,11 +267,18 @@ Json StepsJson(bool measured, const Steps& steps) {
 Json CoverageJson(bool measured, uint64_t attributed_kernel_ns, uint64_t kernel_ns,
                   const std::vector<Unattributed>& unattributed, double threshold,
                   const PhaseCoverage& phase_coverage) {
-  Json fraction = measured ? Fraction(attributed_kernel_ns, kernel_ns) : Json(nullptr);
+  // Kernels launched before the capture began could not be attributed by any rule: the fraction
+  // is over what the trace could attribute (docs/attribution.md §Coverage).
+  uint64_t attributable_kernel_ns = kernel_ns;
+  for (const Unattributed& entry : unattributed) {
+    if (entry.reason == kReasonLaunchedBeforeCapture) attributable_kernel_ns -= entry.kernel_ns;
+  }
+  Json fraction = measured ? Fraction(attributed_kernel_ns, attributable_kernel_ns) : Json(nullptr);
   Json passed = nullptr;
   if (fraction.is_number()) passed = fraction.get<double>() >= threshold;
   return {{"attributed_fraction", fraction},
           {"attributed_kernel_ns", measured ? Json(attributed_kernel_ns) : Json(nullptr)},
+          {"attributable_kernel_ns", measured ? Json(attributable_kernel_ns) : Json(nullptr)},
           {"threshold", threshold},
           {"passed", passed},
           {"by_phase", ByPhaseJson(measured, phase_coverage)},

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "import/kineto_importer.h"
@@ -285,6 +286,38 @@ TEST_CASE("Kineto import: the same file given twice is refused, through any path
     CHECK(result.status().code() == StatusCode::kInvalidArgument);
     CHECK(result.status().message().find("is the same file as " + path) != std::string::npos);
   }
+}
+
+TEST_CASE("Kineto import: kernels launched before the trace's CPU side are not held against it",
+          "[import][kineto]") {
+  TempDir dir;
+  // Two kernels (correlation 3 and 4) ran before the profiler saw any runtime call (the first
+  // is 10); a third (correlation 12) lost its launch inside the capture.
+  const Imported imported = ImportPaths({Write(dir, "early.json", R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "early", "pid": 0, "tid": 7, "ts": 1, "dur": 30,
+     "args": {"device": 0, "stream": 7, "correlation": 3}},
+    {"ph": "X", "cat": "kernel", "name": "early", "pid": 0, "tid": 7, "ts": 40, "dur": 10,
+     "args": {"device": 0, "stream": 7, "correlation": 4}},
+    {"ph": "X", "cat": "user_annotation", "name": "step", "pid": 5, "tid": 5, "ts": 100,
+     "dur": 100},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 5, "tid": 5, "ts": 110,
+     "dur": 2, "args": {"correlation": 10}},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 120, "dur": 200,
+     "args": {"device": 0, "stream": 7, "correlation": 10}},
+    {"ph": "X", "cat": "kernel", "name": "lost", "pid": 0, "tid": 7, "ts": 330, "dur": 5,
+     "args": {"device": 0, "stream": 7, "correlation": 12}}]})")});
+  const json& coverage = imported.report["processes"][0]["coverage"];
+  std::map<std::string, json> reasons;
+  for (const json& entry : coverage["unattributed"]) reasons[entry["reason"]] = entry;
+  REQUIRE(reasons.count("launched_before_capture") == 1);
+  CHECK(reasons["launched_before_capture"]["ns"] == 40000);
+  CHECK(reasons["launched_before_capture"]["activities"] == 2);
+  CHECK(reasons["launch_not_seen"]["ns"] == 5000);
+  // The gate's fraction is over what the trace could attribute: 200 of 205 µs, not of 245.
+  CHECK(coverage["attributable_kernel_ns"] == 205000);
+  CHECK(coverage["attributed_fraction"].get<double>() == Approx(200.0 / 205.0));
+  // The early kernels are busy time all the same.
+  CHECK(imported.report["processes"][0]["devices"][0]["busy_ns"] == 245000);
 }
 
 TEST_CASE("Kineto import: ranges that do not nest are clipped into their parent",

@@ -58,6 +58,23 @@ TEST_CASE("an activity whose launch was never seen is launch_not_seen",
   CHECK(Text(outcome.reason) == kReasonLaunchNotSeen);
 }
 
+TEST_CASE("work without a launch below every launch's correlation id was launched before capture",
+          "[unit][attribution_rules]") {
+  TraceFixture trace;
+  trace.data.min_launch_correlation = 100;  // the first launch the process reported
+  const AttributionRules rules(trace.data, true);
+  ActivityRecord early = trace.Kernel(1, 2);
+  early.correlation_id = 42;
+  CHECK(Text(rules.Attribute(early, nullptr).reason) == kReasonLaunchedBeforeCapture);
+  ActivityRecord lost = trace.Kernel(3, 4);  // inside the capture: its launch was lost
+  lost.correlation_id = 150;
+  CHECK(Text(rules.Attribute(lost, nullptr).reason) == kReasonLaunchNotSeen);
+  ActivityRecord unknown = trace.Kernel(5, 6);  // no correlation id at all
+  CHECK(Text(rules.Attribute(unknown, nullptr).reason) == kReasonLaunchNotSeen);
+  trace.data.min_launch_correlation = 0;  // no launch seen: nothing to be before
+  CHECK(Text(rules.Attribute(early, nullptr).reason) == kReasonLaunchNotSeen);
+}
+
 TEST_CASE("a graph kernel is attributed where its node was created, through clones",
           "[unit][attribution_rules]") {
   TraceFixture trace;
