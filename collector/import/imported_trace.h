@@ -106,6 +106,7 @@ struct ImportedTrace {
   // kOtherCategories.
   std::unordered_map<std::string, uint64_t> unused_events;
   static constexpr size_t kMaxUnusedCategories = 64;
+  static constexpr size_t kMaxCategoryBytes = 128;  // a longer `cat` counts under kOtherCategories
   static constexpr const char* kNoCategory = "(no category)";
   static constexpr const char* kOtherCategories = "(other categories)";
 

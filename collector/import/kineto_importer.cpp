@@ -216,7 +216,8 @@ class KinetoHandler : public TraceEventHandler {
   static constexpr uint64_t kNoTime = std::numeric_limits<uint64_t>::max();
   // Named pids and tids get ids from here up: above any Linux pid or tid (at most 2^22).
   static constexpr int64_t kFirstNamedId = int64_t{1} << 31;
-  static constexpr size_t kMaxNamedIds = size_t{1} << 16;
+  static constexpr size_t kMaxNamedIds = size_t{1} << 16;  // and each at most this long:
+  static constexpr size_t kMaxNamedIdBytes = 256;
   static constexpr size_t kMaxDevices = 1024;
 
   struct Pending {
@@ -227,15 +228,16 @@ class KinetoHandler : public TraceEventHandler {
 
   // A pid or tid: a number, or a string (the 2021 schema writes tids as strings, the legacy list
   // writes "CPU functions" as its pid). A string of decimal digits is that number; any other
-  // string is a name, given an id of its own from kFirstNamedId up (the same name, the same id).
-  // `text` (optional) receives the string.
+  // string is a name, given an id of its own from kFirstNamedId up (the same name, the same id;
+  // memory bounded: past kMaxNamedIds names, or longer than kMaxNamedIdBytes, the event is
+  // skipped). `text` (optional) receives the string.
   std::optional<int64_t> ReadId(ondemand::value& value, std::string_view* text) {
     ondemand::json_type type;
     if (value.type().get(type) != simdjson::SUCCESS) return std::nullopt;
     if (type == ondemand::json_type::number) return ReadInt(value);
     if (type != ondemand::json_type::string) return std::nullopt;
     const std::string_view name = ReadString(value);
-    if (name.empty()) return std::nullopt;
+    if (name.empty() || name.size() > kMaxNamedIdBytes) return std::nullopt;
     if (text != nullptr) *text = name;
     if (std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       const std::optional<uint64_t> id = DecimalToScaledInteger(name, 0);
