@@ -244,7 +244,7 @@ json ReferencePhases(const std::string& trace) {
 
 TEST_CASE("gpuattr import: phases, categories and stream idle equal an independent computation",
           "[import][traces][phases]") {
-  for (const std::string& file :
+  for (const char* file :
        {"hta_2rank_sampled/sampled_rank-0.json.gz", "hta_2rank_sampled/sampled_rank-1.json.gz",
         "hta_a100_alexnet_small/benchmark_result_2869224_1695835535_trace.json.gz",
         "hta_a100_ddp_nccl/nccl_data.json.gz", "hta_a100_trace_diff_control/control.json.gz",
