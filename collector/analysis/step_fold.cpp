@@ -127,6 +127,7 @@ void StepFold::FoldTerms(uint64_t launch_ns, const ActivityOutcome& outcome, uin
   }
 }
 
+// A merged interval of all device activity closed: its overlap with every tracked instance.
 void StepFold::AddBusy(const Interval& merged) {
   for (auto& [name, key] : step_keys_) {
     if (!key.tracked) continue;
