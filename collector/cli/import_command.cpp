@@ -90,8 +90,7 @@ Status RefuseRepeatedInputs(const std::vector<std::string>& files) {
 // A file none of whose events is a range, a launch or device work.
 Status NothingUsableError(const ImportedTrace& trace) {
   std::string categories;
-  for (const auto& [category, count] :
-       std::map(trace.unused_events.begin(), trace.unused_events.end())) {
+  for (const auto& [category, count] : trace.unused_events) {
     categories += (categories.empty() ? "" : ", ") + category + " " + std::to_string(count);
   }
   return DataLossError(trace.path + ": no event gpuattr can use (no device work, runtime call or " +

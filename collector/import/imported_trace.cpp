@@ -13,7 +13,7 @@ uint32_t StringTable::Intern(std::string_view text) {
 void ImportedTrace::CountUnused(std::string_view category) {
   if (category.empty()) category = kNoCategory;
   if (category.size() > kMaxCategoryBytes) category = kOtherCategories;
-  if (auto known = unused_events.find(std::string(category)); known != unused_events.end()) {
+  if (auto known = unused_events.find(category); known != unused_events.end()) {
     ++known->second;
   } else if (unused_events.size() < kMaxUnusedCategories) {
     unused_events.emplace(category, 1);

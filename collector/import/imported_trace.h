@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -104,7 +105,7 @@ struct ImportedTrace {
   // Well-formed events of kinds the importer does not use, by category (the event's `cat`;
   // kNoCategory without one). Past kMaxUnusedCategories keys, new categories count under
   // kOtherCategories.
-  std::unordered_map<std::string, uint64_t> unused_events;
+  std::map<std::string, uint64_t, std::less<>> unused_events;
   static constexpr size_t kMaxUnusedCategories = 64;
   static constexpr size_t kMaxCategoryBytes = 128;  // a longer `cat` counts under kOtherCategories
   static constexpr const char* kNoCategory = "(no category)";
