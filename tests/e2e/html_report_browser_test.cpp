@@ -226,6 +226,13 @@ TEST_CASE(
   CHECK(device_block.find("busy " + Ms(device["busy_ns"])) != std::string::npos);
   CHECK(device_block.find("host-bound " + Ms(device["gaps"]["host_bound_ns"])) !=
         std::string::npos);
+  CHECK(device_block.find("communication " + Ms(device["categories"]["communication_ns"]) +
+                          " (hidden under compute " +
+                          Ms(device["categories"]["communication_hidden_ns"])) !=
+        std::string::npos);
+  for (const json& stream : device["streams"]) {
+    CHECK(device_block.find(Ms(stream["idle_ns"])) != std::string::npos);
+  }
   const std::string step_block = Block(dom, "steps");
   REQUIRE(process["steps"]["rows"].size() >= 2);
   for (const json& row : process["steps"]["rows"]) {
