@@ -27,11 +27,6 @@ std::string Fixed(const Json& value) {  // a ratio
   return number ? Formatted("%.3f", *number) : kNotMeasured;
 }
 
-std::string Ms(const Json& ns) {
-  const std::optional<double> value = NumberOf(ns);
-  return value ? Formatted("%.3f", *value / 1e6) : kNotMeasured;
-}
-
 std::string Us(const Json& ns) {
   const std::optional<double> value = NumberOf(ns);
   return value ? Formatted("%.1f", *value / 1e3) : kNotMeasured;
@@ -46,10 +41,11 @@ std::string Percent(const Json& fraction) {
 
 std::string Totals(const Json& totals) {
   if (!totals.is_object()) return "n/a";
-  return "kernels " + CountText(Field(totals, "kernels")) + " (" + Ms(Field(totals, "kernel_ns")) +
-         " ms), memcpys " + CountText(Field(totals, "memcpys")) + " (" +
-         Ms(Field(totals, "memcpy_ns")) + " ms), memsets " + CountText(Field(totals, "memsets")) +
-         " (" + Ms(Field(totals, "memset_ns")) + " ms), launches " +
+  return "kernels " + CountText(Field(totals, "kernels")) + " (" +
+         MsText(Field(totals, "kernel_ns")) + " ms), memcpys " +
+         CountText(Field(totals, "memcpys")) + " (" + MsText(Field(totals, "memcpy_ns")) +
+         " ms), memsets " + CountText(Field(totals, "memsets")) + " (" +
+         MsText(Field(totals, "memset_ns")) + " ms), launches " +
          CountText(Field(totals, "launches"));
 }
 
@@ -120,9 +116,9 @@ void AddPassRows(TextTable& table, const Json& list, size_t depth,
     const Json& device = Field(pass, "device");
     std::string name = StringText(Field(pass, "name"));
     if (depth > kMaxIndentLevels) name = "[" + std::to_string(depth) + "] " + name;
-    table.Add({indent + name, Ms(Field(device, "self_ns")), Ms(Field(device, "total_ns")),
-               Ms(Field(device, "busy_ns")), CountText(Field(device, "kernels")),
-               CountText(Field(pass, "instances")), Ms(Field(Field(pass, "host_ns"), "total")),
+    table.Add({indent + name, MsText(Field(device, "self_ns")), MsText(Field(device, "total_ns")),
+               MsText(Field(device, "busy_ns")), CountText(Field(device, "kernels")),
+               CountText(Field(pass, "instances")), MsText(Field(Field(pass, "host_ns"), "total")),
                StringText(Field(pass, "phase")), Split(Field(pass, "attribution"))});
     AddPassRows(table, Field(pass, "children"), depth + 1, options);
   }
@@ -170,8 +166,8 @@ std::string Families(const Json& families, const ReportViewOptions& options) {
     const Json& family = *rows[i];
     const Json& launch = Field(family, "launch");
     table.Add({StringText(Field(family, "family")), CountText(Field(family, "kernels")),
-               Ms(Field(family, "total_ns")), Percent(Field(family, "share")),
-               Ms(Field(family, "mean_ns")), Us(Field(Field(launch, "api_ns"), "median")),
+               MsText(Field(family, "total_ns")), Percent(Field(family, "share")),
+               MsText(Field(family, "mean_ns")), Us(Field(Field(launch, "api_ns"), "median")),
                Us(Field(Field(launch, "latency_ns"), "median"))});
   }
   if (rows.size() > shown) {
@@ -191,29 +187,30 @@ std::string Devices(const Json& devices, const ReportViewOptions& options) {
   std::string out;
   for (const Json* device_ptr : ElementsOf(devices)) {
     const Json& device = *device_ptr;
-    out +=
-        ElideMiddle("  device " + CountText(Field(device, "id")) + " (" +
-                        StringText(Field(device, "name")) + "): span " +
-                        Ms(Field(device, "span_ns")) + " ms, busy " + Ms(Field(device, "busy_ns")) +
-                        " ms, idle " + Ms(Field(device, "idle_ns")) + " ms (" +
-                        Percent(Field(device, "idle_fraction")) + ")",
-                    kTextWidth) +
-        "\n";
+    out += ElideMiddle("  device " + CountText(Field(device, "id")) + " (" +
+                           StringText(Field(device, "name")) + "): span " +
+                           MsText(Field(device, "span_ns")) + " ms, busy " +
+                           MsText(Field(device, "busy_ns")) + " ms, idle " +
+                           MsText(Field(device, "idle_ns")) + " ms (" +
+                           Percent(Field(device, "idle_fraction")) + ")",
+                       kTextWidth) +
+           "\n";
     const Json& categories = Field(device, "categories");
     if (categories.is_object()) {
-      out += "    compute " + Ms(Field(categories, "compute_ns")) + " ms, communication " +
-             Ms(Field(categories, "communication_ns")) + " ms (hidden " +
-             Ms(Field(categories, "communication_hidden_ns")) + ", exposed " +
-             Ms(Field(categories, "communication_exposed_ns")) + "), memory " +
-             Ms(Field(categories, "memory_ns")) + " ms\n";
+      out += "    compute " + MsText(Field(categories, "compute_ns")) + " ms, communication " +
+             MsText(Field(categories, "communication_ns")) + " ms (hidden " +
+             MsText(Field(categories, "communication_hidden_ns")) + ", exposed " +
+             MsText(Field(categories, "communication_exposed_ns")) + "), memory " +
+             MsText(Field(categories, "memory_ns")) + " ms\n";
     }
     const std::vector<const Json*> streams = ElementsOf(Field(device, "streams"));
     if (!streams.empty()) {
       TextTable table("    ", {{"stream", true}, {"busy ms"}, {"idle ms"}, {"activities"}});
       const size_t shown = std::min(streams.size(), options.top);
       for (size_t i = 0; i < shown; ++i) {
-        table.Add({CountText(Field(*streams[i], "id")), Ms(Field(*streams[i], "busy_ns")),
-                   Ms(Field(*streams[i], "idle_ns")), CountText(Field(*streams[i], "activities"))});
+        table.Add({CountText(Field(*streams[i], "id")), MsText(Field(*streams[i], "busy_ns")),
+                   MsText(Field(*streams[i], "idle_ns")),
+                   CountText(Field(*streams[i], "activities"))});
       }
       if (streams.size() > shown) {
         table.AddNote("… " + std::to_string(streams.size() - shown) + " more");
@@ -226,9 +223,10 @@ std::string Devices(const Json& devices, const ReportViewOptions& options) {
       continue;
     }
     out += "    gaps " + CountText(Field(gaps, "count")) + ": host_bound " +
-           Ms(Field(gaps, "host_bound_ns")) + " ms, dependency " +
-           Ms(Field(gaps, "dependency_ns")) + " ms, unclassified " +
-           Ms(Field(gaps, "unclassified_ns")) + " ms; tail " + Ms(Field(gaps, "tail_ns")) + " ms\n";
+           MsText(Field(gaps, "host_bound_ns")) + " ms, dependency " +
+           MsText(Field(gaps, "dependency_ns")) + " ms, unclassified " +
+           MsText(Field(gaps, "unclassified_ns")) + " ms; tail " + MsText(Field(gaps, "tail_ns")) +
+           " ms\n";
     const std::vector<const Json*> largest = ElementsOf(Field(gaps, "largest"));
     if (largest.empty()) continue;
     const std::optional<double> first_start = NumberOf(Field(device, "first_start_ns"));
@@ -239,7 +237,7 @@ std::string Devices(const Json& devices, const ReportViewOptions& options) {
       const Json& gap = *largest[i];
       const std::optional<double> start = NumberOf(Field(gap, "start_ns"));
       table.Add(
-          {PathText(Field(gap, "host_range")), Ms(Field(gap, "ns")),
+          {PathText(Field(gap, "host_range")), MsText(Field(gap, "ns")),
            start && first_start ? Formatted("%.3f", (*start - *first_start) / 1e6) : kNotMeasured,
            StringText(Field(gap, "class"))});
     }
@@ -262,26 +260,26 @@ std::string Phases(const Json& phases) {
                          {"comm"},
                          {"other"},
                          {"r"}});
-  table.Add({"", Ms(Field(phases, "forward_ns")), Ms(Field(phases, "backward_ns")),
-             Ms(Field(phases, "recompute_ns")), Ms(Field(phases, "optimizer_ns")),
-             Ms(Field(phases, "loss_ns")), Ms(Field(phases, "communication_ns")),
-             Ms(Field(phases, "other_ns")), Fixed(Field(phases, "recompute_fraction"))});
+  table.Add({"", MsText(Field(phases, "forward_ns")), MsText(Field(phases, "backward_ns")),
+             MsText(Field(phases, "recompute_ns")), MsText(Field(phases, "optimizer_ns")),
+             MsText(Field(phases, "loss_ns")), MsText(Field(phases, "communication_ns")),
+             MsText(Field(phases, "other_ns")), Fixed(Field(phases, "recompute_fraction"))});
   return table.Render();
 }
 
 std::vector<std::string> StepCells(std::string first, const Json& row) {
   return {std::move(first),
-          Ms(Field(row, "host_ns")),
-          Ms(Field(row, "forward_ns")),
-          Ms(Field(row, "backward_ns")),
-          Ms(Field(row, "recompute_ns")),
-          Ms(Field(row, "loss_ns")),
-          Ms(Field(row, "optimizer_ns")),
-          Ms(Field(row, "communication_ns")),
-          Ms(Field(row, "other_ns")),
-          Ms(Field(row, "unattributed_ns")),
-          Ms(Field(row, "busy_ns")),
-          Ms(Field(row, "gaps_ns"))};
+          MsText(Field(row, "host_ns")),
+          MsText(Field(row, "forward_ns")),
+          MsText(Field(row, "backward_ns")),
+          MsText(Field(row, "recompute_ns")),
+          MsText(Field(row, "loss_ns")),
+          MsText(Field(row, "optimizer_ns")),
+          MsText(Field(row, "communication_ns")),
+          MsText(Field(row, "other_ns")),
+          MsText(Field(row, "unattributed_ns")),
+          MsText(Field(row, "busy_ns")),
+          MsText(Field(row, "gaps_ns"))};
 }
 
 std::string Steps(const Json& steps, const Json& reason, const ReportViewOptions& options) {
@@ -342,7 +340,7 @@ std::string Coverage(const Json& coverage) {
   } else {
     TextTable table("    ", {{"unattributed reason", true}, {"ms"}, {"activities"}});
     for (const Json* reason : ElementsOf(unattributed)) {
-      table.Add({StringText(Field(*reason, "reason")), Ms(Field(*reason, "ns")),
+      table.Add({StringText(Field(*reason, "reason")), MsText(Field(*reason, "ns")),
                  CountText(Field(*reason, "activities"))});
     }
     out += table.Render();
@@ -406,7 +404,7 @@ std::string Header(const Json& report) {
                  command.empty() ? std::string(kNotMeasured) : command);
   out += ElideMiddle("  host " + StringText(Field(capture, "host")) + ", started " +
                          StringText(Field(capture, "started_at")) + ", duration " +
-                         Ms(Field(capture, "duration_ns")) + " ms, inherit " +
+                         MsText(Field(capture, "duration_ns")) + " ms, inherit " +
                          YesNoText(Field(capture, "inherit")),
                      kTextWidth) +
          "\n";
@@ -424,8 +422,8 @@ std::string Header(const Json& report) {
         "  ", {{"rank", true}, {"pid"}, {"status", true}, {"busy ms"}, {"idle ms"}, {"coverage"}});
     for (const Json* rank : ranks) {
       table.Add({CountText(Field(*rank, "rank")), CountText(Field(*rank, "pid")),
-                 StringText(Field(*rank, "status")), Ms(Field(*rank, "busy_ns")),
-                 Ms(Field(*rank, "idle_ns")), Percent(Field(*rank, "coverage"))});
+                 StringText(Field(*rank, "status")), MsText(Field(*rank, "busy_ns")),
+                 MsText(Field(*rank, "idle_ns")), Percent(Field(*rank, "coverage"))});
     }
     out += table.Render();
   }

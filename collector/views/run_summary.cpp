@@ -25,12 +25,6 @@ std::string Text(const Json& value) {
   return YesNoText(value);
 }
 
-// Nanoseconds as milliseconds with three decimals.
-std::string Ms(const Json& value) {
-  const std::optional<double> ns = NumberOf(value);
-  return ns ? Formatted("%.3f", *ns / 1e6) : kNotMeasured;
-}
-
 std::string Percent(const Json& value) {
   const std::optional<double> fraction = NumberOf(value);
   return fraction ? Formatted("%.1f%%", *fraction * 100.0) : kNotMeasured;
@@ -82,14 +76,14 @@ std::string RankTable(const Json& report) {
     std::snprintf(line, sizeof(line), "  %-5s %-5s %8s %8s %-10s %12s %12s %12s %8s\n",
                   Text(Field(row, "rank")).c_str(), Text(Field(row, "local_rank")).c_str(),
                   Text(Field(row, "pid")).c_str(), Text(Field(row, "ppid")).c_str(),
-                  Text(Field(row, "status")).c_str(), Ms(Field(row, "step_ns")).c_str(),
-                  Ms(Field(row, "busy_ns")).c_str(), Ms(Field(row, "idle_ns")).c_str(),
+                  Text(Field(row, "status")).c_str(), MsText(Field(row, "step_ns")).c_str(),
+                  MsText(Field(row, "busy_ns")).c_str(), MsText(Field(row, "idle_ns")).c_str(),
                   Percent(Field(row, "coverage")).c_str());
     out += line;
   }
   auto who = [](const Json& entry) {
     return "rank " + Text(Field(entry, "rank")) + " (pid " + Text(Field(entry, "pid")) + ") " +
-           Ms(Field(entry, "step_ns")) + " ms";
+           MsText(Field(entry, "step_ns")) + " ms";
   };
   const Json& slowest = Field(summary, "slowest");
   const Json& fastest = Field(summary, "fastest");
@@ -134,9 +128,9 @@ std::string RenderSummary(const nlohmann::json& report) {
     if (devices.is_array()) {
       out += Row("  %-8s %14s %14s %8s\n", "device", "span ms", "busy ms", "idle");
       for (const Json& device : devices) {
-        out +=
-            Row("  %-8s %14s %14s %8s\n", Text(Field(device, "id")), Ms(Field(device, "span_ns")),
-                Ms(Field(device, "busy_ns")), Percent(Field(device, "idle_fraction")));
+        out += Row("  %-8s %14s %14s %8s\n", Text(Field(device, "id")),
+                   MsText(Field(device, "span_ns")), MsText(Field(device, "busy_ns")),
+                   Percent(Field(device, "idle_fraction")));
       }
     } else {
       out += "  device time: not measured\n";
@@ -150,8 +144,8 @@ std::string RenderSummary(const nlohmann::json& report) {
       for (size_t i = 0; i < passes.size() && i < kTop; ++i) {
         const Json& pass = *passes[i];
         out += Row("  %-48s %14s %14s %8s\n", PathLabel(Field(pass, "path")),
-                   Ms(Field(Field(pass, "device"), "total_ns")),
-                   Ms(Field(Field(pass, "host_ns"), "total")), Text(Field(pass, "instances")));
+                   MsText(Field(Field(pass, "device"), "total_ns")),
+                   MsText(Field(Field(pass, "host_ns"), "total")), Text(Field(pass, "instances")));
       }
     }
     const Json& families = Field(process, "families");
@@ -160,26 +154,26 @@ std::string RenderSummary(const nlohmann::json& report) {
       for (size_t i = 0; i < families.size() && i < kTop; ++i) {
         std::string name = Text(Field(families[i], "family"));
         if (name.size() > 48) name = name.substr(0, 45) + "...";
-        out += Row("  %-48s %14s %14s %8s\n", name, Ms(Field(families[i], "total_ns")),
+        out += Row("  %-48s %14s %14s %8s\n", name, MsText(Field(families[i], "total_ns")),
                    Percent(Field(families[i], "share")), Text(Field(families[i], "kernels")));
       }
     }
     const Json& phases = Field(process, "phases");
     if (Field(phases, "forward_ns").is_number()) {
-      out += "  phases ms: forward " + Ms(Field(phases, "forward_ns")) + ", backward " +
-             Ms(Field(phases, "backward_ns")) + ", recompute " + Ms(Field(phases, "recompute_ns")) +
-             ", optimizer " + Ms(Field(phases, "optimizer_ns")) + ", loss " +
-             Ms(Field(phases, "loss_ns")) + ", communication " +
-             Ms(Field(phases, "communication_ns")) + ", other " + Ms(Field(phases, "other_ns")) +
-             "\n";
+      out += "  phases ms: forward " + MsText(Field(phases, "forward_ns")) + ", backward " +
+             MsText(Field(phases, "backward_ns")) + ", recompute " +
+             MsText(Field(phases, "recompute_ns")) + ", optimizer " +
+             MsText(Field(phases, "optimizer_ns")) + ", loss " + MsText(Field(phases, "loss_ns")) +
+             ", communication " + MsText(Field(phases, "communication_ns")) + ", other " +
+             MsText(Field(phases, "other_ns")) + "\n";
     }
     const Json& steps = Field(process, "steps");
     if (steps.is_object()) {
       const Json& median = Field(steps, "summary");
       out += "  steps '" + Text(Field(steps, "range")) + "': " + Text(Field(steps, "instances")) +
              " (skipped " + Text(Field(steps, "skipped")) + "), median ms: step " +
-             Ms(Field(median, "host_ns")) + ", busy " + Ms(Field(median, "busy_ns")) + ", gaps " +
-             Ms(Field(median, "gaps_ns")) + "\n";
+             MsText(Field(median, "host_ns")) + ", busy " + MsText(Field(median, "busy_ns")) +
+             ", gaps " + MsText(Field(median, "gaps_ns")) + "\n";
     }
     const Json& coverage = Field(process, "coverage");
     out += "  coverage " + Percent(Field(coverage, "attributed_fraction")) + " (threshold " +

@@ -41,6 +41,11 @@ std::string Formatted(const char* format, double value) {
   return out;
 }
 
+std::string MsText(const Json& ns) {
+  const std::optional<double> value = NumberOf(ns);
+  return value ? Formatted("%.3f", *value / 1e6) : kNotMeasured;
+}
+
 std::string CountText(const Json& value) {
   if (value.is_number_unsigned()) return std::to_string(value.get<uint64_t>());
   if (value.is_number_integer()) return std::to_string(value.get<int64_t>());

@@ -30,6 +30,8 @@ inline constexpr size_t kTextWidth = 100;
 std::optional<double> NumberOf(const nlohmann::json& value);
 // printf of one double.
 std::string Formatted(const char* format, double value);
+// Nanoseconds as milliseconds with three decimals ("1.250"); kNotMeasured for a non-number.
+std::string MsText(const nlohmann::json& ns);
 // An integer as written; kNotMeasured for anything else.
 std::string CountText(const nlohmann::json& value);
 // A string, sanitised; kNotMeasured for anything else.

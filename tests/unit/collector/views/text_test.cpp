@@ -12,6 +12,9 @@ using Json = nlohmann::json;
 
 TEST_CASE("a value that is not there reads as n/a, whatever its kind", "[unit][text]") {
   CHECK(std::string(kNotMeasured) == "n/a");
+  CHECK(MsText(Json(1250000)) == "1.250");
+  CHECK(MsText(Json(nullptr)) == kNotMeasured);
+  CHECK(MsText(Json("5")) == kNotMeasured);
   CHECK(CountText(Json(42)) == "42");
   CHECK(CountText(Json(-3)) == "-3");
   CHECK(CountText(Json(1.5)) == kNotMeasured);
