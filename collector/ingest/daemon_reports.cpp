@@ -6,20 +6,14 @@
 #include <utility>
 
 #include "base/os.h"
+#include "report/report_json.h"
 #include "report/report_writer.h"
 
 namespace gpuattr::collector {
 namespace {
 
 // "20250102T030405Z": the UTC second, for report file names.
-std::string UtcStamp(uint64_t realtime_ns) {
-  const auto seconds = static_cast<time_t>(realtime_ns / 1000000000u);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char out[32];
-  std::strftime(out, sizeof(out), "%Y%m%dT%H%M%SZ", &utc);
-  return out;
-}
+std::string UtcStamp(uint64_t realtime_ns) { return UtcSeconds(realtime_ns, "%Y%m%dT%H%M%SZ"); }
 
 }  // namespace
 

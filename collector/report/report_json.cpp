@@ -94,15 +94,19 @@ std::array<uint64_t, std::size(kStepTerms)> StepTerms(const StepRow& row) {
 
 }  // namespace
 
-std::string IsoUtc(uint64_t realtime_ns) {
+std::string UtcSeconds(uint64_t realtime_ns, const char* strftime_format) {
   const auto seconds = static_cast<time_t>(realtime_ns / 1000000000u);
   std::tm utc{};
   gmtime_r(&seconds, &utc);
-  char date[32];
-  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &utc);
   char out[64];
-  std::snprintf(out, sizeof(out), "%s.%09" PRIu64 "Z", date, realtime_ns % 1000000000u);
+  std::strftime(out, sizeof(out), strftime_format, &utc);
   return out;
+}
+
+std::string IsoUtc(uint64_t realtime_ns) {
+  char fraction[16];
+  std::snprintf(fraction, sizeof(fraction), ".%09" PRIu64 "Z", realtime_ns % 1000000000u);
+  return UtcSeconds(realtime_ns, "%Y-%m-%dT%H:%M:%S") + fraction;
 }
 
 Json OptionalString(const std::optional<std::string>& value) {

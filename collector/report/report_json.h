@@ -20,6 +20,8 @@ namespace gpuattr::collector {
 
 inline constexpr char kReportSchemaVersion[] = "gpuattr.report/1";
 
+// The UTC second of a wall-clock time through strftime (a result under 64 bytes).
+std::string UtcSeconds(uint64_t realtime_ns, const char* strftime_format);
 // "2025-01-02T03:04:05.123456789Z".
 std::string IsoUtc(uint64_t realtime_ns);
 nlohmann::json OptionalString(const std::optional<std::string>& value);

@@ -86,6 +86,14 @@ struct Fixture {
   }
 };
 
+TEST_CASE("wall-clock times are written in UTC, to the nanosecond or the second",
+          "[unit][report]") {
+  constexpr uint64_t kRealtimeNs = 1'700'000'000'123'456'789;  // 2023-11-14T22:13:20Z + 0.12 s
+  CHECK(IsoUtc(kRealtimeNs) == "2023-11-14T22:13:20.123456789Z");
+  CHECK(IsoUtc(5) == "1970-01-01T00:00:00.000000005Z");
+  CHECK(UtcSeconds(kRealtimeNs, "%Y%m%dT%H%M%SZ") == "20231114T221320Z");
+}
+
 TEST_CASE("a report validates against the schema", "[unit][report]") {
   Fixture fixture;
   const Json report = fixture.Report();
