@@ -70,6 +70,14 @@ bool WriteStdout(const char* subcommand, const std::string& text) {
   return false;
 }
 
+int ExitWithOutput(const char* subcommand, const StatusOr<std::string>& output) {
+  if (!output.ok()) {
+    std::fprintf(stderr, "gpuattr %s: %s\n", subcommand, output.status().message().c_str());
+    return ExitCodeFor(output.status());
+  }
+  return WriteStdout(subcommand, *output) ? 0 : kExitInternal;
+}
+
 int GpuattrMain(int argc, char** argv) {
   // CLI11 can only report through exceptions; they end here, at the parse.
   try {

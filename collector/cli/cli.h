@@ -29,6 +29,10 @@ int ExitCodeFor(const Status& status);
 // Writes `text` to stdout; false, with a message naming `subcommand`, when it cannot.
 bool WriteStdout(const char* subcommand, const std::string& text);
 
+// A subcommand's ending when its output is text: the text on stdout and 0, or the error on stderr
+// ("gpuattr SUBCOMMAND: ...") and its exit code.
+int ExitWithOutput(const char* subcommand, const StatusOr<std::string>& output);
+
 // Parses argv, runs the subcommand and returns the process's exit status. Nothing goes to stdout
 // except --help and --version; messages go to stderr, prefixed "gpuattr: ".
 int GpuattrMain(int argc, char** argv);

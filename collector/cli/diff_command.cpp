@@ -45,14 +45,7 @@ Subcommand AddDiffSubcommand(CLI::App& app) {
       ->check(CLI::Range(size_t{1}, size_t{1000000}))
       ->capture_default_str();
   diff->footer(kDiffFooter);
-  return {diff, [options] {
-            StatusOr<std::string> output = DiffCommandOutput(*options);
-            if (!output.ok()) {
-              std::fprintf(stderr, "gpuattr diff: %s\n", output.status().message().c_str());
-              return ExitCodeFor(output.status());
-            }
-            return WriteStdout("diff", *output) ? 0 : kExitInternal;
-          }};
+  return {diff, [options] { return ExitWithOutput("diff", DiffCommandOutput(*options)); }};
 }
 
 }  // namespace gpuattr::collector

@@ -89,14 +89,7 @@ Subcommand AddReportSubcommand(CLI::App& app) {
       "--process", [options](uint64_t pid) { options->view.pid = pid; },
       "Only the process with this pid");
   report->footer(kReportFooter);
-  return {report, [options] {
-            StatusOr<std::string> output = ReportCommandOutput(*options);
-            if (!output.ok()) {
-              std::fprintf(stderr, "gpuattr report: %s\n", output.status().message().c_str());
-              return ExitCodeFor(output.status());
-            }
-            return WriteStdout("report", *output) ? 0 : kExitInternal;
-          }};
+  return {report, [options] { return ExitWithOutput("report", ReportCommandOutput(*options)); }};
 }
 
 }  // namespace gpuattr::collector
