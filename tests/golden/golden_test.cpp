@@ -15,27 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "activity_line_collector.h"
 #include "analysis/process_trace.h"
-#include "analysis/trace_observer.h"
-#include "export/activity_lines.h"
 #include "report/report_builder.h"
 #include "report/report_writer.h"
 #include "test_files.h"
 
 namespace gpuattr::collector::testing {
 namespace {
-
-// The --activities lines of every process, in release order.
-class LineCollector : public TraceObserver {
- public:
-  void RangeClosed(uint32_t, const HostRange&, const std::vector<std::string>&) override {}
-  void LaunchDone(uint32_t, uint32_t, const LaunchRecord&) override {}
-  void ActivityReleased(const ObservedActivity& activity) override {
-    text += ActivityLine(activity) + "\n";
-  }
-  void ProcessFinished(const TraceData&, const ProcessAnalysis&) override {}
-  std::string text;
-};
 
 struct Replayed {
   std::string report;
@@ -48,7 +35,7 @@ struct Replayed {
 Replayed Replay(const std::string& path) {
   const std::string bytes = test_support::ReadFile(path);
   REQUIRE_FALSE(bytes.empty());
-  auto collector = std::make_shared<LineCollector>();
+  auto collector = std::make_shared<ActivityLineCollector>();
   AnalysisOptions options;
   options.observer = collector;
   std::map<uint32_t, std::unique_ptr<ProcessTrace>> open;

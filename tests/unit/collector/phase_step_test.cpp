@@ -6,9 +6,8 @@
 #include <limits>
 #include <memory>
 
+#include "activity_line_collector.h"
 #include "analysis/step_fold.h"
-#include "analysis/trace_observer.h"
-#include "export/activity_lines.h"
 #include "report/report_writer.h"
 #include "report_test_util.h"
 #include "test_files.h"
@@ -433,18 +432,6 @@ TEST_CASE("families without seen launches have null launch statistics", "[unit][
   CHECK(launch["api_ns"].is_null());
   CHECK(launch["latency_ns"].is_null());
 }
-
-// The per-activity export's lines, as the --activities writer makes them.
-class ActivityLineCollector : public TraceObserver {
- public:
-  void RangeClosed(uint32_t, const HostRange&, const std::vector<std::string>&) override {}
-  void LaunchDone(uint32_t, uint32_t, const LaunchRecord&) override {}
-  void ActivityReleased(const ObservedActivity& activity) override {
-    text += ActivityLine(activity) + "\n";
-  }
-  void ProcessFinished(const TraceData&, const ProcessAnalysis&) override {}
-  std::string text;
-};
 
 // The --activities lines of the trace `feed` makes, analysed with `options`.
 std::vector<Json> ActivityLines(const std::function<void(ProcessTrace&)>& feed,
