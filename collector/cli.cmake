@@ -12,6 +12,7 @@ add_library(gpuattr_collector_import STATIC
   import/imported_trace.cpp
   import/json_event_stream.cpp
   import/kineto_importer.cpp
+  import/pytorch_model.cpp
   import/nsys_importer.cpp
   import/trace_replay.cpp
 )

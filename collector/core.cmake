@@ -26,6 +26,7 @@ add_library(gpuattr_collector_core STATIC
   analysis/host_range_fold.cpp
   analysis/kernel_family.cpp
   analysis/launch_join.cpp
+  analysis/module_fold.cpp
   analysis/pass_tree.cpp
   analysis/phase.cpp
   analysis/phase_fold.cpp

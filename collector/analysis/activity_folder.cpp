@@ -40,6 +40,7 @@ ActivityFolder::ActivityFolder(const TraceData& data, const AnalysisOptions& opt
       passes_(options.phase_rules ? *options.phase_rules : PhaseRules::Default()),
       families_(data, options.family_rules ? *options.family_rules : FamilyRules::Default()),
       phases_(data, paths_, options.phase_rules ? *options.phase_rules : PhaseRules::Default()),
+      modules_(paths_),
       host_ranges_(data),
       steps_(data, paths_, options.step, options.skip_steps) {}
 
@@ -48,6 +49,7 @@ void ActivityFolder::RefreshNames() {
   phases_.Refresh();
   steps_.Refresh();
   families_.Refresh();
+  modules_.Refresh();
 }
 
 void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord* launch,
@@ -81,6 +83,7 @@ void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord*
     }
     passes_.Fold(attributed, paths_.PassOf(outcome.node), families_.LeafFamily(activity),
                  launch_context);
+    modules_.Fold(attributed);
   }
   devices_.Fold(activity, launch, late, category);
   if (attributed.kernel()) families_.Fold(activity, launch);
@@ -179,6 +182,7 @@ ProcessAnalysis ActivityFolder::Finish(const LaunchCounts& launches) {
         return StringOr(data_, name->second);
       });
   result.families = families_.Finish();
+  result.modules = modules_.Finish();
   steps_.Finish(host_ranges_.durations_by_node(), result);
   host_ranges_.FinishSpansAndMarks(result);
   AddProcessFacts(data_, result);

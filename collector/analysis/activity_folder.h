@@ -6,7 +6,8 @@
 //   release ──▶ attribution_rules ──▶ phase of the path ──┬─▶ pass_tree      (passes)
 //   (activity,   (rules 1-4)          (phase_fold)        ├─▶ device_sweep   (devices, gaps)
 //    launch,                                              ├─▶ family_fold    (families)
-//    late)                                                ├─▶ phase_fold     (phases, coverage)
+//    late)                                                ├─▶ module_fold    (modules)
+//                                                         ├─▶ phase_fold     (phases, coverage)
 //                                                         ├─▶ step_fold      (steps)
 //                                                         └─▶ observer       (exports)
 //   closed ranges ──▶ host_range_fold (host durations, spans, marks) ──▶ pass tree, steps
@@ -30,6 +31,7 @@
 #include "analysis/family_fold.h"
 #include "analysis/host_range_fold.h"
 #include "analysis/launch_join.h"
+#include "analysis/module_fold.h"
 #include "analysis/pass_tree.h"
 #include "analysis/path_names.h"
 #include "analysis/phase_fold.h"
@@ -81,6 +83,7 @@ class ActivityFolder {
   DeviceSweep devices_;
   FamilyFold families_;
   PhaseFold phases_;
+  ModuleFold modules_;
   HostRangeFold host_ranges_;
   StepFold steps_;
   Totals totals_;

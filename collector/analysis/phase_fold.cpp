@@ -39,11 +39,9 @@ void PhaseFold::Fold(const AttributedActivity& attributed) {
     }
     return;
   }
-  if (outcome.phase) {
-    totals_.ns[static_cast<size_t>(*outcome.phase)] += ns;
-    if (kernel) coverage_.attributed_kernel_ns[static_cast<size_t>(*outcome.phase)] += ns;
-  } else {
-    totals_.other_ns += ns;
+  totals_.Add(outcome.phase, ns);
+  if (outcome.phase && kernel) {
+    coverage_.attributed_kernel_ns[static_cast<size_t>(*outcome.phase)] += ns;
   }
   if (kernel) attributed_kernel_ns_ += ns;
 }

@@ -240,6 +240,20 @@ struct MarkStats {
 struct PhaseTotals {
   std::array<uint64_t, kPhaseCount> ns{};
   uint64_t other_ns = 0;
+  void Add(std::optional<Phase> phase, uint64_t duration_ns) {
+    (phase ? ns[static_cast<size_t>(*phase)] : other_ns) += duration_ns;
+  }
+  uint64_t total_ns() const {
+    uint64_t total = other_ns;
+    for (uint64_t phase_ns : ns) total += phase_ns;
+    return total;
+  }
+};
+
+// Device time attributed under one PyTorch module path, by phase (§Modules, module_fold.h).
+struct ModuleRow {
+  std::vector<std::string> path;  // module names, outermost first
+  PhaseTotals phases;
 };
 
 // §Coverage: per phase P, the attributed kernel time of phase P, and the unattributed kernel
@@ -296,7 +310,8 @@ struct ProcessAnalysis {
   PhaseTotals phases;
   PhaseCoverage phase_coverage;
   std::optional<Steps> steps;
-  std::string steps_reason;  // why `steps` is empty
+  std::string steps_reason;        // why `steps` is empty
+  std::vector<ModuleRow> modules;  // most device time first; empty without module ranges
   std::vector<SpanStats> ranges;
   std::vector<MarkStats> marks;
 };

@@ -39,11 +39,13 @@ void StepFold::RegisterInstances() {
     Key& step_key = found->second;
     if (added) step_key.step_like = StepLikeKey(key);
     if (only_step_like_keys_ && !step_key.step_like) continue;
-    if (step_key_ || names.size() == 1) step_key.tracked = true;
+    // Auto-detection considers the main thread's top-level ranges: a step is the main loop's.
+    const bool main_top_level = names.size() == 1 && (!data_.main_tid || tid == *data_.main_tid);
+    if (step_key_ || main_top_level) step_key.tracked = true;
     const size_t id = instances_.size();
     instances_.push_back({tid, &entry, entry.node, entry.start_ns, {}, 0, 0});
     step_key.by_node[entry.node].Add(id, entry.start_ns, &entry.end_ns);
-    if (!step_key_ && !only_step_like_keys_ && step_key.step_like && names.size() == 1) {
+    if (!step_key_ && !only_step_like_keys_ && step_key.step_like && main_top_level) {
       step_like_open_.emplace_back(&step_key, id);
     }
   }
@@ -119,10 +121,8 @@ void StepFold::FoldTerms(uint64_t launch_ns, const ActivityOutcome& outcome, uin
     Instance& instance = instances_[*id];
     if (outcome.node == 0) {
       instance.unattributed_ns += ns;
-    } else if (outcome.phase) {
-      instance.phases.ns[static_cast<size_t>(*outcome.phase)] += ns;
     } else {
-      instance.phases.other_ns += ns;
+      instance.phases.Add(outcome.phase, ns);
     }
   }
 }
@@ -156,6 +156,8 @@ std::optional<std::string> StepFold::ChooseStepRange(
   for (const auto& [node, durations] : host_durations) {
     if (paths_.Of(node).size() != 1) continue;
     const std::string& key = KeysOf(node).back();
+    auto known = step_keys_.find(key);
+    if (known == step_keys_.end() || !known->second.tracked) continue;
     Candidate& candidate = top_level[key];
     candidate.instances += durations.count();
     candidate.host_ns += durations.total();

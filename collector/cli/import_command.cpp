@@ -106,6 +106,24 @@ const RefusalEntry* DeviceRefusalOf(const ImportedTrace& trace) {
                                            : &NoDeviceActivityInTraceRefusal();
 }
 
+void AddCounts(const PyTorchCounts& counts, PyTorchCounts* sum) {
+  sum->module_ranges += counts.module_ranges;
+  sum->recompute_frames += counts.recompute_frames;
+  sum->backward_ops += counts.backward_ops;
+  sum->linked_by_flow += counts.linked_by_flow;
+  sum->linked_by_sequence += counts.linked_by_sequence;
+  sum->unlinked += counts.unlinked;
+}
+
+nlohmann::json PyTorchJson(const PyTorchCounts& counts) {
+  return {{"module_ranges", counts.module_ranges},
+          {"recompute_frames", counts.recompute_frames},
+          {"backward_ops", counts.backward_ops},
+          {"linked_by_flow", counts.linked_by_flow},
+          {"linked_by_sequence", counts.linked_by_sequence},
+          {"unlinked", counts.unlinked}};
+}
+
 }  // namespace
 
 StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
@@ -129,6 +147,7 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
   std::vector<std::pair<std::unique_ptr<ProcessTrace>, const RefusalEntry*>> traces;
   std::string source_format;
   std::map<std::string, uint64_t> unused_events;
+  std::optional<PyTorchCounts> pytorch;  // summed over the Kineto files
   ReplayStats stats;
   for (const std::string& path : options.files) {
     std::string format = options.format;
@@ -139,7 +158,8 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
     StatusOr<ImportedTrace> imported =
         format == "nsys"
             ? ImportNsysFile(path)
-            : ImportKinetoFile(path, KinetoOptions{options.ranges == "ops"}, &json_bytes);
+            : ImportKinetoFile(path, KinetoOptions{options.ranges == "ops", options.modules},
+                               &json_bytes);
     if (!imported.ok()) return imported.status();
     if (imported->empty()) return NothingUsableError(*imported);
     if (source_format.empty()) {
@@ -152,6 +172,10 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
     result.json_bytes += json_bytes;
     result.skipped_events += imported->skipped_events;
     for (const auto& [category, count] : imported->unused_events) unused_events[category] += count;
+    if (imported->pytorch) {
+      if (!pytorch) pytorch.emplace();
+      AddCounts(*imported->pytorch, &*pytorch);
+    }
     const RefusalEntry* refusal = DeviceRefusalOf(*imported);
     GPUATTR_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<ProcessTrace>> processes,
                              ReplayTrace(*imported, analysis, &stats));
@@ -162,8 +186,10 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
   ReportInputs inputs;
   inputs.capture.mode = "import";
   inputs.capture.host = LocalHostName();
-  inputs.capture.source = {
-      {"format", source_format}, {"files", options.files}, {"unused_events", unused_events}};
+  inputs.capture.source = {{"format", source_format},
+                           {"files", options.files},
+                           {"unused_events", unused_events},
+                           {"pytorch", pytorch ? PyTorchJson(*pytorch) : nlohmann::json()}};
   uint64_t started = std::numeric_limits<uint64_t>::max();
   for (const auto& [trace, refusal] : traces) {
     ProcessAnalysis process = trace->TakeAnalysis();
@@ -225,6 +251,9 @@ Subcommand AddImportSubcommand(CLI::App& app) {
                    "annotations (user annotations and ProfilerStep) or ops (cpu_op too)")
       ->check(CLI::IsMember({"annotations", "ops"}))
       ->capture_default_str();
+  import->add_flag("!--no-modules", options->modules,
+                   "Kineto: no module tree (`nn.Module: …` events are not ranges, so backward is "
+                   "not split by module)");
   AddAnalysisFlags(import,
                    {&options->analysis, &options->phase_rules_path, &options->family_rules_path});
   import->add_option("--activities", options->exports.activities,

@@ -36,6 +36,7 @@ struct ImportOptions {
   std::string output = "gpuattr-report.json";
   std::string format = "auto";         // auto | kineto | nsys
   std::string ranges = "annotations";  // annotations | ops (Kineto: cpu_op ranges too)
+  bool modules = true;                 // --no-modules: Kineto nn.Module events are not ranges
   bool quiet = false;
   AnalysisOptions analysis;
   std::string phase_rules_path;

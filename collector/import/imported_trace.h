@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -36,6 +37,11 @@ class StringTable {
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> ids_;  // no copy to look up
 };
 
+// Where a range comes from: the file, or the PyTorch model (pytorch_model.h), whose ranges nest
+// outside the file's ranges of the same interval. A context range is a copy of a range open
+// elsewhere: on its thread's stack, but no host instance.
+enum class RangeOrigin : uint8_t { kFile, kModel, kModelContext };
+
 // A host range: push/pop on its thread (Kineto annotations, NVTX push/pop), or a process-wide
 // start/end range (NVTX start/end) when it sits in ImportedTrace::spans.
 struct ImportedRange {
@@ -44,6 +50,17 @@ struct ImportedRange {
   uint32_t pid = 0;
   uint32_t tid = 0;
   uint32_t name = 0;
+  RangeOrigin origin = RangeOrigin::kFile;
+};
+
+// What the PyTorch model found in a Kineto file (capture.source.pytorch).
+struct PyTorchCounts {
+  uint64_t module_ranges = 0;     // `nn.Module: …` events kept as ranges
+  uint64_t recompute_frames = 0;  // torch/utils/checkpoint.py … recompute_fn frames kept
+  uint64_t backward_ops = 0;      // top-level backward ops in processes with modules
+  uint64_t linked_by_flow = 0;
+  uint64_t linked_by_sequence = 0;
+  uint64_t unlinked = 0;  // backward_ops - linked_*: their time is backward_unlinked
 };
 
 // A host API call carrying a correlation id (runtime or driver). Only those that launch device
@@ -100,6 +117,7 @@ struct ImportedTrace {
   std::vector<ImportedApiCall> api_calls;
   std::vector<ImportedActivity> activities;
   std::vector<ImportedDevice> devices;
+  std::optional<PyTorchCounts> pytorch;  // Kineto files (not the legacy list); empty otherwise
   // Events the importer read but could not use (malformed fields), for the diagnostics line.
   uint64_t skipped_events = 0;
   // Well-formed events of kinds the importer does not use, by category (the event's `cat`;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "import/decimal_time.h"
+#include "import/pytorch_model.h"
 #include "wire/protocol.h"
 
 namespace gpuattr::collector {
@@ -31,6 +32,8 @@ enum class Category : uint8_t {
   kAnnotation,
   kOp,
   kFlow,
+  kPythonFunction,  // with_stack / with_modules frames: modules and recompute frames are used
+  kForwardBackwardFlow,
   kLegacyHost,    // the legacy autograd profiler's list: an event of pid "CPU functions"
   kLegacyDevice,  // ... and of pid "CUDA functions" (CUDA-event estimates, not device work)
 };
@@ -44,6 +47,8 @@ Category CategoryOf(std::string_view cat) {
   if (cat == "user_annotation") return Category::kAnnotation;
   if (cat == "cpu_op" || cat == "Operator") return Category::kOp;
   if (cat == "ac2g" || cat == "async") return Category::kFlow;
+  if (cat == "python_function") return Category::kPythonFunction;
+  if (cat == "fwdbwd") return Category::kForwardBackwardFlow;
   return Category::kOther;
 }
 
@@ -64,6 +69,15 @@ uint8_t CopyKindOf(std::string_view name) {
   if (kind == "HtoH") return 9;
   if (kind == "PtoP") return 10;
   return 0;
+}
+
+constexpr std::string_view kModulePrefix = "nn.Module: ";
+constexpr std::string_view kBackwardOpPrefix = "autograd::engine::evaluate_function: ";
+
+// A with_stack frame of non-reentrant checkpointing's recomputation:
+// "torch/utils/checkpoint.py(1129): recompute_fn".
+bool IsRecomputeFrame(std::string_view name) {
+  return name.ends_with("): recompute_fn") && name.find("checkpoint.py(") != std::string_view::npos;
 }
 
 std::optional<uint32_t> AsU32(std::optional<int64_t> value) {
@@ -111,6 +125,7 @@ struct EventFields {
   std::optional<int64_t> bytes;
   std::optional<int64_t> shared_memory;
   std::optional<int64_t> registers;
+  std::optional<int64_t> sequence;  // cpu_op args "Sequence number"
   std::array<uint32_t, 3> grid{};
   std::array<uint32_t, 3> block{};
 };
@@ -203,7 +218,11 @@ class KinetoHandler : public TraceEventHandler {
         }
       }
     }
-    if (legacy_events_ && !kineto_events_) trace_->format = "autograd_legacy";
+    if (legacy_events_ && !kineto_events_) {
+      trace_->format = "autograd_legacy";
+    } else {
+      ApplyPyTorchModel(torch_, trace_);
+    }
     if (base_time_ns_) {
       trace_->wall_clock = true;
       trace_->realtime_offset_ns = *base_time_ns_;
@@ -277,6 +296,8 @@ class KinetoHandler : public TraceEventHandler {
         fields->shared_memory = ReadInt(arg);
       } else if (key == "registers per thread") {
         fields->registers = ReadInt(arg);
+      } else if (key == "Sequence number") {
+        fields->sequence = ReadInt(arg);
       } else if (key == "grid") {
         if (!ReadTriple(arg, &fields->grid)) return false;
       } else if (key == "block") {
@@ -360,6 +381,40 @@ class KinetoHandler : public TraceEventHandler {
 
   void Unused(const EventFields& fields) { trace_->CountUnused(fields.cat); }
 
+  // Whether a host event of `category` named `name` becomes a range.
+  bool KeptAsRange(Category category, std::string_view name) {
+    if (category == Category::kOp) return options_.op_ranges || name.starts_with("ProfilerStep#");
+    if (category != Category::kPythonFunction) return true;
+    if (name.starts_with(kModulePrefix)) return options_.modules;
+    if (!IsRecomputeFrame(name)) return false;
+    ++torch_.recompute_frames;
+    return true;
+  }
+
+  // A cpu_op the PyTorch model reads (pytorch_model.h): a backward op, or one with a sequence
+  // number.
+  void NoteTorchOp(const EventFields& fields, uint32_t pid, uint32_t tid, uint64_t start,
+                   uint64_t end) {
+    const TorchOp op{start, end, pid, tid,
+                     fields.sequence && *fields.sequence >= 0 ? *fields.sequence : -1};
+    if (fields.name.starts_with(kBackwardOpPrefix)) {
+      torch_.backward_ops.push_back(op);
+    } else if (op.sequence >= 0) {
+      torch_.sequenced_ops.push_back(op);
+    }
+  }
+
+  void AddForwardBackwardFlow(const EventFields& fields) {
+    const bool start = fields.ph == "s";
+    if (!start && fields.ph != "f") return Unused(fields);
+    const auto pid = AsU32(fields.pid);
+    const auto tid = AsU32(fields.tid);
+    const auto ts = MicrosecondsTextToNs(fields.ts);
+    const auto id = AsU32(fields.flow_id);
+    if (!pid || !tid || !ts || !id) return Skip();
+    (start ? torch_.flow_starts : torch_.flow_finishes).push_back({*ts, *pid, *tid, *id});
+  }
+
   void Apply(const EventFields& fields) {
     const Category category =
         fields.cat.empty() ? LegacyCategoryOf(fields.pid_text) : CategoryOf(fields.cat);
@@ -378,6 +433,7 @@ class KinetoHandler : public TraceEventHandler {
       flows_.emplace_back(FlowKey{*pid, *tid, *ts}, *id);
       return;
     }
+    if (category == Category::kForwardBackwardFlow) return AddForwardBackwardFlow(fields);
     if (fields.ph != "X") return Unused(fields);
     const std::optional<uint64_t> start = MicrosecondsTextToNs(fields.ts);
     const std::optional<uint64_t> duration =
@@ -457,13 +513,12 @@ class KinetoHandler : public TraceEventHandler {
       }
       case Category::kAnnotation:
       case Category::kOp:
+      case Category::kPythonFunction:
       case Category::kLegacyHost: {
-        if (category == Category::kOp && !options_.op_ranges &&
-            fields.name.substr(0, 13) != "ProfilerStep#") {
-          return Unused(fields);
-        }
         const auto pid = AsU32(fields.pid);
         const auto tid = AsU32(fields.tid);
+        if (category == Category::kOp && pid && tid) NoteTorchOp(fields, *pid, *tid, *start, end);
+        if (!KeptAsRange(category, fields.name)) return Unused(fields);
         if (!pid || !tid) return Skip();
         if (category != Category::kLegacyHost) kineto_events_ = true;
         SeeTime(*start);
@@ -472,6 +527,7 @@ class KinetoHandler : public TraceEventHandler {
       }
       case Category::kOther:
       case Category::kFlow:
+      case Category::kForwardBackwardFlow:
       case Category::kLegacyDevice:
         return;
     }
@@ -489,6 +545,7 @@ class KinetoHandler : public TraceEventHandler {
   uint64_t min_time_ns_ = kNoTime;
   // Ids of pids and tids the file names with strings (ReadId).
   std::unordered_map<std::string, int64_t> named_ids_;
+  TorchEvents torch_;           // what the PyTorch model reads
   bool legacy_events_ = false;  // an event of the legacy autograd profiler's list was seen
   bool kineto_events_ = false;  // an event with a Kineto category was used
 };

@@ -14,7 +14,10 @@
 //  - launches: runtime and driver X events with their correlation id (trace_replay.h decides
 //    which launch device work);
 //  - host ranges: user_annotation X events and ProfilerStep#N ranges on each thread; with
-//    `op_ranges` (--ranges ops) every cpu_op as well. In the legacy list, which cannot tell
+//    `op_ranges` (--ranges ops) every cpu_op as well; the `nn.Module: …` python_function events
+//    (with_modules; unless `modules` is off) and the checkpoint recompute_fn frames (with_stack);
+//    then the PyTorch model's ranges (pytorch_model.h), from backward ops, sequence numbers and
+//    fwdbwd flows. In the legacy list, which cannot tell
 //    annotations from ops, every "CPU functions" event; its "CUDA functions" events are
 //    CUDA-event estimates, not device work, and are not used;
 //  - device names: deviceProperties [{id, name}].
@@ -39,6 +42,7 @@ namespace gpuattr::collector {
 
 struct KinetoOptions {
   bool op_ranges = false;  // --ranges ops: cpu_op events are ranges too
+  bool modules = true;     // `nn.Module: …` python_function events are ranges (--no-modules)
 };
 
 // `path` names the input in messages and in the report. `json_bytes` (optional) receives the

@@ -58,10 +58,10 @@ class Sender {
       writer_.Append(body);
     }
   }
-  void AppendRange(wire::RecordType type, const wire::RangeEvent& body) {
-    if (!writer_.AppendRange(type, body)) {
+  void AppendRange(wire::RecordType type, const wire::RangeEvent& body, uint16_t flags) {
+    if (!writer_.AppendRange(type, body, flags)) {
       Flush();
-      writer_.AppendRange(type, body);
+      writer_.AppendRange(type, body, flags);
     }
   }
   void AppendString(uint32_t id, std::string_view text) {
@@ -93,6 +93,7 @@ struct StackEvent {
   uint32_t tid;
   uint32_t node;
   bool push;
+  bool context;  // a push of a RangeOrigin::kModelContext range (wire::kRangeFlagContext)
 };
 
 enum class ItemClass : uint8_t {
@@ -181,6 +182,9 @@ class ProcessReplay {
       if (x.tid != y.tid) return x.tid < y.tid;
       if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
       if (x.end_ns != y.end_ns) return x.end_ns > y.end_ns;
+      // The PyTorch model's ranges enclose the file's range of the same interval.
+      const bool x_model = x.origin != RangeOrigin::kFile;
+      if (x_model != (y.origin != RangeOrigin::kFile)) return x_model;
       return a < b;
     });
     std::vector<uint32_t> launch_order(parts_.launches.size());
@@ -202,7 +206,7 @@ class ProcessReplay {
     uint32_t tid = 0;
     auto pop_until = [&](uint64_t time_ns) {
       while (!stack.empty() && stack.back().end_ns <= time_ns) {
-        stack_events_.push_back({stack.back().end_ns, tid, stack.back().node, false});
+        stack_events_.push_back({stack.back().end_ns, tid, stack.back().node, false, false});
         stack.pop_back();
       }
     };
@@ -232,7 +236,8 @@ class ProcessReplay {
           ++stats_->clipped_ranges;
         }
         const uint32_t node = InternPath(stack.empty() ? 0 : stack.back().node, range.name);
-        stack_events_.push_back({range.start_ns, tid, node, true});
+        stack_events_.push_back(
+            {range.start_ns, tid, node, true, range.origin == RangeOrigin::kModelContext});
         stack.push_back({end_ns, node});
       } else {
         const uint32_t position = launch_order[l++];
@@ -287,7 +292,8 @@ class ProcessReplay {
       case ItemClass::kRange: {
         const StackEvent& event = stack_events_[item.index];
         sender->AppendRange(event.push ? wire::RecordType::kRangePush : wire::RecordType::kRangePop,
-                            wire::RangeEvent{event.time_ns, event.tid, event.node});
+                            wire::RangeEvent{event.time_ns, event.tid, event.node},
+                            event.context ? wire::kRangeFlagContext : uint16_t{0});
         return;
       }
       case ItemClass::kSpanStart: {

@@ -74,6 +74,7 @@ ProcessEntry BuildProcess(const ProcessAnalysis& analysis, const ReportInputs& i
     process["families"] = nullptr;
   }
   process["phases"] = PhasesJson(measured, analysis.phases);
+  process["modules"] = ModulesJson(measured, analysis.modules);
   process["steps"] = analysis.steps ? StepsJson(measured, *analysis.steps) : Json(nullptr);
   process["steps_reason"] = analysis.steps ? Json(nullptr) : Json(analysis.steps_reason);
   process["coverage"] =

@@ -243,11 +243,18 @@ Json PhasesJson(bool measured, const PhaseTotals& phases) {
         measured ? Json(phases.ns[i]) : Json(nullptr);
   }
   out["other_ns"] = measured ? Json(phases.other_ns) : Json(nullptr);
-  const uint64_t forward = phases.ns[static_cast<size_t>(Phase::kForward)];
-  const uint64_t recompute = phases.ns[static_cast<size_t>(Phase::kRecompute)];
-  out["recompute_fraction"] =
-      measured && forward != 0 ? Json(static_cast<double>(recompute) / static_cast<double>(forward))
-                               : Json(nullptr);
+  out["recompute_fraction"] = RecomputeFraction(measured, phases);
+  return out;
+}
+
+Json ModulesJson(bool measured, const std::vector<ModuleRow>& modules) {
+  if (!measured) return nullptr;
+  Json out = Json::array();
+  for (const ModuleRow& row : modules) {
+    Json entry = PhasesJson(measured, row.phases);
+    entry["path"] = row.path;
+    out.push_back(std::move(entry));
+  }
   return out;
 }
 
@@ -388,6 +395,15 @@ Json LossJson(const Loss& loss, bool measured) {
           {"zero_correlation_launches", loss.zero_correlation_launches}};
 }
 
+// r = recompute / forward (§Recompute): null when not measured or forward is 0.
+Json RecomputeFraction(bool measured, const PhaseTotals& phases) {
+  const uint64_t forward = phases.ns[static_cast<size_t>(Phase::kForward)];
+  const uint64_t recompute = phases.ns[static_cast<size_t>(Phase::kRecompute)];
+  return measured && forward != 0
+             ? Json(static_cast<double>(recompute) / static_cast<double>(forward))
+             : Json(nullptr);
+}
+
 Json StepRowJson(const StepRow& row, bool device_measured) {
   Json out = {
       {"index", row.index}, {"name", row.name}, {"start_ns", row.start_ns}, {"end_ns", row.end_ns}};
@@ -396,6 +412,7 @@ Json StepRowJson(const StepRow& row, bool device_measured) {
     // host_ns is measured on the host; every other term needs device time.
     out[kStepTerms[i]] = device_measured || i == 0 ? Json(terms[i]) : Json(nullptr);
   }
+  out["recompute_fraction"] = RecomputeFraction(device_measured, row.phases);
   return out;
 }
 

@@ -34,6 +34,10 @@ nlohmann::json DeviceJson(const DeviceStats& device);
 nlohmann::json TotalsJson(const Totals& totals);
 nlohmann::json NullTotals();
 nlohmann::json PhasesJson(bool measured, const PhaseTotals& phases);
+// r = recompute_ns / forward_ns; null when not measured or forward_ns is 0.
+nlohmann::json RecomputeFraction(bool measured, const PhaseTotals& phases);
+// `modules` (§Modules): one PhasesJson per module path, with its `path`; null when not measured.
+nlohmann::json ModulesJson(bool measured, const std::vector<ModuleRow>& modules);
 // `coverage` without its fallbacks; coverage.passed compares the fraction with `threshold`.
 nlohmann::json CoverageJson(bool measured, uint64_t attributed_kernel_ns, uint64_t kernel_ns,
                             const std::vector<Unattributed>& unattributed, double threshold,

@@ -19,6 +19,7 @@ using nlohmann::json;
 using test_support::TempDir;
 
 const std::string kTraces = std::string(GPUATTR_SOURCE_DIR) + "/../shared/traces/";
+const char* const kCheckpointedTrace = GPUATTR_SOURCE_DIR "/tests/data/pytorch_checkpointed.json";
 
 struct Reference {
   std::string file;
@@ -250,12 +251,15 @@ TEST_CASE("gpuattr import: phases, categories and stream idle equal an independe
         "hta_a100_ddp_nccl/nccl_data.json.gz", "hta_a100_trace_diff_control/control.json.gz",
         "tracelens_h100_bert_small/gaunernst_bert-small-uncased__1016001.json.gz",
         "tracelens_mi300x_norm_layer/normalization_layer_test.json.gz",
-        "tracelens_mi300x_vllm_graph/graph_execution.json.gz"}) {
+        "tracelens_mi300x_vllm_graph/graph_execution.json.gz",
+        // Ours, synthetic: modules, checkpoint recompute, flows and sequence numbers.
+        kCheckpointedTrace}) {
     INFO(file);
+    const std::string path = file[0] == '/' ? std::string(file) : kTraces + file;
     TempDir dir;
-    const ImportRun run = Import(dir, {kTraces + file});
+    const ImportRun run = Import(dir, {path});
     REQUIRE(run.process.exit_code == 0);
-    const json reference = ReferencePhases(kTraces + file);
+    const json reference = ReferencePhases(path);
     REQUIRE(run.report["processes"].size() == reference.size());
     for (const json& process : run.report["processes"]) {
       const json& expected =
@@ -347,6 +351,56 @@ TEST_CASE("gpuattr import: the DDP traces' phase terms agree with the README's r
   CHECK(device["communication_ns"] == 163535000);
   CheckStepBackward(control.report["processes"][0],
                     {29059000, 29496000, 30041000, 30068000, 29644000, 29659000});
+}
+
+// The README's reference values for the with_modules traces. The README's `other` holds the
+// activities no range encloses (0.021545 ms on normalization_layer_test), which are unattributed
+// here. Backward is the autograd thread's, and by module: every module of the model has a row
+// with both forward and backward time, and only AccumulateGrad is unlinked.
+TEST_CASE("gpuattr import: the module traces' phase terms agree with the README's reference values",
+          "[import][traces][phases]") {
+  TempDir dir;
+  const ImportRun norm =
+      Import(dir, {kTraces + "tracelens_mi300x_norm_layer/normalization_layer_test.json.gz"});
+  REQUIRE(norm.process.exit_code == 0);
+  const json& process = norm.report["processes"][0];
+  const json& phases = process["phases"];
+  CHECK(phases["forward_ns"] == 425048);
+  CHECK(phases["backward_ns"] == 522534);
+  CHECK(phases["recompute_ns"] == 0);
+  CHECK(phases["loss_ns"] == 49505);
+  CHECK(phases["other_ns"] == 0);
+  uint64_t unattributed = 0;
+  for (const json& entry : process["coverage"]["unattributed"])
+    unattributed += entry["ns"].get<uint64_t>();
+  CHECK(unattributed == 21545);
+  const json& pytorch = norm.report["capture"]["source"]["pytorch"];
+  CHECK(pytorch["module_ranges"] == 36);
+  CHECK(pytorch["linked_by_flow"] == 51);
+  CHECK(pytorch["unlinked"] == 27);          // 9 parameters' AccumulateGrad in each of 3 iterations
+  REQUIRE(process["modules"].size() == 11);  // Net_0's ten norm layers and MSELoss_0
+  uint64_t module_backward = 0;
+  for (const json& row : process["modules"]) {
+    INFO(row["path"].dump());
+    CHECK((row["forward_ns"].get<uint64_t>() + row["loss_ns"].get<uint64_t>()) > 0);
+    CHECK(row["backward_ns"] > 0);
+    module_backward += row["backward_ns"].get<uint64_t>();
+  }
+  uint64_t unlinked = 0;
+  for (const json& root : process["passes"]) {
+    if (root["name"] == "backward_unlinked") unlinked = root["device"]["total_ns"];
+  }
+  CHECK(unlinked > 0);
+  CHECK(module_backward + unlinked == 522534);
+
+  TempDir bert_dir;
+  const ImportRun bert =
+      Import(bert_dir,
+             {kTraces + "tracelens_h100_bert_small/gaunernst_bert-small-uncased__1016001.json.gz"});
+  REQUIRE(bert.process.exit_code == 0);
+  CHECK(bert.report["processes"][0]["phases"]["forward_ns"] == 309437);
+  CHECK(bert.report["processes"][0]["phases"]["backward_ns"] == 0);
+  CHECK(bert.report["processes"][0]["modules"].size() > 1);
 }
 
 TEST_CASE("gpuattr import: inputs that are not traces exit 3 with a message", "[import]") {

@@ -5,9 +5,20 @@ docs/attribution.md, written again from the text in stdlib Python over the raw J
 of the collector's code or data files: the report must agree with it to the nanosecond
 (tests/component/import_test.cpp). Default options (--ranges annotations, inheritance on).
 
-  - ranges: user_annotation X events, and cpu_op / Operator X events named ProfilerStep#N, per
-    (pid, tid); sorted by (start, longer first); a range that starts inside another but ends
-    after it is clipped to the enclosing range's end; a range encloses [start, end);
+  - ranges: user_annotation X events, cpu_op / Operator X events named ProfilerStep#N, and
+    python_function X events named "nn.Module: ..." or "...checkpoint.py(N): recompute_fn", per
+    (pid, tid); sorted by (start, longer first, the model's ranges first); a range that starts
+    inside another but ends after it is clipped to the enclosing range's end; a range encloses
+    [start, end);
+  - the PyTorch model (docs/attribution.md §PyTorch), in a process with module ranges: its main
+    thread holds ProfilerStep#N, else the most module ranges (the smaller tid at ties); each
+    backward op (cpu_op "autograd::engine::evaluate_function: ...") not inside another on its
+    thread gets ranges of its own interval: off the main thread, the main thread's ranges open at
+    its start, up to the first module; then, when its forward op is known, the ranges open on the
+    forward op's thread at the forward op's start from the first module on, and "backward"; else
+    "backward_unlinked". The forward op: the fwdbwd flow whose finish (on the backward op's
+    thread) is earliest within the backward op names by its id the start point; else the latest
+    cpu_op on the main thread with the backward op's "Sequence number" starting at or before it;
   - launches: runtime and driver X events with args.correlation; per (pid, correlation) the
     earliest one (file order at ties); an activity's process is that of the first call in file
     order with its correlation id, else the process with the most runtime and driver calls;
@@ -40,15 +51,17 @@ PHASES = ["forward", "backward", "recompute", "optimizer", "loss", "communicatio
 # The table of docs/attribution.md §Phases.
 PATTERNS = {
     "forward": [r"forward", r"fwd", r"forward[_.:# ].*", r".*[_.:# ]forward",
-                r"##\s*forward([_.:# ].*)?##", r"CompiledFunction"],
+                r"##\s*forward([_.:# ].*)?##", r"CompiledFunction", r"nn\.Module: (?!.*Loss(_\d+)?$).*"],
     "backward": [r"backward", r"bwd", r"backward[_.:# ].*", r".*[_.:# ]backward",
                  r"autograd::engine::evaluate_function.*", r"##\s*backward([_.:# ].*)?##",
                  r"CompiledFunctionBackward"],
-    "recompute": [r"recompute", r"recompute[_.:# ].*", r"checkpoint", r"activation_checkpoint.*"],
+    "recompute": [r"recompute", r"recompute[_.:# ].*", r"checkpoint", r"activation_checkpoint.*",
+                  r".*checkpoint\.py\(\d+\): recompute_fn"],
     "optimizer": [r"optimizer", r"optim", r"optimizer[_.:# ].*", r"optimizer\.step.*",
                   r"optimizer_step", r"Optimizer\.step#.*", r"Optimizer\.zero_grad#.*",
                   r"##\s*optimizer([_.:# ].*)?##", r"##\s*zero_grad\s*##"],
-    "loss": [r"loss", r"loss[_.:# ].*", r".*[_.:# ]loss", r"criterion", r"##\s*loss([_.:# ].*)?##"],
+    "loss": [r"loss", r"loss[_.:# ].*", r".*[_.:# ]loss", r"criterion", r"##\s*loss([_.:# ].*)?##",
+             r"nn\.Module: .*Loss(_\d+)?"],
     "communication": [r"nccl:.*", r"rccl:.*", r"record_param_comms", r"c10d::.*"],
 }
 COMPILED = {phase: [re.compile(p, re.IGNORECASE | re.DOTALL) for p in patterns]
@@ -85,6 +98,7 @@ class Thread:
     """A thread's ranges, nested and clipped, in push order: (start, end, path)."""
 
     def __init__(self, ranges):
+        # (start, end, name, order): order sorts the model's ranges (negative) before the file's.
         ranges.sort(key=lambda r: (r[0], -r[1], r[3]))
         self.opened = []
         stack = []
@@ -93,18 +107,91 @@ class Thread:
                 stack.pop()
             if stack and end > stack[-1][1]:
                 end = stack[-1][1]
-            path = (stack[-1][2] if stack else ()) + (name,)
+            # The path as ((name, end), ...) from the outermost range.
+            path = (stack[-1][2] if stack else ()) + ((name, end),)
             stack.append((start, end, path))
             self.opened.append((start, end, path))
         self.starts = [r[0] for r in self.opened]
 
-    def path_at(self, t):
-        """The innermost range enclosing t: the last pushed one with start <= t < end."""
+    def ranges_at(self, t):
+        """((name, end), ...) of the innermost range enclosing t and those it nests in."""
         for i in range(bisect.bisect_right(self.starts, t) - 1, -1, -1):
             start, end, path = self.opened[i]
             if start <= t < end:
                 return path
         return ()
+
+    def path_at(self, t):
+        """The names of the innermost range enclosing t and of those it nests in."""
+        return tuple(name for name, _ in self.ranges_at(t))
+
+
+def is_module(name):
+    return name.startswith("nn.Module: ")
+
+
+def first_module(names):
+    return next((i for i, name in enumerate(names) if is_module(name)), len(names))
+
+
+def add_model_ranges(ranges, backward_ops, sequenced, flows):
+    """The PyTorch model's ranges, appended to ranges[(pid, tid)] with negative orders."""
+    pids = {pid for (pid, _), rs in ranges.items() if any(is_module(r[2]) for r in rs)}
+    threads = {key: Thread(list(value)) for key, value in ranges.items()}
+    order = -10 ** 12
+    for pid in sorted(pids):
+        tids = {tid for (p, tid) in ranges if p == pid}
+        steps = [tid for tid in sorted(tids)
+                 if any(r[2].startswith("ProfilerStep#") for r in ranges[(pid, tid)])]
+        main = steps[0] if steps else max(
+            sorted(tids), key=lambda tid: sum(is_module(r[2]) for r in ranges[(pid, tid)]))
+        starts = {}
+        for fpid, tid, ts, fid, kind in flows:
+            if kind == "s" and fpid == pid:
+                starts.setdefault(fid, (tid, ts))
+        by_sequence = {}
+        for opid, tid, start, sequence in sequenced:
+            if opid == pid and tid == main:
+                by_sequence.setdefault(sequence, []).append(start)
+        ops = sorted((op for op in backward_ops if op[0] == pid), key=lambda o: (o[1], o[2], -o[3]))
+        last = None
+        for _, tid, start, end, sequence in ops:
+            if last and last[0] == tid and start < last[1]:
+                continue
+            last = (tid, end)
+            names = []
+            finishes = sorted(ts for fpid, ftid, ts, fid, kind in flows
+                              if kind == "f" and fpid == pid and ftid == tid and
+                              start <= ts <= end and fid in starts)
+            forward = None
+            if finishes:
+                fid = next(f[3] for f in sorted(flows, key=lambda f: f[2])
+                           if f[4] == "f" and f[0] == pid and f[1] == tid and f[2] == finishes[0]
+                           and f[3] in starts)
+                forward = starts[fid]
+            elif sequence is not None and sequence in by_sequence:
+                before = [t for t in by_sequence[sequence] if t <= start]
+                if before:
+                    forward = (main, max(before))
+            if forward is None:
+                if tid != main:
+                    context = threads[(pid, main)].path_at(start) if (pid, main) in threads else ()
+                    names += context[:first_module(context)]
+                names.append("backward_unlinked")
+            else:
+                # The forward op's ranges still open at the backward op's start (unless on its own
+                # thread), and those from its first module to its last.
+                path = threads[(pid, forward[0])].ranges_at(forward[1]) if (
+                    (pid, forward[0]) in threads) else ()
+                modules = [i for i, (name, _) in enumerate(path) if is_module(name)]
+                for i, (name, open_until) in enumerate(path):
+                    if (modules and modules[0] <= i <= modules[-1]) or (
+                            open_until > start and forward[0] != tid):
+                        names.append(name)
+                names.append("backward")
+            for name in names:
+                ranges.setdefault((pid, tid), []).append((start, end, name, order))
+                order += 1
 
 
 def main():
@@ -117,15 +204,29 @@ def main():
     pid_of_correlation = {}
     calls_per_pid = {}
     activities = []
+    backward_ops = []  # (pid, tid, start, end, sequence or None)
+    sequenced = []  # (pid, tid, start, sequence): other cpu_ops with a sequence number
+    flows = []  # (pid, tid, ts, id, "s" | "f"): fwdbwd
     for index, e in enumerate(events):
+        if e.get("cat") == "fwdbwd" and e.get("ph") in ("s", "f"):
+            flows.append((e["pid"], e["tid"], ns(e["ts"]), e["id"], e["ph"]))
+            continue
         if e.get("ph") != "X" or not isinstance(e.get("cat"), str):
             continue
         cat, name = e["cat"], e.get("name", "")
         args = e.get("args") if isinstance(e.get("args"), dict) else {}
         start = ns(e["ts"])
         end = start + ns(e.get("dur", 0))
+        sequence = args.get("Sequence number")
+        sequence = sequence if isinstance(sequence, int) and 0 <= sequence < 2 ** 63 else None
+        if cat == "cpu_op" and name.startswith("autograd::engine::evaluate_function: "):
+            backward_ops.append((e["pid"], e["tid"], start, end, sequence))
+        elif cat == "cpu_op" and sequence is not None:
+            sequenced.append((e["pid"], e["tid"], start, sequence))
         if cat == "user_annotation" or (cat in ("cpu_op", "Operator") and
-                                        name.startswith("ProfilerStep#")):
+                                        name.startswith("ProfilerStep#")) or (
+                cat == "python_function" and (
+                    is_module(name) or re.fullmatch(r".*checkpoint\.py\(\d+\): recompute_fn", name))):
             ranges.setdefault((e["pid"], e["tid"]), []).append((start, end, name, index))
         elif cat in API:
             calls_per_pid[e["pid"]] = calls_per_pid.get(e["pid"], 0) + 1
@@ -141,6 +242,7 @@ def main():
                         "communication" if COLLECTIVE.search(name) else "compute")
             activities.append((args.get("correlation"), start, end, category,
                                args.get("device", e.get("pid")), args.get("stream", e.get("tid"))))
+    add_model_ranges(ranges, backward_ops, sequenced, flows)
     threads = {key: Thread(list(value)) for key, value in ranges.items()}
     main_tid = {}
     for (pid, tid), thread in sorted(threads.items()):
