@@ -107,10 +107,9 @@ class ProcessModel {
       finishes_[finish->tid].push_back(finish);
     }
     for (auto& [tid, finishes] : finishes_) {
-      std::stable_sort(finishes.begin(), finishes.end(),
-                       [](const TorchFlowPoint* a, const TorchFlowPoint* b) {
-                         return a->ts_ns < b->ts_ns;
-                       });
+      std::stable_sort(
+          finishes.begin(), finishes.end(),
+          [](const TorchFlowPoint* a, const TorchFlowPoint* b) { return a->ts_ns < b->ts_ns; });
     }
   }
 
@@ -213,8 +212,8 @@ class ProcessModel {
   const uint32_t main_tid_;
   const uint32_t backward_;
   const uint32_t backward_unlinked_;
-  std::map<uint32_t, NestedRanges> threads_;  // the file's ranges, by tid
-  std::map<int64_t, std::vector<uint64_t>> forward_by_sequence_;  // main thread op starts
+  std::map<uint32_t, NestedRanges> threads_;                         // the file's ranges, by tid
+  std::map<int64_t, std::vector<uint64_t>> forward_by_sequence_;     // main thread op starts
   std::map<uint32_t, std::vector<const TorchFlowPoint*>> finishes_;  // by tid, by time
 };
 

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/module_fold.h"
 #include "report/report_reader.h"
 #include "views/text.h"
 
@@ -267,6 +268,37 @@ std::string Phases(const Json& phases) {
   return table.Render();
 }
 
+// PyTorch modules (docs/attribution.md §Modules): shown when the trace had module ranges.
+std::string Modules(const Json& modules, const ReportViewOptions& options) {
+  if (!modules.is_array() || modules.empty()) return "";
+  const std::vector<const Json*> rows = ElementsOf(modules);  // most device time first
+  const size_t shown = std::min(rows.size(), options.top);
+  std::string out = "  modules (nn.Module) by device time (ms; r = recompute / forward)\n";
+  TextTable table("  ", {{"module", true},
+                         {"forward"},
+                         {"backward"},
+                         {"recompute"},
+                         {"loss"},
+                         {"comm"},
+                         {"other"},
+                         {"r"}});
+  for (size_t i = 0; i < shown; ++i) {
+    const Json& row = *rows[i];
+    Json names = Json::array();  // `Net_0/Linear_3`: every name is a module's
+    for (const Json* name : ElementsOf(Field(row, "path"))) {
+      std::string text = StringText(*name);
+      if (text.starts_with(kModuleRangePrefix)) text.erase(0, kModuleRangePrefix.size());
+      names.push_back(std::move(text));
+    }
+    table.Add({PathText(names), MsText(Field(row, "forward_ns")), MsText(Field(row, "backward_ns")),
+               MsText(Field(row, "recompute_ns")), MsText(Field(row, "loss_ns")),
+               MsText(Field(row, "communication_ns")), MsText(Field(row, "other_ns")),
+               Fixed(Field(row, "recompute_fraction"))});
+  }
+  if (rows.size() > shown) table.AddNote("… " + std::to_string(rows.size() - shown) + " more");
+  return out + table.Render();
+}
+
 std::vector<std::string> StepCells(std::string first, const Json& row) {
   return {std::move(first),
           MsText(Field(row, "host_ns")),
@@ -370,6 +402,8 @@ std::string Process(const Json& process, const ReportViewOptions& options) {
   out += "\n" + Families(Field(process, "families"), options);
   out += "\n" + Devices(Field(process, "devices"), options);
   out += "\n" + Phases(Field(process, "phases"));
+  const std::string modules = Modules(Field(process, "modules"), options);
+  if (!modules.empty()) out += "\n" + modules;
   out += Steps(Field(process, "steps"), Field(process, "steps_reason"), options);
   out += "\n" + Coverage(Field(process, "coverage"));
   const Json& loss = Field(process, "loss");

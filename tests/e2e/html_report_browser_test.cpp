@@ -264,6 +264,38 @@ TEST_CASE(
   CHECK(drawn >= 0.10);
 }
 
+TEST_CASE("The HTML report of a PyTorch trace shows its modules with backward and recompute",
+          "[visualization][html]") {
+  RequireChromium();
+  TempDir dir;
+  const ProcessResult imported =
+      RunProcess({GPUATTR_BIN, "import", "-q", "-o", dir.File("report.json"),
+                  std::string(GPUATTR_SOURCE_DIR) + "/tests/data/pytorch_checkpointed.json"});
+  INFO("gpuattr import stderr: " << imported.err);
+  REQUIRE(ExitStatus(imported) == 0);
+  const std::string page = dir.File("report.html");
+  REQUIRE(ExitStatus(
+              RunProcess({GPUATTR_BIN, "report", dir.File("report.json"), "--html", page})) == 0);
+  const ProcessResult dom_run = RunChromium(dir, page, {"--dump-dom"});
+  INFO("chromium stderr: " << dom_run.err);
+  REQUIRE(ExitStatus(dom_run) == 0);
+  REQUIRE(dom_run.out.find("data-rendered=\"yes\"") != std::string::npos);
+  const std::string modules = Block(dom_run.out, "modules");
+  REQUIRE_FALSE(modules.empty());
+  const json report = json::parse(ReadFile(dir.File("report.json")));
+  const json& rows = report["processes"][0]["modules"];
+  REQUIRE(rows.size() == 3);
+  for (const json& row : rows) {
+    std::string name = row["path"].back().get<std::string>();
+    name.erase(0, std::string("nn.Module: ").size());
+    INFO(row["path"].dump());
+    CHECK(modules.find(name) != std::string::npos);
+    CHECK(modules.find(Ms(row["backward_ns"])) != std::string::npos);
+  }
+  CHECK(modules.find(Ms(rows[0]["recompute_ns"])) != std::string::npos);
+  CHECK(modules.find("1.000") != std::string::npos);  // Linear_1: r = recompute / forward
+}
+
 // A synthetic report: 10 roots x 10 x 100 = 10,110 passes, each with device time.
 json TenThousandPassReport() {
   auto pass = [](const std::vector<std::string>& path, uint64_t self, json children) {

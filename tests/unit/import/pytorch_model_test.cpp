@@ -9,6 +9,7 @@
 
 #include "import_test_util.h"
 #include "test_files.h"
+#include "views/report_view.h"
 
 namespace gpuattr::collector::testing {
 namespace {
@@ -107,9 +108,8 @@ TEST_CASE("PyTorch model: backward by module, unlinked remainder, recompute and 
   std::map<std::string, json> modules;
   for (const json& row : process["modules"]) modules[row["path"].dump()] = row;
   REQUIRE(modules.size() == 3);
-  const json& linear_1_row = modules.at(json({"nn.Module: Net_0", "nn.Module: Block_0",
-                                              "nn.Module: Linear_1"})
-                                            .dump());
+  const json& linear_1_row =
+      modules.at(json({"nn.Module: Net_0", "nn.Module: Block_0", "nn.Module: Linear_1"}).dump());
   CHECK(linear_1_row["forward_ns"] == 20000);
   CHECK(linear_1_row["backward_ns"] == 10000);
   CHECK(linear_1_row["recompute_ns"] == 20000);
@@ -131,6 +131,19 @@ TEST_CASE("PyTorch model: backward by module, unlinked remainder, recompute and 
   CHECK(rows[0]["recompute_ns"] == 20000);
   CHECK(rows[0]["communication_ns"] == 50000);
   CHECK(rows[0]["recompute_fraction"].get<double>() == Approx(20000.0 / 30000.0));
+}
+
+TEST_CASE("PyTorch model: gpuattr report lists the modules with their backward and r",
+          "[import][pytorch]") {
+  const Imported imported = ImportCheckpointed();
+  const std::string view = RenderReportView(imported.report, ReportViewOptions{});
+  const size_t table = view.find("modules (nn.Module) by device time");
+  REQUIRE(table != std::string::npos);
+  const std::string rows = view.substr(table, view.find("\n\n", table) - table);
+  CHECK(rows.find("Net_0/Block_0/Linear_1    0.020     0.010      0.020") != std::string::npos);
+  CHECK(rows.find("1.000") != std::string::npos);
+  CHECK(rows.find("Net_0/Linear_0") != std::string::npos);
+  CHECK(rows.find("MSELoss_0") != std::string::npos);
 }
 
 TEST_CASE("PyTorch model: with --ranges ops the backward op nests under the model's ranges",
