@@ -86,6 +86,8 @@ void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord*
     modules_.Fold(attributed);
   }
   devices_.Fold(activity, launch, late, category);
+  if (activity.kind == ActivityKind::kMemcpy)
+    copies_.Fold(activity, data_.copies.Find(activity.shape));
   if (attributed.kernel()) families_.Fold(activity, launch);
   steps_.Fold(attributed);
   if (options_.observer) Observe(attributed);
@@ -181,6 +183,7 @@ ProcessAnalysis ActivityFolder::Finish(const LaunchCounts& launches) {
         if (name == data_.device_names.end()) return std::nullopt;
         return StringOr(data_, name->second);
       });
+  copies_.Finish(result.devices);
   result.families = families_.Finish();
   result.modules = modules_.Finish();
   steps_.Finish(host_ranges_.durations_by_node(), result);

@@ -5,6 +5,7 @@
 //
 //   release ──▶ attribution_rules ──▶ phase of the path ──┬─▶ pass_tree      (passes)
 //   (activity,   (rules 1-4)          (phase_fold)        ├─▶ device_sweep   (devices, gaps)
+//                                                         ├─▶ copy_fold      (memory copies)
 //    launch,                                              ├─▶ family_fold    (families)
 //    late)                                                ├─▶ module_fold    (modules)
 //                                                         ├─▶ phase_fold     (phases, coverage)
@@ -27,6 +28,7 @@
 #include <cstdint>
 
 #include "analysis/attribution_rules.h"
+#include "analysis/copy_fold.h"
 #include "analysis/device_sweep.h"
 #include "analysis/family_fold.h"
 #include "analysis/host_range_fold.h"
@@ -81,6 +83,7 @@ class ActivityFolder {
   AttributionRules rules_;
   PassTree passes_;
   DeviceSweep devices_;
+  CopyFold copies_;
   FamilyFold families_;
   PhaseFold phases_;
   ModuleFold modules_;

@@ -109,6 +109,17 @@ struct CategoryBusy {
   uint64_t communication_exposed_ns = 0;  // communication_ns - communication_hidden_ns
 };
 
+// Memory copies of one direction and pair of memory kinds on a device (§Memory copies).
+struct CopyStats {
+  uint8_t copy_kind = 0;  // CUpti_ActivityMemcpyKind (copy_fold.h names it)
+  uint8_t src_kind = 0;   // CUpti_ActivityMemoryKind
+  uint8_t dst_kind = 0;
+  uint64_t copies = 0;
+  uint64_t bytes = 0;                 // of the copies whose size is known
+  uint64_t copies_without_bytes = 0;  // size 0: the source did not say (a trace without args)
+  uint64_t ns = 0;
+};
+
 struct DeviceStats {
   uint32_t id = 0;
   std::optional<std::string> name;
@@ -119,6 +130,7 @@ struct DeviceStats {
   uint64_t idle_ns = 0;
   std::vector<StreamStats> streams;
   CategoryBusy categories;
+  std::vector<CopyStats> copies;  // most device time first
   uint64_t host_bound_ns = 0;
   uint64_t dependency_ns = 0;
   uint64_t unclassified_ns = 0;  // holes ended by work whose launch was never seen

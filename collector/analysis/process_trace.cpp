@@ -33,6 +33,11 @@ struct ProcessTrace::State {
   }
 
   void Release(const ActivityRecord& activity) {
+    ReleaseOne(activity);
+    if (activity.kind == ActivityKind::kMemcpy) data.copies.Give(activity.shape);
+  }
+
+  void ReleaseOne(const ActivityRecord& activity) {
     const LaunchRecord* launch = launches.Match(activity.correlation_id);
     // docs/attach.md §What a window's report covers: decided with the launches known now.
     if (launch == nullptr && data.window_stream() &&

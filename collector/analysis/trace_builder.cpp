@@ -286,8 +286,10 @@ void TraceBuilder::ApplyDeviceWork(const wire::RecordView& record) {
     }
     case wire::RecordType::kMemcpy: {
       const auto copy = record.As<wire::Memcpy>();
+      const uint32_t slot =
+          data_.copies.Take({copy.bytes, copy.copy_kind, copy.src_kind, copy.dst_kind});
       AddActivity({copy.start_ns, copy.end_ns, copy.graph_node_id, copy.correlation_id, 0,
-                   copy.device, copy.stream, 0, ActivityKind::kMemcpy});
+                   copy.device, copy.stream, slot, ActivityKind::kMemcpy});
       break;
     }
     case wire::RecordType::kMemset: {

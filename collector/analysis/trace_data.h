@@ -89,6 +89,40 @@ struct KernelShape {
   auto operator<=>(const KernelShape&) const = default;
 };
 
+// What a memcpy moved, kept beside its ActivityRecord while it waits in the reorder window
+// (TraceData::copies): the record has no room for it.
+struct CopyDetail {
+  uint64_t bytes = 0;
+  uint8_t copy_kind = 0;  // CUpti_ActivityMemcpyKind
+  uint8_t src_kind = 0;   // CUpti_ActivityMemoryKind
+  uint8_t dst_kind = 0;
+};
+
+// Slots of CopyDetail, one per memcpy in the reorder window: taken when the memcpy arrives,
+// given back when it leaves the window (ProcessTrace), so memory is bounded by copies in flight.
+class CopySlots {
+ public:
+  uint32_t Take(const CopyDetail& detail) {
+    if (free_.empty()) {
+      slots_.push_back(detail);
+      return static_cast<uint32_t>(slots_.size() - 1);
+    }
+    const uint32_t slot = free_.back();
+    free_.pop_back();
+    slots_[slot] = detail;
+    return slot;
+  }
+  // Null for a slot never taken (a record made without the builder).
+  const CopyDetail* Find(uint32_t slot) const {
+    return slot < slots_.size() ? &slots_[slot] : nullptr;
+  }
+  void Give(uint32_t slot) { free_.push_back(slot); }
+
+ private:
+  std::vector<CopyDetail> slots_;
+  std::vector<uint32_t> free_;
+};
+
 // One device activity, 48 bytes. start = end = 0 (or end < start) means CUPTI had no timestamp:
 // kept so its launch counts as matched, never counted as device time.
 struct ActivityRecord {
@@ -99,7 +133,7 @@ struct ActivityRecord {
   uint32_t name_string = 0;  // kernels: mangled name; 0 otherwise
   uint32_t device = 0;
   uint32_t stream = 0;
-  uint32_t shape = 0;  // kernels: index into TraceData::shapes
+  uint32_t shape = 0;  // kernels: index into TraceData::shapes; memcpys: TraceData::copies slot
   ActivityKind kind = ActivityKind::kKernel;
 
   bool complete() const { return end_ns > start_ns || (end_ns == start_ns && start_ns != 0); }
@@ -155,6 +189,7 @@ struct TraceData {
 
   // Device activity and graphs (launches in flight live in LaunchJoin).
   std::vector<KernelShape> shapes;
+  CopySlots copies;  // memcpys in the reorder window
   std::map<KernelShape, uint32_t> shape_index;
   std::unordered_map<uint64_t, GraphNodeInfo> graph_nodes;
   uint64_t activities_seen = 0;  // device activity records received

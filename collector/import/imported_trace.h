@@ -93,6 +93,8 @@ struct ImportedActivity {
   uint32_t registers_per_thread = 0;
   DeviceWork kind = DeviceWork::kKernel;
   uint8_t copy_kind = 0;  // memcpy: CUpti_ActivityMemcpyKind, 0 unknown
+  uint8_t src_kind = 0;   // memcpy: CUpti_ActivityMemoryKind of the source, 0 unknown
+  uint8_t dst_kind = 0;   // ... and of the destination
   uint32_t memset_value = 0;
 };
 

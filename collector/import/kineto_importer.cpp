@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -78,6 +79,29 @@ constexpr std::string_view kBackwardOpPrefix = "autograd::engine::evaluate_funct
 // "torch/utils/checkpoint.py(1129): recompute_fn".
 bool IsRecomputeFrame(std::string_view name) {
   return name.ends_with("): recompute_fn") && name.find("checkpoint.py(") != std::string_view::npos;
+}
+
+// CUpti_ActivityMemoryKind from one side of Kineto's "(Pageable -> Device)".
+uint8_t MemoryKindOf(std::string_view kind) {
+  if (kind == "Pageable") return 1;
+  if (kind == "Pinned") return 2;
+  if (kind == "Device") return 3;
+  if (kind == "Array") return 4;
+  if (kind == "Managed") return 5;
+  return 0;
+}
+
+// The source and destination memory kinds of "Memcpy HtoD (Pageable -> Device)"; 0 unknown.
+std::pair<uint8_t, uint8_t> MemoryKindsOf(std::string_view name) {
+  const size_t open = name.find('(');
+  const size_t arrow = name.find(" -> ", open == std::string_view::npos ? 0 : open);
+  const size_t close = name.rfind(')');
+  if (open == std::string_view::npos || arrow == std::string_view::npos ||
+      close == std::string_view::npos || close < arrow) {
+    return {0, 0};
+  }
+  return {MemoryKindOf(name.substr(open + 1, arrow - open - 1)),
+          MemoryKindOf(name.substr(arrow + 4, close - arrow - 4))};
 }
 
 std::optional<uint32_t> AsU32(std::optional<int64_t> value) {
@@ -470,6 +494,7 @@ class KinetoHandler : public TraceEventHandler {
         } else if (category == Category::kMemcpy) {
           activity.kind = DeviceWork::kMemcpy;
           activity.copy_kind = CopyKindOf(fields.name);
+          std::tie(activity.src_kind, activity.dst_kind) = MemoryKindsOf(fields.name);
         } else {
           activity.kind = DeviceWork::kMemset;
         }

@@ -212,7 +212,7 @@ class NsysReader {
         Statement statement,
         Select(table,
                {"start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes",
-                kind == DeviceWork::kMemcpy ? "copyKind" : "value"},
+                kind == DeviceWork::kMemcpy ? "copyKind" : "value", "srcKind", "dstKind"},
                2));
     if (!statement) return Status::Ok();
     sqlite3_stmt* row = statement.get();
@@ -228,6 +228,8 @@ class NsysReader {
       activity.bytes = static_cast<uint64_t>(std::max<int64_t>(0, Int(row, 6)));
       if (kind == DeviceWork::kMemcpy) {
         activity.copy_kind = static_cast<uint8_t>(std::min<uint32_t>(ClampU32(Int(row, 7)), 255));
+        activity.src_kind = static_cast<uint8_t>(std::min<uint32_t>(ClampU32(Int(row, 8)), 255));
+        activity.dst_kind = static_cast<uint8_t>(std::min<uint32_t>(ClampU32(Int(row, 9)), 255));
       } else {
         activity.memset_value = ClampU32(Int(row, 7));
       }

@@ -359,6 +359,8 @@ class ProcessReplay {
         memcpy.src_device = activity.device;
         memcpy.dst_device = activity.device;
         memcpy.copy_kind = activity.copy_kind;
+        memcpy.src_kind = activity.src_kind;
+        memcpy.dst_kind = activity.dst_kind;
         sender->Append(memcpy);
         return;
       }

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "analysis/attributed_activity.h"
+#include "analysis/copy_fold.h"
 
 namespace gpuattr::collector {
 
@@ -190,6 +191,17 @@ Json DeviceJson(const DeviceStats& device) {
                        {"memset_ns", stream.memset_ns},
                        {"activities", stream.activities}});
   }
+  Json copies = Json::array();
+  for (const CopyStats& copy : device.copies) {
+    copies.push_back(
+        {{"direction", CopyDirectionName(copy.copy_kind)},
+         {"src_kind", MemoryKindName(copy.src_kind)},
+         {"dst_kind", MemoryKindName(copy.dst_kind)},
+         {"copies", copy.copies},
+         {"bytes", copy.copies_without_bytes == copy.copies ? Json(nullptr) : Json(copy.bytes)},
+         {"copies_without_bytes", copy.copies_without_bytes},
+         {"ns", copy.ns}});
+  }
   Json largest = Json::array();
   for (const Gap& gap : device.largest) {
     largest.push_back({{"start_ns", gap.start_ns},
@@ -214,6 +226,7 @@ Json DeviceJson(const DeviceStats& device) {
             {"memory_ns", device.categories.memory_ns},
             {"communication_hidden_ns", device.categories.communication_hidden_ns},
             {"communication_exposed_ns", device.categories.communication_exposed_ns}}},
+          {"copies", std::move(copies)},
           {"gaps",
            {{"count", device.gaps},
             {"host_bound_ns", device.host_bound_ns},

@@ -204,6 +204,19 @@ std::string Devices(const Json& devices, const ReportViewOptions& options) {
              MsText(Field(categories, "communication_exposed_ns")) + "), memory " +
              MsText(Field(categories, "memory_ns")) + " ms\n";
     }
+    const std::vector<const Json*> copies = ElementsOf(Field(device, "copies"));
+    if (!copies.empty()) {
+      TextTable table("    ", {{"copy", true}, {"copies"}, {"MB"}, {"ms"}});
+      for (const Json* copy : copies) {
+        const std::optional<double> bytes = NumberOf(Field(*copy, "bytes"));
+        table.Add(
+            {StringText(Field(*copy, "direction")) + " " + StringText(Field(*copy, "src_kind")) +
+                 " → " + StringText(Field(*copy, "dst_kind")),
+             CountText(Field(*copy, "copies")),
+             bytes ? Formatted("%.1f", *bytes / 1e6) : kNotMeasured, MsText(Field(*copy, "ns"))});
+      }
+      out += table.Render();
+    }
     const std::vector<const Json*> streams = ElementsOf(Field(device, "streams"));
     if (!streams.empty()) {
       TextTable table("    ", {{"stream", true}, {"busy ms"}, {"idle ms"}, {"activities"}});

@@ -289,6 +289,18 @@ TEST_CASE("gpuattr import: phases, categories and stream idle equal an independe
           INFO(term);
           CHECK(device["categories"][term] == want[term]);
         }
+        const json no_copies = json::object();
+        const json& copies = want.contains("copies") ? want["copies"] : no_copies;
+        REQUIRE(device["copies"].size() == copies.size());
+        for (const json& copy : device["copies"]) {
+          const std::string key = copy["direction"].get<std::string>() + "/" +
+                                  copy["src_kind"].get<std::string>() + "/" +
+                                  copy["dst_kind"].get<std::string>();
+          INFO(key);
+          CHECK(copy["copies"] == copies.at(key)["copies"]);
+          CHECK(copy["ns"] == copies.at(key)["ns"]);
+          CHECK(copy["bytes"].get<uint64_t>() == copies.at(key)["bytes"].get<uint64_t>());
+        }
         REQUIRE(device["streams"].size() == want["streams"].size());
         for (const json& stream : device["streams"]) {
           CHECK(stream["idle_ns"] ==

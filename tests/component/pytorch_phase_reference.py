@@ -33,10 +33,12 @@ And per device of each process (docs/attribution.md §Compute, communication and
 unions of collective kernels, other kernels, and copies and sets over all its streams (device
 from args.device else pid, stream from args.stream else tid), hidden communication = |comm ∩
 compute|, exposed = comm - hidden, and each stream's idle time (its first start to its last end,
-less its union).
+less its union), and its memory copies by direction and memory kinds as the name of each
+gpu_memcpy event writes them ("Memcpy HtoD (Pageable -> Device)"): count, time and bytes.
 
 Prints {"<pid>": {"phases": {"forward_ns": N, ..., "other_ns": N, "unattributed_ns": N},
-"devices": {"<device>": {"compute_ns": N, ..., "streams": {"<stream>": idle_ns}}}}} on stdout.
+"devices": {"<device>": {"compute_ns": N, ..., "streams": {"<stream>": idle_ns},
+"copies": {"HtoD/pageable/device": {"copies": N, "ns": N, "bytes": N}}}}}} on stdout.
 Usage: pytorch_phase_reference.py TRACE.json[.gz]
 """
 
@@ -207,6 +209,7 @@ def main():
     backward_ops = []  # (pid, tid, start, end, sequence or None)
     sequenced = []  # (pid, tid, start, sequence): other cpu_ops with a sequence number
     flows = []  # (pid, tid, ts, id, "s" | "f"): fwdbwd
+    copies = {}  # (device, (direction, src, dst)) -> [(ns, bytes)]
     for index, e in enumerate(events):
         if e.get("cat") == "fwdbwd" and e.get("ph") in ("s", "f"):
             flows.append((e["pid"], e["tid"], ns(e["ts"]), e["id"], e["ph"]))
@@ -237,6 +240,13 @@ def main():
             if key not in calls or start < calls[key][0]:
                 calls[key] = (start, index, e["tid"])
         elif cat in DEVICE:
+            if cat in ("gpu_memcpy", "Memcpy"):
+                # "Memcpy HtoD (Pageable -> Device)": direction, source and destination kinds.
+                words = re.fullmatch(r"Memcpy (\w+) \((\w+) -> (\w+)\)", name)
+                key = (words.group(1), words.group(2).lower(), words.group(3).lower()) if (
+                    words) else ("unknown", "unknown", "unknown")
+                copies.setdefault((args.get("device", e.get("pid")), key), []).append(
+                    (end - start, args.get("bytes", 0)))
             kernel = cat in ("kernel", "Kernel")
             category = ("memory" if not kernel else
                         "communication" if COLLECTIVE.search(name) else "compute")
@@ -292,6 +302,12 @@ def main():
             span = max(e for _, e in spans) - min(s for s, _ in spans)
             devices.setdefault(str(key[1]), {"streams": {}})["streams"][str(key[2])] = (
                 span - union(spans))
+    for (device, key), rows in copies.items():
+        for entry in out.values():
+            if str(device) in entry["devices"]:
+                entry["devices"][str(device)].setdefault("copies", {})["/".join(key)] = {
+                    "copies": len(rows), "ns": sum(r[0] for r in rows),
+                    "bytes": sum(r[1] for r in rows)}
     json.dump(out, sys.stdout, sort_keys=True)
 
 
