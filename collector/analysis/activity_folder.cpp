@@ -173,8 +173,12 @@ ProcessAnalysis ActivityFolder::Finish(const LaunchCounts& launches) {
   result.passes = passes_.Finish();
   result.devices = devices_.Finish(
       result.capture_end_ns,
+      // A gap is named by what the main thread was in when it began (the DataLoader's
+      // __next__, the optimizer), else by the launching thread's range (docs/attribution.md
+      // §Gaps).
       [this](uint32_t tid, uint64_t t) -> std::optional<std::vector<std::string>> {
-        const uint32_t node = history_.InnermostAt(tid, t);
+        uint32_t node = data_.main_tid ? history_.InnermostAt(*data_.main_tid, t) : 0;
+        if (node == 0) node = history_.InnermostAt(tid, t);
         if (node == 0) return std::nullopt;
         return paths_.Of(node);
       },

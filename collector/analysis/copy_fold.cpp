@@ -14,16 +14,15 @@ const char* CopyDirectionName(uint8_t copy_kind) {
 
 const char* MemoryKindName(uint8_t memory_kind) {
   // CUpti_ActivityMemoryKind, 1 to 7.
-  static constexpr std::array<const char*, 8> kNames = {
-      "unknown", "pageable", "pinned", "device", "array", "managed", "device_static",
-      "managed_static"};
+  static constexpr std::array<const char*, 8> kNames = {"unknown",       "pageable",      "pinned",
+                                                        "device",        "array",         "managed",
+                                                        "device_static", "managed_static"};
   return memory_kind < kNames.size() ? kNames[memory_kind] : "unknown";
 }
 
 void CopyFold::Fold(const ActivityRecord& activity, const CopyDetail* detail) {
   const CopyDetail known = detail ? *detail : CopyDetail{};
-  CopyStats& row =
-      rows_[{activity.device, known.copy_kind, known.src_kind, known.dst_kind}];
+  CopyStats& row = rows_[{activity.device, known.copy_kind, known.src_kind, known.dst_kind}];
   row.copy_kind = known.copy_kind;
   row.src_kind = known.src_kind;
   row.dst_kind = known.dst_kind;

@@ -203,6 +203,35 @@ TEST_CASE("orphans, unmatched launches, incomplete records and loss are counted"
   CheckReconciliation(process);
 }
 
+TEST_CASE("a gap is named by the main thread's range, else by the launching thread's",
+          "[unit][trace]") {
+  ProcessTrace trace;
+  Feeder feed(trace);
+  Message message = Preamble();
+  message.Str(20, "dataloader").Add(MakeNode(20, kNodeStep, 20));
+  // Main thread 1: step, and dataloader from 150 to 400. Thread 2 launches everything under its
+  // own `backward`. Gaps: [200, 500) while the main thread was in dataloader; [600, 800) after
+  // the main thread's step ended, named by thread 2's range.
+  message.Push(10, 1, kNodeStep).Push(20, 2, kNodeBackward);
+  message.Add(MakeLaunch(1, 30, 2, kNodeBackward)).Add(MakeKernel(1, 100, 200, 1));
+  message.Push(150, 1, 20).Pop(400, 1, 20);
+  message.Add(MakeLaunch(2, 450, 2, kNodeBackward)).Add(MakeKernel(2, 500, 600, 1));
+  message.Pop(550, 1, kNodeStep);
+  message.Add(MakeLaunch(3, 700, 2, kNodeBackward)).Add(MakeKernel(3, 800, 900, 1));
+  message.Pop(950, 2, kNodeBackward).Add(Bye(1000));
+  REQUIRE(feed.Send(message).ok());
+  trace.Finish();
+
+  const Json process = ProcessReportOf(trace);
+  const Json& largest = process["devices"][0]["gaps"]["largest"];
+  REQUIRE(largest.size() == 2);
+  CHECK(U(largest[0]["start_ns"]) == 200);
+  CHECK(largest[0]["host_range"] == Json({"step", "dataloader"}));
+  CHECK(largest[0]["launch_tid"] == 2);
+  CHECK(U(largest[1]["start_ns"]) == 600);
+  CHECK(largest[1]["host_range"] == Json({"step", "backward"}));
+}
+
 TEST_CASE("busy is the union over overlapping streams, and gaps are classified", "[unit][trace]") {
   ProcessTrace trace;
   Feeder feed(trace);
