@@ -24,8 +24,16 @@ FamilyFold::FamilyFold(const TraceData& data, const FamilyRules& rules)
 FamilyFold::KernelNames& FamilyFold::Known(uint32_t name_string) {
   auto known = names_.find(name_string);
   if (known == names_.end()) {
-    std::string demangled = DemangleKernelName(StringOr(data_, name_string));
+    // A cut name (kCutStringMark) is classified by what arrived, and keeps the mark.
+    std::string name = StringOr(data_, name_string);
+    const bool cut = name.ends_with(kCutStringMark);
+    if (cut) name.resize(name.size() - std::string_view(kCutStringMark).size());
+    std::string demangled = DemangleKernelName(name);
     FamilyRules::KernelClass kernel_class = rules_.ClassOf(demangled);
+    if (cut) {
+      demangled += kCutStringMark;
+      kernel_class.family += kCutStringMark;
+    }
     known =
         names_
             .emplace(name_string, KernelNames{std::move(demangled), std::move(kernel_class.family),

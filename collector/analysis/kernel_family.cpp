@@ -5,19 +5,51 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include "analysis/rule_file.h"
 
 namespace gpuattr::collector {
 
-std::string DemangleKernelName(std::string_view name) {
-  if (name.size() < 2 || name.substr(0, 2) != "_Z") return std::string(name);
-  const std::string mangled(name);
+namespace {
+
+std::optional<std::string> CxaDemangle(const std::string& mangled) {
   int status = 0;
   std::unique_ptr<char, decltype(&std::free)> demangled(
       abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), &std::free);
-  if (status != 0 || !demangled) return mangled;
-  return demangled.get();
+  if (status != 0 || !demangled) return std::nullopt;
+  return std::string(demangled.get());
+}
+
+void ReplaceAll(std::string& text, std::string_view from, std::string_view to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+}  // namespace
+
+std::string DemangleKernelName(std::string_view name) {
+  if (name.size() < 2 || name.substr(0, 2) != "_Z") return std::string(name);
+  std::string mangled(name);
+  // C++23's extended floating-point types, which ROCm's composable kernels and cuDNN's kernels
+  // use (DF16_ _Float16, DF16b std::bfloat16_t), postdate this libstdc++'s demangler: it fails
+  // on them, or reads DF16b as a fixed-point type. Both are builtin types (never substitution
+  // candidates), so each is swapped for an older builtin that names the same thing (Dh, IEEE
+  // half) or stands in for it (Dn, written back as std::bfloat16_t), when the name holds no Dn.
+  if (mangled.find("DF16") != std::string::npos) {
+    std::string rewritten = mangled;
+    ReplaceAll(rewritten, "DF16_", "Dh");
+    const bool bfloat16 = rewritten.find("DF16b") != std::string::npos;
+    if (!bfloat16 || rewritten.find("Dn") == std::string::npos) {
+      ReplaceAll(rewritten, "DF16b", "Dn");
+      if (std::optional<std::string> demangled = CxaDemangle(rewritten)) {
+        if (bfloat16) ReplaceAll(*demangled, "decltype(nullptr)", "std::bfloat16_t");
+        return *demangled;
+      }
+    }
+  }
+  return CxaDemangle(mangled).value_or(mangled);
 }
 
 std::string KernelFamily(std::string_view demangled) {

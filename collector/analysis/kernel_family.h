@@ -21,7 +21,8 @@
 
 namespace gpuattr::collector {
 
-// abi::__cxa_demangle of an Itanium-mangled name; any other name is returned as is.
+// abi::__cxa_demangle of an Itanium-mangled name, C++23 half and bfloat16 types (ROCm, cuDNN)
+// included; a name it cannot demangle, or not mangled, is returned as is.
 std::string DemangleKernelName(std::string_view name);
 
 // The default normalisation of a demangled (or never mangled) kernel name.

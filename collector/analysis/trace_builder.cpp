@@ -169,7 +169,13 @@ void TraceBuilder::ApplyDefinition(const wire::RecordView& record) {
   switch (record.type) {
     case wire::RecordType::kString: {
       const auto header = record.As<wire::String>();
-      if (header.id != 0) data_.strings[header.id] = SanitizeUtf8(record.StringText());
+      if (header.id != 0) {
+        std::string text = SanitizeUtf8(record.StringText());
+        // The wire carries at most kMaxStringBytes of a name: one that long was (very likely)
+        // cut, and says so rather than pass for the whole name.
+        if (record.StringText().size() == wire::kMaxStringBytes) text += kCutStringMark;
+        data_.strings[header.id] = std::move(text);
+      }
       ++data_.definitions;
       break;
     }

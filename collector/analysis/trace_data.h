@@ -216,6 +216,11 @@ struct TraceData {
   }
 };
 
+// Appended to a string that arrived at the wire's length limit (wire::kMaxStringBytes, 4096
+// bytes): the shim and the import cut longer names there.
+inline constexpr const char* kCutStringMark = "…[cut at 4096 bytes]";
+static_assert(wire::kMaxStringBytes == 4096, "kCutStringMark names the limit");
+
 // The name of an interned string, or "<unknown:ID>" when it was never defined.
 inline std::string StringOr(const TraceData& data, uint32_t id) {
   auto it = data.strings.find(id);

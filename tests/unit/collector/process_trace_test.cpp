@@ -457,6 +457,12 @@ TEST_CASE("kernel names are demangled and normalised into families", "[unit][fam
   CHECK(DemangleKernelName("_Z4gemmPfS_") == "gemm(float*, float*)");
   CHECK(DemangleKernelName("plain_name") == "plain_name");
   CHECK(DemangleKernelName("_Znot-valid") == "_Znot-valid");
+  // C++23 extended floating-point types, which this libstdc++'s demangler predates: _Float16 is
+  // half; bfloat16 is spelled back (ROCm's composable kernels, MI300X trace of ../shared).
+  CHECK(DemangleKernelName("_Z1fDF16_") == "f(half)");
+  CHECK(DemangleKernelName("_Z1fDF16bPDF16b") == "f(std::bfloat16_t, std::bfloat16_t*)");
+  CHECK(DemangleKernelName("_ZN7ck_tile6kentryILi1ENS_3FwdIDF16bfEEEEvv") ==
+        "void ck_tile::kentry<1, ck_tile::Fwd<std::bfloat16_t, float> >()");
   CHECK(KernelFamily("gemm(float*, float*)") == "gemm");
   CHECK(KernelFamily(DemangleKernelName("_Z6kernelIfEvPT_")) == "kernel");
   CHECK(KernelFamily(DemangleKernelName("_ZN12_GLOBAL__N_16reduceEv")) == "reduce");

@@ -257,6 +257,9 @@ TEST_CASE("the built-in family table folds real kernel names", "[unit][rules]") 
        "unity_stride_align4::Params)",
        "implicit_gemm_conv_dgrad"},
       {"cudnn_infer_ampere_scudnn_128x64_relu_xregs_large_nn_v1", "implicit_gemm_conv"},
+      {"void ck_tile::kentry<1, ck_tile::Rmsnorm2dFwd<ck_tile::Rmsnorm2dFwdPipelineOnePass<"
+       "std::bfloat16_t, float> > >(ck_tile::Rmsnorm2dFwdHostArgs)",
+       "ck_tile::Rmsnorm2dFwd"},
       {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
        "nccl_AllReduce"},
       // No rule: the default normalisation.

@@ -255,6 +255,21 @@ TEST_CASE("Kineto import: device names come from deviceProperties", "[import][ki
   CHECK(devices[1]["name"] == nullptr);
 }
 
+TEST_CASE("Kineto import: a name longer than the wire's limit says it was cut",
+          "[import][kineto]") {
+  TempDir dir;
+  const std::string long_name = "kernel_" + std::string(5123 - 7, 'x');
+  const Imported imported = ImportPaths({Write(dir, "long.json", R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": ")" + long_name + R"(", "pid": 0, "tid": 7, "ts": 5,
+     "dur": 1, "args": {"device": 0, "stream": 7}}]})")});
+  REQUIRE(imported.activities.size() == 1);
+  const std::string name = imported.activities[0]["name"];
+  const std::string mark = "…[cut at 4096 bytes]";
+  CHECK(name == long_name.substr(0, 4096) + mark);
+  const std::string family = imported.report["processes"][0]["families"][0]["family"];
+  CHECK(family.ends_with(mark));
+}
+
 TEST_CASE("Kineto import: a file with no usable event is a data error", "[import][kineto]") {
   TempDir dir;
   ImportOptions options;
