@@ -1,7 +1,6 @@
 #include "cli/import_command.h"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -49,12 +48,6 @@ Examples:
 
 }  // namespace
 namespace {
-
-std::string LocalHostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "";
-  return name;
-}
 
 // "nsys" when the file starts with SQLite's magic, else "kineto" (JSON, plain or gzip).
 StatusOr<std::string> DetectFormat(const std::string& path) {
@@ -148,6 +141,8 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
   std::string source_format;
   std::map<std::string, uint64_t> unused_events;
   std::optional<PyTorchCounts> pytorch;  // summed over the Kineto files
+  bool all_wall_clock = true;            // every file's times are Kineto epoch (wall) times
+  uint64_t started = std::numeric_limits<uint64_t>::max();  // the earliest file's start
   ReplayStats stats;
   for (const std::string& path : options.files) {
     std::string format = options.format;
@@ -170,6 +165,8 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
                                   ")");
     }
     result.json_bytes += json_bytes;
+    all_wall_clock = all_wall_clock && imported->wall_clock && imported->format != "nsys";
+    if (imported->started_realtime_ns) started = std::min(started, *imported->started_realtime_ns);
     result.skipped_events += imported->skipped_events;
     for (const auto& [category, count] : imported->unused_events) unused_events[category] += count;
     if (imported->pytorch) {
@@ -185,24 +182,28 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
 
   ReportInputs inputs;
   inputs.capture.mode = "import";
-  inputs.capture.host = LocalHostName();
+  // Host and clock as the traces know them: no Kineto or Nsight file names its host; Kineto's
+  // epoch timestamps are wall time, other clocks are not named (docs/attribution.md §Imported
+  // traces).
+  inputs.capture.host = std::nullopt;
+  inputs.capture.clock =
+      all_wall_clock ? std::optional<std::string>("CLOCK_REALTIME") : std::nullopt;
   inputs.capture.source = {{"format", source_format},
                            {"files", options.files},
                            {"unused_events", unused_events},
                            {"pytorch", pytorch ? PyTorchJson(*pytorch) : nlohmann::json()}};
-  uint64_t started = std::numeric_limits<uint64_t>::max();
   for (const auto& [trace, refusal] : traces) {
     ProcessAnalysis process = trace->TakeAnalysis();
     if (!process.process) continue;
     if (refusal != nullptr && !process.device_measured) process.refusals = {{refusal, "", 0}};
     const ProcessIdentity& identity = *process.process;
-    if (identity.realtime_ns != 0) started = std::min(started, identity.realtime_ns);
     inputs.capture.duration_ns =
         std::max(inputs.capture.duration_ns, process.capture_end_ns - identity.monotonic_ns);
     inputs.processes.push_back(std::move(process));
   }
-  inputs.capture.started_at_realtime_ns =
-      started == std::numeric_limits<uint64_t>::max() ? 0 : started;
+  if (started != std::numeric_limits<uint64_t>::max()) {
+    inputs.capture.started_at_realtime_ns = started;
+  }
   inputs.coverage_threshold = analysis.coverage_threshold;
   inputs.inherit = analysis.inherit;
   result.report = BuildReport(inputs);

@@ -113,6 +113,8 @@ struct ImportedTrace {
   // Whether trace times map to wall time: then realtime = realtime_offset_ns + trace time.
   bool wall_clock = false;
   uint64_t realtime_offset_ns = 0;
+  // The wall time the trace began (its earliest event; Nsight: the session's start), when known.
+  std::optional<uint64_t> started_realtime_ns;
   StringTable strings;
   std::vector<ImportedRange> ranges;  // push/pop, per thread
   std::vector<ImportedRange> spans;   // start/end, process-wide

@@ -137,6 +137,7 @@ struct EventFields {
   std::string_view cat;
   std::string_view name;
   std::string_view ts;
+  std::optional<uint64_t> ts_ns;  // ts parsed
   std::string_view dur;
   std::optional<int64_t> pid;
   std::optional<int64_t> tid;
@@ -212,6 +213,10 @@ class KinetoHandler : public TraceEventHandler {
         if (!ReadArgs(value, &fields)) return DataLossError("malformed JSON in an event's args");
       }
     }
+    if (!fields.ts.empty()) fields.ts_ns = MicrosecondsTextToNs(fields.ts);
+    // The trace's start: its earliest timestamped event, used or not (metadata events have none
+    // that means anything).
+    if (fields.ts_ns && fields.ph != "M") earliest_ns_ = std::min(earliest_ns_, *fields.ts_ns);
     Apply(fields);
     return Status::Ok();
   }
@@ -252,6 +257,9 @@ class KinetoHandler : public TraceEventHandler {
       trace_->realtime_offset_ns = *base_time_ns_;
     } else if (min_time_ns_ >= kWallClockFloorNs && min_time_ns_ != kNoTime) {
       trace_->wall_clock = true;
+    }
+    if (trace_->wall_clock && earliest_ns_ != kNoTime) {
+      trace_->started_realtime_ns = trace_->realtime_offset_ns + earliest_ns_;
     }
   }
 
@@ -433,7 +441,7 @@ class KinetoHandler : public TraceEventHandler {
     if (!start && fields.ph != "f") return Unused(fields);
     const auto pid = AsU32(fields.pid);
     const auto tid = AsU32(fields.tid);
-    const auto ts = MicrosecondsTextToNs(fields.ts);
+    const auto ts = fields.ts_ns;
     const auto id = AsU32(fields.flow_id);
     if (!pid || !tid || !ts || !id) return Skip();
     (start ? torch_.flow_starts : torch_.flow_finishes).push_back({*ts, *pid, *tid, *id});
@@ -450,7 +458,7 @@ class KinetoHandler : public TraceEventHandler {
       if (fields.ph != "s" && fields.ph != "f" && fields.ph != "t") return Unused(fields);
       const auto pid = AsU32(fields.pid);
       const auto tid = AsU32(fields.tid);
-      const auto ts = MicrosecondsTextToNs(fields.ts);
+      const auto ts = fields.ts_ns;
       const auto id = AsU32(fields.flow_id);
       if (!pid || !tid || !ts || !id || *id == 0) return Skip();
       kineto_events_ = true;
@@ -459,7 +467,7 @@ class KinetoHandler : public TraceEventHandler {
     }
     if (category == Category::kForwardBackwardFlow) return AddForwardBackwardFlow(fields);
     if (fields.ph != "X") return Unused(fields);
-    const std::optional<uint64_t> start = MicrosecondsTextToNs(fields.ts);
+    const std::optional<uint64_t> start = fields.ts_ns;
     const std::optional<uint64_t> duration =
         fields.dur.empty() ? std::optional<uint64_t>(0) : MicrosecondsTextToNs(fields.dur);
     if (!start || !duration || *start > kNoTime - *duration) return Skip();
@@ -567,7 +575,8 @@ class KinetoHandler : public TraceEventHandler {
   std::vector<std::pair<FlowKey, uint32_t>> flows_;
   std::vector<Pending> pending_;
   std::optional<uint64_t> base_time_ns_;
-  uint64_t min_time_ns_ = kNoTime;
+  uint64_t min_time_ns_ = kNoTime;  // of the events used
+  uint64_t earliest_ns_ = kNoTime;  // of every event with a timestamp
   // Ids of pids and tids the file names with strings (ReadId).
   std::unordered_map<std::string, int64_t> named_ids_;
   TorchEvents torch_;           // what the PyTorch model reads

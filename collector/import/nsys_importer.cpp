@@ -47,6 +47,7 @@ class NsysReader {
     GPUATTR_RETURN_IF_ERROR(RequireNsightTables());
     GPUATTR_RETURN_IF_ERROR(ReadStrings());
     GPUATTR_RETURN_IF_ERROR(ReadDevices());
+    GPUATTR_RETURN_IF_ERROR(ReadSessionStart());
     GPUATTR_RETURN_IF_ERROR(ReadKernels());
     GPUATTR_RETURN_IF_ERROR(ReadMemory("CUPTI_ACTIVITY_KIND_MEMCPY", DeviceWork::kMemcpy));
     GPUATTR_RETURN_IF_ERROR(ReadMemory("CUPTI_ACTIVITY_KIND_MEMSET", DeviceWork::kMemset));
@@ -124,6 +125,22 @@ class NsysReader {
     return DataLossError(
         "not an Nsight Systems export: none of StringIds, CUPTI_ACTIVITY_KIND_* or NVTX_EVENTS "
         "is in the database (make one with `nsys export --type sqlite REPORT.nsys-rep`)");
+  }
+
+  // TARGET_INFO_SESSION_START_TIME.utcEpochNs: the wall time of the session's start, from which
+  // every timestamp of the export counts.
+  Status ReadSessionStart() {
+    GPUATTR_ASSIGN_OR_RETURN(Statement statement,
+                             Select("TARGET_INFO_SESSION_START_TIME", {"utcEpochNs"}, 1));
+    if (!statement) return Status::Ok();
+    int step = sqlite3_step(statement.get());
+    if (step == SQLITE_ROW && !IsNull(statement.get(), 0) && Int(statement.get(), 0) > 0) {
+      trace_->wall_clock = true;
+      trace_->realtime_offset_ns = static_cast<uint64_t>(Int(statement.get(), 0));
+      trace_->started_realtime_ns = trace_->realtime_offset_ns;
+      step = SQLITE_DONE;
+    }
+    return Done(step, "TARGET_INFO_SESSION_START_TIME");
   }
 
   // TARGET_INFO_GPU: the CUDA device ordinal (cuDevice; older exports: id) and its name.

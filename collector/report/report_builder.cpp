@@ -163,10 +163,12 @@ Report BuildReport(const ReportInputs& inputs) {
   report["capture"] = {{"mode", inputs.capture.mode},
                        {"command", inputs.capture.command},
                        {"source", inputs.capture.source},
-                       {"host", inputs.capture.host},
-                       {"started_at", IsoUtc(inputs.capture.started_at_realtime_ns)},
+                       {"host", OptionalString(inputs.capture.host)},
+                       {"started_at", inputs.capture.started_at_realtime_ns
+                                          ? Json(IsoUtc(*inputs.capture.started_at_realtime_ns))
+                                          : Json(nullptr)},
                        {"duration_ns", inputs.capture.duration_ns},
-                       {"clock", "CLOCK_MONOTONIC"},
+                       {"clock", OptionalString(inputs.capture.clock)},
                        {"inherit", inputs.inherit},
                        {"window", WindowRequestJson(inputs.window_request)}};
   report["summary"] = SummaryJson(processes, inputs.coverage_threshold);

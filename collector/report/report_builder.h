@@ -24,11 +24,13 @@
 namespace gpuattr::collector {
 
 struct CaptureInfo {
-  std::string mode;                  // "run" | "attach" | "import"
-  std::vector<std::string> command;  // argv of the traced command
-  std::string host;
-  uint64_t started_at_realtime_ns = 0;  // wall clock when the capture began
-  uint64_t duration_ns = 0;             // capture window length
+  std::string mode;                                // "run" | "attach" | "import"
+  std::vector<std::string> command;                // argv of the traced command
+  std::optional<std::string> host;                 // empty: not known (an import's trace)
+  std::optional<uint64_t> started_at_realtime_ns;  // wall clock when the capture began
+  uint64_t duration_ns = 0;                        // capture window length
+  // The clock of the report's timestamps; empty: the trace does not say (capture.clock).
+  std::optional<std::string> clock = "CLOCK_MONOTONIC";
   // Last, so that positional initialisers of the fields above stay valid.
   nlohmann::json source = nullptr;  // import: {"format", "files"}; null for live captures
 };

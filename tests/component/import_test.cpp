@@ -335,6 +335,10 @@ TEST_CASE("gpuattr import: the DDP traces' phase terms agree with the README's r
   TempDir dir;
   const ImportRun nccl = Import(dir, {kTraces + "hta_a100_ddp_nccl/nccl_data.json.gz"});
   REQUIRE(nccl.process.exit_code == 0);
+  // baseTimeNanoseconds + the earliest event (µs 4458676388068.751): the trace's own start.
+  CHECK(nccl.report["capture"]["started_at"] == "2024-05-23T00:15:22.388068751Z");
+  CHECK(nccl.report["capture"]["clock"] == "CLOCK_REALTIME");
+  CHECK(nccl.report["capture"]["host"] == nullptr);
   const json& phases = nccl.report["processes"][0]["phases"];
   CHECK(phases["forward_ns"] == 38653688);
   CHECK(phases["backward_ns"] == 77577379);

@@ -64,6 +64,10 @@ TEST_CASE("Kineto import: launches join by correlation id, graphs 1:N, orphans s
   const json& report = imported.report;
   CHECK(report["capture"]["mode"] == "import");
   CHECK(report["capture"]["source"]["format"] == "kineto");
+  // Relative µs without baseTimeNanoseconds: no wall time, no named clock; never this host.
+  CHECK(report["capture"]["started_at"] == nullptr);
+  CHECK(report["capture"]["clock"] == nullptr);
+  CHECK(report["capture"]["host"] == nullptr);
   REQUIRE(report["processes"].size() == 1);
   const json& process = report["processes"][0];
   CHECK(process["pid"] == 10);

@@ -141,6 +141,26 @@ TEST_CASE("Nsight Systems import: device names come from TARGET_INFO_GPU", "[imp
   REQUIRE(devices.size() == 1);
   CHECK(devices[0]["id"] == 0);
   CHECK(devices[0]["name"] == "NVIDIA H200");
+  // Without TARGET_INFO_SESSION_START_TIME the start is not known; host and clock never are.
+  CHECK(imported.report["capture"]["started_at"] == nullptr);
+  CHECK(imported.report["capture"]["host"] == nullptr);
+  CHECK(imported.report["capture"]["clock"] == nullptr);
+}
+
+TEST_CASE("Nsight Systems import: the start time is the session's", "[import][nsys]") {
+  TempDir dir;
+  const std::string path = MakeDatabase(dir, "started.sqlite",
+                                        R"(
+    CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, utcTime TEXT, localTime TEXT);
+    INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (1733097600000000000, '', '');
+    CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER,
+      streamId INTEGER, correlationId INTEGER, globalPid INTEGER);
+    INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1500, 3000, 0, 7, 3, )" +
+                                            std::to_string(kGlobalPid) + R"();
+  )");
+  const Imported imported = ImportPaths({path});
+  CHECK(imported.report["capture"]["started_at"] == "2024-12-02T00:00:00.000000000Z");
+  CHECK(imported.report["capture"]["clock"] == nullptr);
 }
 
 TEST_CASE("Nsight Systems import: an SQLite file that is not an Nsight export is a data error",
