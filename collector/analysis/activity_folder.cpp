@@ -89,7 +89,7 @@ void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord*
   if (activity.kind == ActivityKind::kMemcpy)
     copies_.Fold(activity, data_.copies.Find(activity.shape));
   if (attributed.kernel()) families_.Fold(activity, launch);
-  steps_.Fold(attributed);
+  steps_.Fold(attributed, category);
   if (options_.observer) Observe(attributed);
 }
 

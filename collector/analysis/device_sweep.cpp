@@ -26,19 +26,7 @@ void DeviceSweep::Fold(const ActivityRecord& activity, const LaunchRecord* launc
   if (late) return;
   if (stream.busy.empty()) stream.first_start_ns = activity.start_ns;
   stream.busy.Add(activity.start_ns, activity.end_ns);
-  switch (category) {
-    case WorkCategory::kCompute:
-      device.compute.Add(activity.start_ns, activity.end_ns);
-      device.compute_or_communication.Add(activity.start_ns, activity.end_ns);
-      break;
-    case WorkCategory::kCommunication:
-      device.communication.Add(activity.start_ns, activity.end_ns);
-      device.compute_or_communication.Add(activity.start_ns, activity.end_ns);
-      break;
-    case WorkCategory::kMemory:
-      device.memory.Add(activity.start_ns, activity.end_ns);
-      break;
-  }
+  device.categories.Add(category, activity.start_ns, activity.end_ns);
   if (device.busy.empty()) {
     device.stats.first_start_ns = activity.start_ns;
     device.busy.Add(activity.start_ns, activity.end_ns);
@@ -105,14 +93,7 @@ std::vector<DeviceStats> DeviceSweep::Finish(uint64_t capture_end_ns,
       }
       device.streams.push_back(stream.stats);
     }
-    CategoryBusy& categories = device.categories;
-    categories.compute_ns = state.compute.Total();
-    categories.communication_ns = state.communication.Total();
-    categories.memory_ns = state.memory.Total();
-    categories.communication_hidden_ns = categories.compute_ns + categories.communication_ns -
-                                         state.compute_or_communication.Total();
-    categories.communication_exposed_ns =
-        categories.communication_ns - categories.communication_hidden_ns;
+    device.categories = CategoryUnions::BusyOf(state.categories.Totals());
     device.busy_ns = state.busy.Total();
     device.last_end_ns = state.busy.current().second;
     device.span_ns = device.last_end_ns - device.first_start_ns;

@@ -6,10 +6,8 @@
 // exactly at its end, because the gap's class is decided by the earliest-launched of those
 // (host_bound when that launch was entered at or after the gap began, dependency when before,
 // unclassified when no launch was seen). A finished hole is counted and offered to the device's
-// kLargestGaps longest; their host ranges (the launching thread's innermost range when the gap
-// began) are resolved at the end, through the caller. Beside the device's union it keeps one per
-// WorkCategory and one of compute and communication together, whose lengths give the overlap:
-// |comm ∩ compute| = |comm| + |compute| - |comm ∪ compute|. A late activity counts in the
+// kLargestGaps longest; their host ranges are resolved at the end, through the caller. Beside the
+// device's union it keeps its CategoryUnions (category_unions.h). A late activity counts in the
 // stream's sums but joins no union.
 //
 // Single-threaded, on the thread that folds. Memory: per device and stream, O(1) plus the top K.
@@ -23,18 +21,16 @@
 #include <string>
 #include <vector>
 
+#include "analysis/category_unions.h"
 #include "analysis/interval_union.h"
 #include "analysis/process_analysis.h"
 #include "analysis/trace_data.h"
 
 namespace gpuattr::collector {
 
-// What a device activity counts as in DeviceStats::categories.
-enum class WorkCategory : uint8_t { kCompute, kCommunication, kMemory };
-
 class DeviceSweep {
  public:
-  // The range a gap's host side was in: the innermost range open on `tid` at `t`, if any.
+  // The range a gap's host side was in (`tid`: the launching thread of the work that ended it).
   using HostRangeAt =
       std::function<std::optional<std::vector<std::string>>(uint32_t tid, uint64_t t)>;
   // A device's name, if the trace named it.
@@ -66,10 +62,7 @@ class DeviceSweep {
   struct DeviceState {
     DeviceStats stats;
     IntervalUnion busy;
-    IntervalUnion compute;
-    IntervalUnion communication;
-    IntervalUnion memory;
-    IntervalUnion compute_or_communication;
+    CategoryUnions categories;
     std::optional<Hole> pending;
     std::vector<Hole> largest;  // longest first (then earliest), at most kLargestGaps
     std::map<uint32_t, StreamState> streams;

@@ -284,6 +284,7 @@ struct StepRow {
   PhaseTotals phases;
   uint64_t unattributed_ns = 0;
   uint64_t busy_ns = 0;
+  CategoryBusy categories;  // the category unions over all devices, within the step
   uint64_t host_ns() const { return end_ns - start_ns; }
   uint64_t gaps_ns() const { return host_ns() - busy_ns; }
 };

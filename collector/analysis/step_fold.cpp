@@ -102,10 +102,18 @@ const std::vector<std::string>& StepFold::KeysOf(uint32_t node) {
   return keys_.emplace(node, std::move(keys)).first->second;
 }
 
-void StepFold::Fold(const AttributedActivity& attributed) {
+void StepFold::Fold(const AttributedActivity& attributed, WorkCategory category) {
   if (!attributed.late) {
     const ActivityRecord& activity = attributed.activity;
-    if (const auto closed = busy_.Add(activity.start_ns, activity.end_ns)) AddBusy(*closed);
+    if (const auto closed = busy_.Add(activity.start_ns, activity.end_ns)) {
+      AddOverlap(*closed, [](Instance& instance) -> uint64_t& { return instance.busy_ns; });
+    }
+    categories_.Add(category, activity.start_ns, activity.end_ns,
+                    [this](CategoryUnions::Union which, const Interval& merged) {
+                      AddOverlap(merged, [which](Instance& instance) -> uint64_t& {
+                        return instance.category_ns[which];
+                      });
+                    });
   }
   if (attributed.launch) {
     FoldTerms(attributed.launch->enter_ns, attributed.outcome, attributed.ns());
@@ -127,8 +135,9 @@ void StepFold::FoldTerms(uint64_t launch_ns, const ActivityOutcome& outcome, uin
   }
 }
 
-// A merged interval of all device activity closed: its overlap with every tracked instance.
-void StepFold::AddBusy(const Interval& merged) {
+// A merged interval of a union over all devices closed: its overlap with every tracked instance.
+template <typename Field>
+void StepFold::AddOverlap(const Interval& merged, Field field) {
   for (auto& [name, key] : step_keys_) {
     if (!key.tracked) continue;
     for (auto& [node, index] : key.by_node) {
@@ -136,7 +145,7 @@ void StepFold::AddBusy(const Interval& merged) {
         Instance& instance = instances_[id];
         const uint64_t end = EndOf(instance);
         if (end > merged.first && instance.start_ns < merged.second) {
-          instance.busy_ns +=
+          field(instance) +=
               std::min(end, merged.second) - std::max(instance.start_ns, merged.first);
         }
       });
@@ -184,7 +193,13 @@ std::optional<std::string> StepFold::ChooseStepRange(
 
 void StepFold::Finish(const std::map<uint32_t, Samples<uint64_t>>& host_durations,
                       ProcessAnalysis& analysis) {
-  if (!busy_.empty()) AddBusy(busy_.current());
+  if (!busy_.empty()) {
+    AddOverlap(busy_.current(), [](Instance& instance) -> uint64_t& { return instance.busy_ns; });
+  }
+  categories_.ForEachOpen([this](CategoryUnions::Union which, const Interval& merged) {
+    AddOverlap(merged,
+               [which](Instance& instance) -> uint64_t& { return instance.category_ns[which]; });
+  });
   const std::optional<std::string> range = ChooseStepRange(host_durations, analysis.steps_reason);
   if (!range) return;
   auto key = step_keys_.find(*range);
@@ -219,6 +234,7 @@ void StepFold::Finish(const std::map<uint32_t, Samples<uint64_t>>& host_duration
     row.phases = instance.phases;
     row.unattributed_ns = instance.unattributed_ns;
     row.busy_ns = instance.busy_ns;
+    row.categories = CategoryUnions::BusyOf(instance.category_ns);
     rows->push_back(std::move(row));
   }
   steps.rows = std::move(rows);

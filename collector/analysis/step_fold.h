@@ -7,8 +7,9 @@
 // tracked when they are --step, or, auto-detecting, once a range of that key is seen at the top
 // level. A released activity adds its terms to the earliest instance of each tracked key that
 // holds its launch time, whichever thread launched it (an autograd thread's backward, a DDP
-// reducer's all-reduce); each merged interval of the all-device busy union, as it closes, adds
-// its overlap to every tracked instance. The step range is chosen at the end from the closed
+// reducer's all-reduce); each merged interval of the all-device busy union, and of each
+// category union (category_unions.h), as it closes, adds its overlap to every tracked
+// instance. The step range is chosen at the end from the closed
 // ranges' counts (a step-like name with two or more top-level instances first, then the most
 // instances, then the most host time), and its closed instances become the rows, --skip-steps
 // dropped.
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "analysis/attributed_activity.h"
+#include "analysis/category_unions.h"
 #include "analysis/interval_union.h"
 #include "analysis/path_names.h"
 #include "analysis/process_analysis.h"
@@ -57,8 +59,8 @@ class StepFold {
   // How many of data.pushes, counted from the first ever, are registered.
   uint64_t registered() const { return registered_; }
 
-  // An activity with timestamps (after RegisterInstances for its release).
-  void Fold(const AttributedActivity& attributed);
+  // An activity with timestamps (after RegisterInstances for its release), of `category`.
+  void Fold(const AttributedActivity& attributed, WorkCategory category);
 
   // steps, or steps_reason. `host_durations`: closed instances' durations by path node (the
   // host-range fold's), which auto-detection counts. Once.
@@ -75,6 +77,7 @@ class StepFold {
     PhaseTotals phases;
     uint64_t unattributed_ns = 0;
     uint64_t busy_ns = 0;
+    CategoryUnions::Lengths category_ns{};  // its share of each category union
   };
   // Instances of one step key, by node: the instances of one node share a path, so a fold asks
   // whether a path qualifies once per node rather than once per instance.
@@ -93,7 +96,9 @@ class StepFold {
   void EarliestAt(RangeIndex& index, uint64_t t, std::optional<size_t>& best);
   const std::vector<std::string>& KeysOf(uint32_t node);
   void FoldTerms(uint64_t launch_ns, const ActivityOutcome& outcome, uint64_t ns);
-  void AddBusy(const Interval& merged);
+  // Adds the overlap of `merged` with every tracked instance to the instance's `field`.
+  template <typename Field>
+  void AddOverlap(const Interval& merged, Field field);
   std::optional<std::string> ChooseStepRange(
       const std::map<uint32_t, Samples<uint64_t>>& host_durations, std::string& why);
 
@@ -103,6 +108,7 @@ class StepFold {
   const uint64_t skip_steps_;
   std::unordered_map<uint32_t, std::vector<std::string>> keys_;  // StepRangeKey per name, by node
   IntervalUnion busy_;                                           // all devices
+  CategoryUnions categories_;                                    // all devices
   uint64_t registered_ = 0;           // data_.pushes registered, counted from the first ever
   bool only_step_like_keys_ = false;  // DropKeysThatCannotWin settled auto-detection
   // Auto-detection, until settled: top-level instances of step-like keys not yet seen closed.

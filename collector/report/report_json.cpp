@@ -74,9 +74,22 @@ Json ByPhaseJson(bool measured, const PhaseCoverage& coverage) {
 }
 
 // The terms of one step row (§Steps), in a fixed order shared with the summary.
-constexpr const char* kStepTerms[] = {
-    "host_ns",          "forward_ns", "backward_ns",     "recompute_ns", "optimizer_ns", "loss_ns",
-    "communication_ns", "other_ns",   "unattributed_ns", "busy_ns",      "gaps_ns"};
+constexpr const char* kStepTerms[] = {"host_ns",
+                                      "forward_ns",
+                                      "backward_ns",
+                                      "recompute_ns",
+                                      "optimizer_ns",
+                                      "loss_ns",
+                                      "communication_ns",
+                                      "other_ns",
+                                      "unattributed_ns",
+                                      "busy_ns",
+                                      "gaps_ns",
+                                      "compute_busy_ns",
+                                      "communication_busy_ns",
+                                      "memory_busy_ns",
+                                      "communication_hidden_ns",
+                                      "communication_exposed_ns"};
 
 std::array<uint64_t, std::size(kStepTerms)> StepTerms(const StepRow& row) {
   const auto& ns = row.phases.ns;
@@ -90,7 +103,12 @@ std::array<uint64_t, std::size(kStepTerms)> StepTerms(const StepRow& row) {
           row.phases.other_ns,
           row.unattributed_ns,
           row.busy_ns,
-          row.gaps_ns()};
+          row.gaps_ns(),
+          row.categories.compute_ns,
+          row.categories.communication_ns,
+          row.categories.memory_ns,
+          row.categories.communication_hidden_ns,
+          row.categories.communication_exposed_ns};
 }
 
 }  // namespace

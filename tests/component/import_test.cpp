@@ -279,6 +279,19 @@ TEST_CASE("gpuattr import: phases, categories and stream idle equal an independe
       CHECK(sum + unattributed == totals["kernel_ns"].get<uint64_t>() +
                                       totals["memcpy_ns"].get<uint64_t>() +
                                       totals["memset_ns"].get<uint64_t>());
+      const json& want_steps =
+          reference.at(std::to_string(process["pid"].get<uint64_t>())).at("steps");
+      if (process["steps"].is_object() && process["steps"]["range"] == "ProfilerStep#*") {
+        const json& rows = process["steps"]["rows"];
+        REQUIRE(rows.size() == want_steps.size());
+        for (size_t i = 0; i < rows.size(); ++i) {
+          for (const char* term : {"compute_busy_ns", "communication_busy_ns", "memory_busy_ns",
+                                   "communication_hidden_ns", "communication_exposed_ns"}) {
+            INFO("step row " << i << " " << term);
+            CHECK(rows[i][term] == want_steps[i][term]);
+          }
+        }
+      }
       const json& devices =
           reference.at(std::to_string(process["pid"].get<uint64_t>())).at("devices");
       REQUIRE(process["devices"].size() == devices.size());

@@ -38,7 +38,9 @@ gpu_memcpy event writes them ("Memcpy HtoD (Pageable -> Device)"): count, time a
 
 Prints {"<pid>": {"phases": {"forward_ns": N, ..., "other_ns": N, "unattributed_ns": N},
 "devices": {"<device>": {"compute_ns": N, ..., "streams": {"<stream>": idle_ns},
-"copies": {"HtoD/pageable/device": {"copies": N, "ns": N, "bytes": N}}}}}} on stdout.
+"copies": {"HtoD/pageable/device": {"copies": N, "ns": N, "bytes": N}}}},
+"steps": [{"compute_busy_ns": N, ...}]}} on stdout, steps being the ProfilerStep#N ranges by start
+with the category unions over all the process's devices clipped to each.
 Usage: pytorch_phase_reference.py TRACE.json[.gz]
 """
 
@@ -302,6 +304,31 @@ def main():
             span = max(e for _, e in spans) - min(s for s, _ in spans)
             devices.setdefault(str(key[1]), {"streams": {}})["streams"][str(key[2])] = (
                 span - union(spans))
+    # Per ProfilerStep#N instance (by start), the category unions over all the process's devices
+    # within [start, end).
+    for pid, entry in out.items():
+        pid = int(pid)
+        steps = sorted((start, end) for (p, _), rs in ranges.items() if p == pid
+                       for start, end, name, order in rs
+                       if order >= 0 and re.fullmatch(r"ProfilerStep#\d+", name))
+        by_category = {}
+        for (p, *rest), categories in intervals.items():
+            if p == pid and len(rest) == 1:
+                for category, spans in categories.items():
+                    by_category.setdefault(category, []).extend(spans)
+        rows = []
+        for start, end in steps:
+            def clipped(category):
+                return [(max(a, start), min(b, end)) for a, b in by_category.get(category, [])
+                        if a < end and b > start]
+            compute, communication = clipped("compute"), clipped("communication")
+            hidden = union(compute) + union(communication) - union(compute + communication)
+            rows.append({"compute_busy_ns": union(compute),
+                         "communication_busy_ns": union(communication),
+                         "memory_busy_ns": union(clipped("memory")),
+                         "communication_hidden_ns": hidden,
+                         "communication_exposed_ns": union(communication) - hidden})
+        entry["steps"] = rows
     for (device, key), rows in copies.items():
         for entry in out.values():
             if str(device) in entry["devices"]:

@@ -179,8 +179,10 @@ ContractActivity ExpectActivity(const json& activity, const ContractOptions& opt
   return out;
 }
 
+// `main_thread`: the thread of the process's earliest range (empty: none), whose stack names a
+// gap before the launching thread's does (docs/attribution.md §Gaps).
 void ExpectGaps(const json& activities, const std::vector<HostRange>& ranges,
-                std::map<int64_t, ContractDevice>* devices) {
+                const std::string& main_thread, std::map<int64_t, ContractDevice>* devices) {
   std::map<int64_t, Intervals> by_device;
   // (device, start) -> the activity starting then with the earliest launch.
   std::map<std::pair<int64_t, uint64_t>, const json*> first_launched;
@@ -215,8 +217,12 @@ void ExpectGaps(const json& activities, const std::vector<HostRange>& ranges,
         out.dependency_ns += length;
       }
       const std::string thread = ender["thread"].get<std::string>();
-      gap.host_range_candidates = {StackAt(ranges, thread, gap.start_ns),
-                                   StackAt(ranges, thread, gap.start_ns, /*returned=*/true)};
+      for (const bool returned : {false, true}) {
+        const Path main =
+            main_thread.empty() ? Path{} : StackAt(ranges, main_thread, gap.start_ns, returned);
+        gap.host_range_candidates.push_back(
+            main.empty() ? StackAt(ranges, thread, gap.start_ns, returned) : main);
+      }
       out.holes.push_back(std::move(gap));
     }
     std::stable_sort(out.holes.begin(), out.holes.end(),
@@ -336,7 +342,8 @@ std::vector<ContractProcess> ExpectContract(const json& truth, const ContractOpt
       }
       expected.activities.push_back(std::move(a));
     }
-    ExpectGaps(process["activities"], ranges, &expected.devices);
+    ExpectGaps(process["activities"], ranges, first ? first->thread : std::string(),
+               &expected.devices);
     expected.steps = ExpectSteps(expected, ranges, options);
     out.push_back(std::move(expected));
   }

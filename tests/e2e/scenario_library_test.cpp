@@ -193,7 +193,7 @@ void CheckGaps(const json& process, const ContractProcess& expected) {
           });
       REQUIRE(match != want.holes.end());
       CHECK((gap["class"] == match->gap_class || match->class_ambiguous));
-      // The range open on the launching thread: its full path, or its innermost name.
+      // The range open on the main thread, else the launching thread: its path or innermost name.
       const bool range_ok =
           std::any_of(match->host_range_candidates.begin(), match->host_range_candidates.end(),
                       [&](const Path& candidate) {

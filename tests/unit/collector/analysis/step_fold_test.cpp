@@ -26,12 +26,13 @@ struct ThreeSteps {
   // Folds an activity [start, end) launched at `launch_ns` on thread 1, attributed to `names`
   // (empty: unattributed) with `phase`.
   void Fold(StepFold& fold, uint64_t launch_ns, uint64_t start, uint64_t end,
-            const std::vector<std::string>& names, std::optional<Phase> phase) {
+            const std::vector<std::string>& names, std::optional<Phase> phase,
+            WorkCategory category = WorkCategory::kCompute) {
     const LaunchRecord launch = trace.Launch(launch_ns, 1, names);
     ActivityOutcome outcome;
     outcome.node = names.empty() ? 0 : trace.Node(names);
     outcome.phase = phase;
-    fold.Fold({trace.Kernel(start, end), &launch, false, outcome});
+    fold.Fold({trace.Kernel(start, end), &launch, false, outcome}, category);
   }
 
   // Host durations by node, as the host-range fold would have them.
@@ -84,6 +85,45 @@ TEST_CASE("a step row holds what was launched in it, from any thread, and its sh
   CHECK(third.busy_ns == 100);
   CHECK(third.phases.other_ns == 100);
   CHECK(analysis.steps_reason.empty());
+}
+
+TEST_CASE("a step row's category unions: compute, communication, memory, hidden and exposed",
+          "[unit][step_fold]") {
+  ThreeSteps steps;
+  StepFold fold(steps.trace.data, steps.paths, std::nullopt, 0);
+  fold.RegisterInstances();
+  // Row 0: compute [200, 600), an all-reduce [500, 800) (100 under compute), a copy [850, 900).
+  // Row 1: an all-reduce [1900, 2100) crossing into row 2, where compute [2000, 2050) hides 50.
+  steps.Fold(fold, 150, 200, 600, {"step", "forward"}, Phase::kForward);
+  steps.Fold(fold, 160, 500, 800, {"step"}, Phase::kCommunication, WorkCategory::kCommunication);
+  steps.Fold(fold, 170, 850, 900, {"step"}, std::nullopt, WorkCategory::kMemory);
+  steps.Fold(fold, 1800, 1900, 2100, {"step"}, Phase::kCommunication, WorkCategory::kCommunication);
+  steps.Fold(fold, 1950, 2000, 2050, {"step"}, std::nullopt);
+  ProcessAnalysis analysis;
+  fold.Finish(steps.HostDurations(), analysis);
+  REQUIRE(analysis.steps);
+  REQUIRE(analysis.steps->rows->size() == 3);
+  const CategoryBusy& first = (*analysis.steps->rows)[0].categories;
+  CHECK(first.compute_ns == 400);
+  CHECK(first.communication_ns == 300);
+  CHECK(first.memory_ns == 50);
+  CHECK(first.communication_hidden_ns == 100);
+  CHECK(first.communication_exposed_ns == 200);
+  const CategoryBusy& second = (*analysis.steps->rows)[1].categories;
+  CHECK(second.communication_ns == 100);
+  CHECK(second.communication_exposed_ns == 100);
+  const CategoryBusy& third = (*analysis.steps->rows)[2].categories;
+  CHECK(third.compute_ns == 50);
+  CHECK(third.communication_ns == 100);
+  CHECK(third.communication_hidden_ns == 50);
+  // The terms add up: hidden + exposed is the communication union, and busy is the union of
+  // compute ∪ communication with memory here (nothing overlaps the copy).
+  for (const StepRow& row : *analysis.steps->rows) {
+    CHECK(row.categories.communication_hidden_ns + row.categories.communication_exposed_ns ==
+          row.categories.communication_ns);
+    CHECK(row.busy_ns == row.categories.compute_ns + row.categories.communication_exposed_ns +
+                             row.categories.memory_ns);
+  }
 }
 
 TEST_CASE("skipped steps drop the first rows, and an explicit step range may be nested",
