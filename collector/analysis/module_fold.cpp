@@ -15,8 +15,10 @@ bool IsBackwardLeaf(const std::string& name) {
 }  // namespace
 
 int64_t ModuleFold::RowOf(uint32_t node) {
+  if (node == last_node_) return last_row_;
+  last_node_ = node;
   auto cached = rows_by_node_.find(node);
-  if (cached != rows_by_node_.end()) return cached->second;
+  if (cached != rows_by_node_.end()) return last_row_ = cached->second;
   const std::vector<std::string>& path = paths_.PassOf(node);
   const auto leaf = std::find_if(path.rbegin(), path.rend(), IsBackwardLeaf);
   const auto split = leaf == path.rend() ? path.begin() : leaf.base();
@@ -37,7 +39,7 @@ int64_t ModuleFold::RowOf(uint32_t node) {
     row = static_cast<int64_t>(found->second);
   }
   rows_by_node_.emplace(node, row);
-  return row;
+  return last_row_ = row;
 }
 
 void ModuleFold::Fold(const AttributedActivity& attributed) {

@@ -39,7 +39,10 @@ class ModuleFold {
   explicit ModuleFold(PathNames& paths) : paths_(paths) {}
 
   // Names were (re)defined: cached module paths restart.
-  void Refresh() { rows_by_node_.clear(); }
+  void Refresh() {
+    rows_by_node_.clear();
+    last_node_ = 0;
+  }
 
   // An attributed activity (outcome.node != 0) with timestamps.
   void Fold(const AttributedActivity& attributed);
@@ -53,6 +56,8 @@ class ModuleFold {
 
   PathNames& paths_;
   std::unordered_map<uint32_t, int64_t> rows_by_node_;
+  uint32_t last_node_ = 0;  // consecutive activities mostly share a node: RowOf's last answer
+  int64_t last_row_ = -1;
   std::map<std::vector<std::string>, size_t> row_index_;  // module path -> rows_ index
   std::vector<ModuleRow> rows_;
 };
