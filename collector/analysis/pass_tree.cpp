@@ -64,7 +64,8 @@ void PassTree::AddHostDurations(const std::vector<std::string>& path,
 
 std::vector<PassNode> PassTree::Finish() {
   std::vector<PassNode> roots = std::move(Finalize(0).children);
-  for (PassNode& root : roots) SetPhases(root);
+  PhaseRules::NameMasks masks;
+  for (PassNode& root : roots) SetPhases(root, masks);
   return roots;
 }
 
@@ -102,9 +103,9 @@ PassNode PassTree::Finalize(size_t index) {
   return out;
 }
 
-void PassTree::SetPhases(PassNode& node) const {
-  node.phase = phase_rules_.PhaseOfPath(node.path);
-  for (PassNode& child : node.children) SetPhases(child);
+void PassTree::SetPhases(PassNode& node, PhaseRules::NameMasks& masks) const {
+  node.phase = phase_rules_.PhaseOfPath(node.path, &masks);
+  for (PassNode& child : node.children) SetPhases(child, masks);
 }
 
 }  // namespace gpuattr::collector

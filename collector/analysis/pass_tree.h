@@ -57,7 +57,7 @@ class PassTree {
 
   Node& At(const std::vector<std::string>& path);
   PassNode Finalize(size_t index);
-  void SetPhases(PassNode& node) const;
+  void SetPhases(PassNode& node, PhaseRules::NameMasks& masks) const;
 
   const PhaseRules& phase_rules_;
   std::vector<Node> nodes_;  // index 0: the root, which names no pass

@@ -84,10 +84,19 @@ uint8_t PhaseRules::Matches(std::string_view name) const {
   return mask;
 }
 
-std::optional<Phase> PhaseRules::PhaseOfPath(const std::vector<std::string>& path) const {
+std::optional<Phase> PhaseRules::PhaseOfPath(const std::vector<std::string>& path,
+                                             NameMasks* cache) const {
   std::vector<uint8_t> masks;
   masks.reserve(path.size());
-  for (const std::string& name : path) masks.push_back(Matches(name));
+  for (const std::string& name : path) {
+    if (cache == nullptr) {
+      masks.push_back(Matches(name));
+      continue;
+    }
+    auto [known, added] = cache->try_emplace(name, 0);
+    if (added) known->second = Matches(name);
+    masks.push_back(known->second);
+  }
   for (size_t i = path.size(); i-- > 0;) {
     if (masks[i] == 0) continue;
     size_t first = 0;

@@ -18,6 +18,7 @@
 #include <regex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -44,10 +45,16 @@ class PhaseRules {
   // The built-in table; parsed once (a unit test proves it parses).
   static const PhaseRules& Default();
 
+  // Matches' answers by name, kept by one caller: paths repeat their names (a trace's thousands
+  // of module paths share a few dozen names), and a regular expression costs microseconds.
+  using NameMasks = std::unordered_map<std::string, uint8_t>;
+
   // Bit i set: `name` matches a pattern of Phase(i).
   uint8_t Matches(std::string_view name) const;
   // The phase of a path of range names (outermost first); empty when no range matches.
-  std::optional<Phase> PhaseOfPath(const std::vector<std::string>& path) const;
+  // `masks` (optional) caches Matches across calls.
+  std::optional<Phase> PhaseOfPath(const std::vector<std::string>& path,
+                                   NameMasks* masks = nullptr) const;
 
  private:
   std::array<std::vector<std::regex>, kPhaseCount> patterns_;

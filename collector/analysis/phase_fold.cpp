@@ -11,7 +11,7 @@ std::optional<Phase> PhaseFold::PhaseOf(uint32_t node) {
   if (node == 0) return std::nullopt;
   auto cached = phases_.find(node);
   if (cached != phases_.end()) return cached->second;
-  const std::optional<Phase> phase = rules_.PhaseOfPath(paths_.Of(node));
+  const std::optional<Phase> phase = rules_.PhaseOfPath(paths_.Of(node), &name_masks_);
   phases_.emplace(node, phase);
   return phase;
 }

@@ -51,6 +51,7 @@ class PhaseFold {
   const PhaseRules& rules_;
   ThreadHistory history_;
   std::unordered_map<uint32_t, std::optional<Phase>> phases_;  // by path node
+  PhaseRules::NameMasks name_masks_;  // names do not change meaning: kept across Refresh
   PhaseTotals totals_;
   PhaseCoverage coverage_;
   uint64_t attributed_kernel_ns_ = 0;

@@ -41,12 +41,18 @@ void StepFold::RegisterInstances() {
     if (only_step_like_keys_ && !step_key.step_like) continue;
     // Auto-detection considers the main thread's top-level ranges: a step is the main loop's.
     const bool main_top_level = names.size() == 1 && (!data_.main_tid || tid == *data_.main_tid);
-    if (step_key_ || main_top_level) step_key.tracked = true;
+    if ((step_key_ || main_top_level) && !step_key.tracked) {
+      step_key.tracked = true;
+      tracked_.push_back(&step_key);
+    }
     const size_t id = instances_.size();
     instances_.push_back({tid, &entry, entry.node, entry.start_ns, {}, 0, 0});
     step_key.by_node[entry.node].Add(id, entry.start_ns, &entry.end_ns);
     if (!step_key_ && !only_step_like_keys_ && step_key.step_like && main_top_level) {
       step_like_open_.emplace_back(&step_key, id);
+      // Already closed (an import registers a whole trace at once): settle now, so that the
+      // instances of keys that can no longer win are not kept by the million.
+      if (entry.end_ns != HistoryEntry::kOpenEnd) DropKeysThatCannotWin();
     }
   }
   if (!step_like_open_.empty()) DropKeysThatCannotWin();
@@ -68,8 +74,12 @@ void StepFold::DropKeysThatCannotWin() {
   if (!settled) return;
   only_step_like_keys_ = true;
   step_like_open_ = {};
+  tracked_.clear();
   for (auto& [name, key] : step_keys_) {
-    if (key.step_like) continue;
+    if (key.step_like) {
+      if (key.tracked) tracked_.push_back(&key);
+      continue;
+    }
     key.tracked = false;
     key.by_node.clear();
   }
@@ -121,10 +131,9 @@ void StepFold::Fold(const AttributedActivity& attributed, WorkCategory category)
 }
 
 void StepFold::FoldTerms(uint64_t launch_ns, const ActivityOutcome& outcome, uint64_t ns) {
-  for (auto& [name, key] : step_keys_) {
-    if (!key.tracked) continue;
+  for (Key* key : tracked_) {
     std::optional<size_t> id;
-    for (auto& [node, index] : key.by_node) EarliestAt(index, launch_ns, id);
+    for (auto& [node, index] : key->by_node) EarliestAt(index, launch_ns, id);
     if (!id) continue;
     Instance& instance = instances_[*id];
     if (outcome.node == 0) {
@@ -138,9 +147,8 @@ void StepFold::FoldTerms(uint64_t launch_ns, const ActivityOutcome& outcome, uin
 // A merged interval of a union over all devices closed: its overlap with every tracked instance.
 template <typename Field>
 void StepFold::AddOverlap(const Interval& merged, Field field) {
-  for (auto& [name, key] : step_keys_) {
-    if (!key.tracked) continue;
-    for (auto& [node, index] : key.by_node) {
+  for (Key* key : tracked_) {
+    for (auto& [node, index] : key->by_node) {
       index.ForEachOverlapping(merged.first, merged.second, [&](size_t id) {
         Instance& instance = instances_[id];
         const uint64_t end = EndOf(instance);

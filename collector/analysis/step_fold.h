@@ -5,13 +5,13 @@
 // Every push/pop instance is registered (at the next release, when its path's names are more
 // likely known) under its StepRangeKey, indexed per key and path node (range_index.h). Keys are
 // tracked when they are --step, or, auto-detecting, once a range of that key is seen at the top
-// level. A released activity adds its terms to the earliest instance of each tracked key that
-// holds its launch time, whichever thread launched it (an autograd thread's backward, a DDP
-// reducer's all-reduce); each merged interval of the all-device busy union, and of each
-// category union (category_unions.h), as it closes, adds its overlap to every tracked
-// instance. The step range is chosen at the end from the closed
-// ranges' counts (a step-like name with two or more top-level instances first, then the most
-// instances, then the most host time), and its closed instances become the rows, --skip-steps
+// level of the main thread (TraceData::main_tid: a step is the training loop's). A released
+// activity adds its terms to the earliest instance of each tracked key that holds its launch time,
+// whichever thread launched it (an autograd thread's backward, a DDP reducer's all-reduce); each
+// merged interval of the all-device busy union, and of each category union (category_unions.h), as
+// it closes, adds its overlap to every tracked instance. The step range is chosen at the end from
+// the closed ranges' counts (a step-like name with two or more top-level instances first, then the
+// most instances, then the most host time), and its closed instances become the rows, --skip-steps
 // dropped.
 //
 // Only instances that can still become rows are kept: with --step those of its key; when
@@ -115,6 +115,9 @@ class StepFold {
   std::vector<std::pair<Key*, size_t>> step_like_open_;
   std::deque<Instance> instances_;
   std::map<std::string, Key> step_keys_;
+  // The tracked keys of step_keys_, which every activity visits (a trace with thousands of
+  // module names has thousands of keys, few of them tracked).
+  std::vector<Key*> tracked_;
 };
 
 }  // namespace gpuattr::collector

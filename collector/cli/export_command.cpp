@@ -48,14 +48,7 @@ Subcommand AddExportSubcommand(CLI::App& app) {
         options->write_report = true;
       },
       "Also write the JSON report here");
-  command->add_option("--format", import.format, "auto, kineto or nsys")
-      ->check(CLI::IsMember({"auto", "kineto", "nsys"}))
-      ->capture_default_str();
-  command
-      ->add_option("--ranges", import.ranges,
-                   "annotations (user annotations and ProfilerStep) or ops (cpu_op too)")
-      ->check(CLI::IsMember({"annotations", "ops"}))
-      ->capture_default_str();
+  AddTraceReadingFlags(command, import);
   AddAnalysisFlags(command,
                    {&import.analysis, &import.phase_rules_path, &import.family_rules_path});
   command->footer(kExportFooter);

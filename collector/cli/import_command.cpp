@@ -237,6 +237,20 @@ Status RunImport(const ImportOptions& options) {
   return Status::Ok();
 }
 
+void AddTraceReadingFlags(CLI::App* command, ImportOptions& options) {
+  command->add_option("--format", options.format, "auto, kineto or nsys")
+      ->check(CLI::IsMember({"auto", "kineto", "nsys"}))
+      ->capture_default_str();
+  command
+      ->add_option("--ranges", options.ranges,
+                   "annotations (user annotations and ProfilerStep) or ops (cpu_op too)")
+      ->check(CLI::IsMember({"annotations", "ops"}))
+      ->capture_default_str();
+  command->add_flag("!--no-modules", options.modules,
+                    "Kineto: no module tree (`nn.Module: …` events are not ranges, so backward is "
+                    "not split by module)");
+}
+
 Subcommand AddImportSubcommand(CLI::App& app) {
   auto options = std::make_shared<ImportOptions>();
   CLI::App* import = app.add_subcommand(
@@ -244,17 +258,7 @@ Subcommand AddImportSubcommand(CLI::App& app) {
   import->add_option("files", options->files, "FILE...: traces, one per rank")->required();
   import->add_option("-o,--output", options->output, "Where to write the JSON report")
       ->capture_default_str();
-  import->add_option("--format", options->format, "auto, kineto or nsys")
-      ->check(CLI::IsMember({"auto", "kineto", "nsys"}))
-      ->capture_default_str();
-  import
-      ->add_option("--ranges", options->ranges,
-                   "annotations (user annotations and ProfilerStep) or ops (cpu_op too)")
-      ->check(CLI::IsMember({"annotations", "ops"}))
-      ->capture_default_str();
-  import->add_flag("!--no-modules", options->modules,
-                   "Kineto: no module tree (`nn.Module: …` events are not ranges, so backward is "
-                   "not split by module)");
+  AddTraceReadingFlags(import, *options);
   AddAnalysisFlags(import,
                    {&options->analysis, &options->phase_rules_path, &options->family_rules_path});
   import->add_option("--activities", options->exports.activities,

@@ -64,6 +64,9 @@ StatusOr<ImportResult> WriteImport(const ImportOptions& options, bool write_repo
 Status RunImport(const ImportOptions& options);
 
 // Adds `gpuattr import` to `app`.
+// --format, --ranges and --no-modules: how `import` and `export` read trace files.
+void AddTraceReadingFlags(CLI::App* command, ImportOptions& options);
+
 Subcommand AddImportSubcommand(CLI::App& app);
 
 }  // namespace gpuattr::collector
