@@ -9,7 +9,7 @@ namespace {
 bool IsModule(const std::string& name) { return name.starts_with(kModuleRangePrefix); }
 
 bool IsBackwardLeaf(const std::string& name) {
-  return name == "backward" || name == "backward_unlinked";
+  return name == kBackwardLeaf || name == kBackwardUnlinkedLeaf;
 }
 
 }  // namespace

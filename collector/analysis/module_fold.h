@@ -31,7 +31,10 @@
 
 namespace gpuattr::collector {
 
+// The names the PyTorch model writes (import/pytorch_model.h) and this fold reads.
 inline constexpr std::string_view kModuleRangePrefix = "nn.Module: ";
+inline constexpr std::string_view kBackwardLeaf = "backward";
+inline constexpr std::string_view kBackwardUnlinkedLeaf = "backward_unlinked";
 
 class ModuleFold {
  public:

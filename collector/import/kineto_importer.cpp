@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/module_fold.h"
 #include "import/decimal_time.h"
 #include "import/pytorch_model.h"
 #include "wire/protocol.h"
@@ -72,7 +73,6 @@ uint8_t CopyKindOf(std::string_view name) {
   return 0;
 }
 
-constexpr std::string_view kModulePrefix = "nn.Module: ";
 constexpr std::string_view kBackwardOpPrefix = "autograd::engine::evaluate_function: ";
 
 // A with_stack frame of non-reentrant checkpointing's recomputation:
@@ -417,7 +417,7 @@ class KinetoHandler : public TraceEventHandler {
   bool KeptAsRange(Category category, std::string_view name) {
     if (category == Category::kOp) return options_.op_ranges || name.starts_with("ProfilerStep#");
     if (category != Category::kPythonFunction) return true;
-    if (name.starts_with(kModulePrefix)) return options_.modules;
+    if (name.starts_with(kModuleRangePrefix)) return options_.modules;
     if (!IsRecomputeFrame(name)) return false;
     ++torch_.recompute_frames;
     return true;

@@ -8,10 +8,11 @@
 #include <unordered_map>
 #include <utility>
 
+#include "analysis/module_fold.h"
+
 namespace gpuattr::collector {
 namespace {
 
-constexpr std::string_view kModulePrefix = "nn.Module: ";
 constexpr std::string_view kStepPrefix = "ProfilerStep#";
 
 // One thread's ranges nested as the replay nests them (by start, the longer first at ties; a
@@ -96,8 +97,8 @@ class ProcessModel {
         counts_(counts),
         strings_(trace->strings),
         main_tid_(MainThreadOf(process)),
-        backward_(trace->strings.Intern("backward")),
-        backward_unlinked_(trace->strings.Intern("backward_unlinked")) {
+        backward_(trace->strings.Intern(kBackwardLeaf)),
+        backward_unlinked_(trace->strings.Intern(kBackwardUnlinkedLeaf)) {
     for (const auto& [tid, ranges] : process.ranges) threads_.emplace(tid, NestedRanges(ranges));
     for (const TorchOp* op : process.sequenced_ops) {
       if (op->tid == main_tid_) forward_by_sequence_[op->sequence].push_back(op->start_ns);
@@ -201,7 +202,7 @@ class ProcessModel {
   template <typename Iterator>
   Iterator FirstModule(Iterator begin, Iterator end) const {
     return std::find_if(begin, end, [this](const NestedRanges::Entry* entry) {
-      return strings_.Text(entry->name).starts_with(kModulePrefix);
+      return strings_.Text(entry->name).starts_with(kModuleRangePrefix);
     });
   }
 
@@ -227,7 +228,7 @@ void ApplyPyTorchModel(const TorchEvents& events, ImportedTrace* trace) {
     const std::string_view name = trace->strings.Text(range.name);
     ProcessEvents& process = processes[range.pid];
     process.ranges[range.tid].push_back(&range);
-    if (name.starts_with(kModulePrefix)) {
+    if (name.starts_with(kModuleRangePrefix)) {
       ++counts.module_ranges;
       ++process.modules[range.tid];
     } else if (name.starts_with(kStepPrefix)) {
