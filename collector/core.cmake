@@ -29,6 +29,7 @@ add_library(gpuattr_collector_core STATIC
   analysis/launch_join.cpp
   analysis/module_fold.cpp
   analysis/pass_tree.cpp
+  analysis/path_names.cpp
   analysis/phase.cpp
   analysis/phase_fold.cpp
   analysis/process_analysis.cpp

@@ -38,14 +38,17 @@ ActivityFolder::ActivityFolder(const TraceData& data, const AnalysisOptions& opt
       history_(data),
       rules_(data, options.inherit),
       passes_(options.phase_rules ? *options.phase_rules : PhaseRules::Default()),
-      families_(data, options.family_rules ? *options.family_rules : FamilyRules::Default()),
-      phases_(data, paths_, options.phase_rules ? *options.phase_rules : PhaseRules::Default()),
+      families_(data, paths_,
+                options.family_rules ? *options.family_rules : FamilyRules::Default()),
+      phases_(data, paths_, options.phase_rules ? *options.phase_rules : PhaseRules::Default(),
+              phase_masks_),
       modules_(paths_),
       host_ranges_(data),
       steps_(data, paths_, options.step, options.skip_steps) {}
 
 void ActivityFolder::RefreshNames() {
   if (!paths_.Refresh()) return;
+  passes_.Refresh();
   phases_.Refresh();
   steps_.Refresh();
   families_.Refresh();
@@ -81,7 +84,8 @@ void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord*
       launch_context = outcome.launch_node != 0 ? paths_.PassOf(outcome.launch_node)
                                                 : std::vector<std::string>{};
     }
-    passes_.Fold(attributed, paths_.PassOf(outcome.node), families_.LeafFamily(activity),
+    const uint32_t pass = paths_.PassIdOf(outcome.node);
+    passes_.Fold(attributed, pass, paths_.PassPath(pass), families_.LeafFamily(activity),
                  launch_context);
     modules_.Fold(attributed);
   }
@@ -143,10 +147,8 @@ void ActivityFolder::Observe(const AttributedActivity& attributed) {
 }
 
 ProcessAnalysis ActivityFolder::Finish(const LaunchCounts& launches) {
-  // Names defined since the last release: paths and phases are read again (the pass tree's
-  // phases come from its paths).
-  paths_.Refresh();
-  phases_.Refresh();
+  // Names defined since the last release are read again.
+  RefreshNames();
   steps_.RegisterInstances();
   ProcessAnalysis result;
   result.main_tid = data_.main_tid;
@@ -170,7 +172,7 @@ ProcessAnalysis ActivityFolder::Finish(const LaunchCounts& launches) {
   result.loss.expired_launches = launches.expired_launches;
   result.loss.orphan_api_exits = launches.orphan_api_exits;
   result.loss.zero_correlation_launches = launches.zero_correlation_launches;
-  result.passes = passes_.Finish();
+  result.passes = passes_.Finish(phase_masks_);
   result.devices = devices_.Finish(
       result.capture_end_ns,
       // A gap is named by what the main thread was in when it began (the DataLoader's

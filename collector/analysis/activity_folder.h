@@ -17,8 +17,9 @@
 // whatever the phase of its path, so the phase terms still partition attributed time.
 //
 // Host-side data (ranges, graph nodes, strings) is read from `data` as it stands at each
-// release; names may be defined late, so every name cache restarts when definitions arrived
-// (path_names.h). Finish() assembles ProcessAnalysis from the folds once the stream ended.
+// release; names may be defined late, so every name cache restarts when a name it read was
+// unknown then, or was redefined (path_names.h). Finish() assembles ProcessAnalysis from the folds
+// once the stream ended.
 //
 // Runs on whichever thread owns the ProcessTrace (the ingest thread while streaming);
 // single-threaded.
@@ -79,6 +80,7 @@ class ActivityFolder {
   const TraceData& data_;
   const AnalysisOptions& options_;
   PathNames paths_;
+  PhaseRules::NameMasks phase_masks_;  // the phase rules' answers by name (pass tree and phases)
   ThreadHistory history_;
   AttributionRules rules_;
   PassTree passes_;

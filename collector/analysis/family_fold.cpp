@@ -18,14 +18,14 @@ int64_t SignedDifferenceNs(uint64_t later, uint64_t earlier) {
 
 }  // namespace
 
-FamilyFold::FamilyFold(const TraceData& data, const FamilyRules& rules)
-    : data_(data), rules_(rules) {}
+FamilyFold::FamilyFold(const TraceData& data, PathNames& paths, const FamilyRules& rules)
+    : data_(data), paths_(paths), rules_(rules) {}
 
 FamilyFold::KernelNames& FamilyFold::Known(uint32_t name_string) {
   auto known = names_.find(name_string);
   if (known == names_.end()) {
     // A cut name (kCutStringMark) is classified by what arrived, and keeps the mark.
-    std::string name = StringOr(data_, name_string);
+    std::string name = paths_.Name(name_string);
     const bool cut = name.ends_with(kCutStringMark);
     if (cut) name.resize(name.size() - std::string_view(kCutStringMark).size());
     std::string demangled = DemangleKernelName(name);

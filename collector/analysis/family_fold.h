@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "analysis/kernel_family.h"
+#include "analysis/path_names.h"
 #include "analysis/process_analysis.h"
 #include "analysis/trace_data.h"
 
@@ -34,8 +35,8 @@ class FamilyFold {
     FamilyStats* stats = nullptr;  // its family's entry (a std::map: stable), once it folded
   };
 
-  // `data` and `rules` must outlive this.
-  FamilyFold(const TraceData& data, const FamilyRules& rules);
+  // `data`, `paths` and `rules` must outlive this.
+  FamilyFold(const TraceData& data, PathNames& paths, const FamilyRules& rules);
 
   // Names were (re)defined: cached names restart.
   void Refresh() { names_.clear(); }
@@ -57,6 +58,7 @@ class FamilyFold {
   KernelNames& Known(uint32_t name_string);
 
   const TraceData& data_;
+  PathNames& paths_;
   const FamilyRules& rules_;
   std::unordered_map<uint32_t, KernelNames> names_;
   std::map<std::string, FamilyStats> families_;

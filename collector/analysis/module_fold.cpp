@@ -17,9 +17,10 @@ bool IsBackwardLeaf(const std::string& name) {
 int64_t ModuleFold::RowOf(uint32_t node) {
   if (node == last_node_) return last_row_;
   last_node_ = node;
-  auto cached = rows_by_node_.find(node);
-  if (cached != rows_by_node_.end()) return last_row_ = cached->second;
-  const std::vector<std::string>& path = paths_.PassOf(node);
+  const uint32_t pass = paths_.PassIdOf(node);
+  if (pass >= rows_by_pass_.size()) rows_by_pass_.resize(paths_.pass_count());
+  if (rows_by_pass_[pass]) return last_row_ = *rows_by_pass_[pass];
+  const std::vector<std::string>& path = paths_.PassPath(pass);
   const auto leaf = std::find_if(path.rbegin(), path.rend(), IsBackwardLeaf);
   const auto split = leaf == path.rend() ? path.begin() : leaf.base();
   std::vector<std::string> modules;  // above the split: the backward's forward module
@@ -38,7 +39,7 @@ int64_t ModuleFold::RowOf(uint32_t node) {
     if (added) rows_.push_back({std::move(modules), {}});
     row = static_cast<int64_t>(found->second);
   }
-  rows_by_node_.emplace(node, row);
+  rows_by_pass_[pass] = row;
   return last_row_ = row;
 }
 

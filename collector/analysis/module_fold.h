@@ -13,7 +13,7 @@
 // path with no module is in no row.
 //
 // Single-threaded, on the thread that folds. Memory: one row per distinct module path, and a
-// cached row index per pass node until names change (Refresh).
+// cached row index per pass (path_names.h) until names change (Refresh).
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_MODULE_FOLD_H_
 #define GPUATTR_COLLECTOR_ANALYSIS_MODULE_FOLD_H_
 
@@ -22,7 +22,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "analysis/attributed_activity.h"
@@ -43,7 +42,7 @@ class ModuleFold {
 
   // Names were (re)defined: cached module paths restart.
   void Refresh() {
-    rows_by_node_.clear();
+    rows_by_pass_.clear();
     last_node_ = 0;
   }
 
@@ -58,7 +57,7 @@ class ModuleFold {
   int64_t RowOf(uint32_t node);
 
   PathNames& paths_;
-  std::unordered_map<uint32_t, int64_t> rows_by_node_;
+  std::vector<std::optional<int64_t>> rows_by_pass_;  // by pass id, once asked
   uint32_t last_node_ = 0;  // consecutive activities mostly share a node: RowOf's last answer
   int64_t last_row_ = -1;
   std::map<std::vector<std::string>, size_t> row_index_;  // module path -> rows_ index

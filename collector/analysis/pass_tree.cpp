@@ -26,11 +26,13 @@ PassTree::Node& PassTree::At(const std::vector<std::string>& path) {
   return nodes_[index];
 }
 
-void PassTree::Fold(const AttributedActivity& attributed, const std::vector<std::string>& path,
-                    const std::string& leaf_family,
+void PassTree::Fold(const AttributedActivity& attributed, uint32_t pass,
+                    const std::vector<std::string>& path, const std::string& leaf_family,
                     const std::optional<std::vector<std::string>>& launch_context) {
   const uint64_t ns = attributed.ns();
-  Node& node = At(path);
+  if (pass >= node_of_pass_.size()) node_of_pass_.resize(pass + 1, 0);
+  if (node_of_pass_[pass] == 0) node_of_pass_[pass] = static_cast<size_t>(&At(path) - &nodes_[0]);
+  Node& node = nodes_[node_of_pass_[pass]];
   node.family_ns[leaf_family] += ns;
   node.out.self_ns += ns;
   node.out.activities += 1;
@@ -62,10 +64,9 @@ void PassTree::AddHostDurations(const std::vector<std::string>& path,
   At(path).host_durations.Merge(durations);
 }
 
-std::vector<PassNode> PassTree::Finish() {
+std::vector<PassNode> PassTree::Finish(PhaseRules::NameMasks& name_masks) {
   std::vector<PassNode> roots = std::move(Finalize(0).children);
-  PhaseRules::NameMasks masks;
-  for (PassNode& root : roots) SetPhases(root, masks);
+  for (PassNode& root : roots) SetPhases(root, name_masks);
   return roots;
 }
 

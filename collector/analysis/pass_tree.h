@@ -32,17 +32,20 @@ class PassTree {
   // `phase_rules` must outlive this.
   explicit PassTree(const PhaseRules& phase_rules);
 
-  // An attributed activity (outcome.node != 0) on `path`. `leaf_family` is the kernel's family,
-  // or "[memcpy]" / "[memset]". For captured activities, `launch_context` is the path the graph
-  // was launched under (empty: no range; nullopt: the launch was never seen); else ignored.
-  void Fold(const AttributedActivity& attributed, const std::vector<std::string>& path,
-            const std::string& leaf_family,
+  // An attributed activity (outcome.node != 0) on pass `pass` (path_names.h), whose path is
+  // `path`. `leaf_family` is the kernel's family, or "[memcpy]" / "[memset]". For captured
+  // activities, `launch_context` is the path the graph was launched under (empty: no range;
+  // nullopt: the launch was never seen); else ignored.
+  void Fold(const AttributedActivity& attributed, uint32_t pass,
+            const std::vector<std::string>& path, const std::string& leaf_family,
             const std::optional<std::vector<std::string>>& launch_context);
+  // Pass ids restarted (PathNames::Refresh): the node of each is looked up again.
+  void Refresh() { node_of_pass_.clear(); }
   // The closed host instances of `path` (several path nodes may share a path: merged).
   void AddHostDurations(const std::vector<std::string>& path, const Samples<uint64_t>& durations);
 
-  // The roots, finished. Once.
-  std::vector<PassNode> Finish();
+  // The roots, finished, their phases by the rules' answers cached in `name_masks`. Once.
+  std::vector<PassNode> Finish(PhaseRules::NameMasks& name_masks);
 
  private:
   struct Node {
@@ -60,7 +63,8 @@ class PassTree {
   void SetPhases(PassNode& node, PhaseRules::NameMasks& masks) const;
 
   const PhaseRules& phase_rules_;
-  std::vector<Node> nodes_;  // index 0: the root, which names no pass
+  std::vector<Node> nodes_;           // index 0: the root, which names no pass
+  std::vector<size_t> node_of_pass_;  // nodes_ index by pass id; 0: not looked up yet
 };
 
 }  // namespace gpuattr::collector

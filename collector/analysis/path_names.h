@@ -1,23 +1,32 @@
-// PathNames: path node id -> the names of its path from the root, cached, as the trace defines
-// them so far.
+// PathNames: path node id -> the names of its path from the root, as the trace defines them so
+// far; its pass (the pass tree's path, where the N instances of ProfilerStep#N are one); and
+// string id -> its name, for the fold units that cache by name.
+//
+// A pass is interned from its parent's pass and its own name, so a node costs one lookup however
+// deep it sits, and the nodes of every step share the passes of the first (a PyTorch trace
+// defines a node per module per step: ProfilerStep#7/nn.Module: Net_0/...). Pass ids are dense
+// (0: the empty path of node 0), so the fold units keep their per-pass answers in vectors.
 //
 // Strings and path nodes arrive interleaved with the events that use them, so a name resolved
-// early may be "<unknown:ID>" and be defined later: Refresh() drops the cache whenever a String or
-// PathNode record arrived since (TraceData::definitions), and the caches of the fold units built
-// on names (phases, step keys, kernel names) restart with it. Undefined ids become
-// "<unknown:ID>" components; a parent cycle (malformed input) ends the walk.
+// early may be "<unknown:ID>" and be defined later, or (a malformed stream) be redefined: Refresh()
+// drops every cache when a String or PathNode record arrived since (TraceData::definitions) and
+// either a name read so far was unknown or a definition changed one (TraceData::redefinitions);
+// pass ids restart, and so do the caches of the fold units built on them (phases, module rows,
+// the pass tree's node of each pass). A well-formed stream defines every name before its first
+// use, so its caches never restart. Undefined ids become "<unknown:ID>" components; a parent
+// cycle (malformed input) ends the walk, and no path is longer than kMaxDepth names.
 //
 // Reads TraceData, const; single-threaded, on the thread that folds.
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_PATH_NAMES_H_
 #define GPUATTR_COLLECTOR_ANALYSIS_PATH_NAMES_H_
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 #include "analysis/trace_data.h"
@@ -26,66 +35,60 @@ namespace gpuattr::collector {
 
 // The name a range's instances share: torch.profiler numbers its steps (`ProfilerStep#15`), and
 // all of them are `ProfilerStep#*`; any other name is itself.
-inline std::string StepRangeKey(const std::string& name) {
-  constexpr std::string_view kProfilerStep = "ProfilerStep#";
-  if (name.size() <= kProfilerStep.size() || name.compare(0, kProfilerStep.size(), kProfilerStep))
-    return name;
-  const bool numbered = std::all_of(name.begin() + kProfilerStep.size(), name.end(),
-                                    [](char c) { return c >= '0' && c <= '9'; });
-  return numbered ? std::string(kProfilerStep) + "*" : name;
-}
+std::string_view StepRangeKey(std::string_view name);
 
 class PathNames {
  public:
-  explicit PathNames(const TraceData& data) : data_(data) {}
+  static constexpr size_t kMaxDepth = 1024;
 
-  // Drops cached names when strings or path nodes were defined since they were resolved; true
-  // when it did. References returned by Of stay valid until then.
-  bool Refresh() {
-    if (generation_ == data_.definitions) return false;
-    generation_ = data_.definitions;
-    cache_.clear();
-    pass_cache_.clear();
-    return true;
-  }
+  explicit PathNames(const TraceData& data);
 
-  // The pass tree's path of `node` (docs/attribution.md §Passes): Of(node) with every name by
-  // its StepRangeKey, so that the N instances of ProfilerStep#N are one pass node.
-  const std::vector<std::string>& PassOf(uint32_t node) {
-    auto cached = pass_cache_.find(node);
-    if (cached != pass_cache_.end()) return cached->second;
-    std::vector<std::string> names = Of(node);
-    for (std::string& name : names) name = StepRangeKey(name);
-    return pass_cache_.emplace(node, std::move(names)).first->second;
-  }
+  // Drops cached names and passes when a name they hold may have changed since they were
+  // resolved; true when it did. References returned by Of and PassPath, and pass ids, stay valid
+  // until then.
+  bool Refresh();
+
+  // The name of string `id`, or "<unknown:ID>" (noted: Refresh restarts the caches once
+  // definitions arrive).
+  std::string Name(uint32_t id);
 
   // The names from the root to `node` (node 0: none).
-  const std::vector<std::string>& Of(uint32_t node) {
-    auto cached = cache_.find(node);
-    if (cached != cache_.end()) return cached->second;
-    std::vector<std::string> names;
-    std::vector<uint32_t> seen;
-    for (uint32_t id = node; id != 0 && names.size() < kMaxDepth;) {
-      if (std::find(seen.begin(), seen.end(), id) != seen.end()) break;
-      seen.push_back(id);
-      auto def = data_.path_nodes.find(id);
-      if (def == data_.path_nodes.end()) {
-        names.push_back("<unknown:" + std::to_string(id) + ">");
-        break;
-      }
-      names.push_back(StringOr(data_, def->second.name_string));
-      id = def->second.parent;
-    }
-    std::reverse(names.begin(), names.end());
-    return cache_.emplace(node, std::move(names)).first->second;
-  }
+  const std::vector<std::string>& Of(uint32_t node);
+
+  // The pass of `node` (node 0: pass 0, the empty path), and a pass's path: Of(node) with every
+  // name by its StepRangeKey.
+  uint32_t PassIdOf(uint32_t node);
+  const std::vector<std::string>& PassPath(uint32_t pass) const { return passes_[pass].path; }
+  const std::vector<std::string>& PassOf(uint32_t node) { return PassPath(PassIdOf(node)); }
+  // Pass ids are below this.
+  size_t pass_count() const { return passes_.size(); }
 
  private:
-  static constexpr size_t kMaxDepth = 1024;
+  struct Pass {
+    std::vector<std::string> path;  // its parent's, then its own name
+  };
+  struct PassKey {
+    uint32_t parent = 0;
+    std::string_view name;  // the child's path().back(), or a lookup's own
+    bool operator==(const PassKey&) const = default;
+  };
+  struct PassKeyHash {
+    size_t operator()(const PassKey& key) const {
+      return std::hash<std::string_view>()(key.name) * 31 + key.parent;
+    }
+  };
+
+  uint32_t InternPass(uint32_t parent, std::string_view name);
+
   const TraceData& data_;
   uint64_t generation_ = 0;
-  std::unordered_map<uint32_t, std::vector<std::string>> cache_;
-  std::unordered_map<uint32_t, std::vector<std::string>> pass_cache_;
+  uint64_t redefinitions_ = 0;
+  bool read_unknown_ = false;  // a cached name holds an undefined id
+  std::unordered_map<uint32_t, std::vector<std::string>> names_by_node_;
+  std::deque<Pass> passes_;  // by pass id; a deque, so PassKey's views stay put
+  std::unordered_map<PassKey, uint32_t, PassKeyHash> pass_ids_;
+  std::unordered_map<uint32_t, uint32_t> pass_by_node_;
+  std::vector<uint32_t> chain_;  // PassIdOf's scratch
 };
 
 }  // namespace gpuattr::collector

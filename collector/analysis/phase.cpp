@@ -43,9 +43,8 @@ StatusOr<PhaseRules> PhaseRules::Parse(std::string_view json_text, const std::st
       if (!patterns[i].is_string()) {
         return InvalidArgumentError(origin + ": " + where + " is not a string");
       }
-      GPUATTR_ASSIGN_OR_RETURN(
-          std::regex regex,
-          CompileRuleRegex(patterns[i].get<std::string>(), std::regex::icase, origin, where));
+      GPUATTR_ASSIGN_OR_RETURN(Regex regex, CompileRuleRegex<Regex>(patterns[i].get<std::string>(),
+                                                                    Regex::icase, origin, where));
       table.patterns_[index].push_back(std::move(regex));
     }
   }
@@ -74,7 +73,7 @@ const PhaseRules& PhaseRules::Default() {
 uint8_t PhaseRules::Matches(std::string_view name) const {
   uint8_t mask = 0;
   for (size_t i = 0; i < kPhaseCount; ++i) {
-    for (const std::regex& pattern : patterns_[i]) {
+    for (const Regex& pattern : patterns_[i]) {
       if (std::regex_match(name.begin(), name.end(), pattern)) {
         mask = static_cast<uint8_t>(mask | (1u << i));
         break;

@@ -46,7 +46,8 @@ class PhaseRules {
   static const PhaseRules& Default();
 
   // Matches' answers by name, kept by one caller: paths repeat their names (a trace's thousands
-  // of module paths share a few dozen names), and a regular expression costs microseconds.
+  // of module paths of each step share their module names), and a regular expression costs
+  // microseconds.
   using NameMasks = std::unordered_map<std::string, uint8_t>;
 
   // Bit i set: `name` matches a pattern of Phase(i).
@@ -56,8 +57,16 @@ class PhaseRules {
   std::optional<Phase> PhaseOfPath(const std::vector<std::string>& path,
                                    NameMasks* masks = nullptr) const;
 
+  // std::regex_traits<char> folding case as the "C" locale does, which the collector never
+  // changes: libstdc++'s own asks the locale for its ctype facet at every character an icase
+  // pattern compares, most of a match's time.
+  struct AsciiCaseTraits : std::regex_traits<char> {
+    char translate_nocase(char c) const { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
+  };
+  using Regex = std::basic_regex<char, AsciiCaseTraits>;
+
  private:
-  std::array<std::vector<std::regex>, kPhaseCount> patterns_;
+  std::array<std::vector<Regex>, kPhaseCount> patterns_;
 };
 
 }  // namespace gpuattr::collector

@@ -4,16 +4,17 @@
 
 namespace gpuattr::collector {
 
-PhaseFold::PhaseFold(const TraceData& data, PathNames& paths, const PhaseRules& rules)
-    : data_(data), paths_(paths), rules_(rules), history_(data) {}
+PhaseFold::PhaseFold(const TraceData& data, PathNames& paths, const PhaseRules& rules,
+                     PhaseRules::NameMasks& name_masks)
+    : data_(data), paths_(paths), rules_(rules), history_(data), name_masks_(name_masks) {}
 
 std::optional<Phase> PhaseFold::PhaseOf(uint32_t node) {
   if (node == 0) return std::nullopt;
-  auto cached = phases_.find(node);
-  if (cached != phases_.end()) return cached->second;
-  const std::optional<Phase> phase = rules_.PhaseOfPath(paths_.Of(node), &name_masks_);
-  phases_.emplace(node, phase);
-  return phase;
+  const uint32_t pass = paths_.PassIdOf(node);
+  if (pass >= phases_.size()) phases_.resize(paths_.pass_count());
+  std::optional<std::optional<Phase>>& cached = phases_[pass];
+  if (!cached) cached = rules_.PhaseOfPath(paths_.PassPath(pass), &name_masks_);
+  return *cached;
 }
 
 void PhaseFold::Fold(const AttributedActivity& attributed) {

@@ -5,8 +5,9 @@
 // other_ns, so the phase terms sum to the attributed device time. Coverage counts attributed
 // kernel time, unattributed time by reason, fallbacks by reason, and per phase P the kernel time
 // attributed to P against the unattributed kernel time launched while the main thread's stack
-// was in P. A path node's phase is cached (paths repeat across millions of activities) until
-// names change (Refresh).
+// was in P. A path's phase is that of its pass (path_names.h: the rules see ProfilerStep#* as the
+// pass tree does), cached per pass (paths repeat across millions of activities) until names
+// change (Refresh).
 //
 // Single-threaded, on the thread that folds. Memory: one entry per path node, reason, fallback.
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_PHASE_FOLD_H_
@@ -16,7 +17,7 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
 #include "analysis/attributed_activity.h"
 #include "analysis/path_names.h"
@@ -29,8 +30,10 @@ namespace gpuattr::collector {
 
 class PhaseFold {
  public:
-  // All must outlive this.
-  PhaseFold(const TraceData& data, PathNames& paths, const PhaseRules& rules);
+  // All must outlive this. `name_masks` caches the rules' answers by name (shared with the pass
+  // tree's phases: names do not change meaning, so it is kept across Refresh).
+  PhaseFold(const TraceData& data, PathNames& paths, const PhaseRules& rules,
+            PhaseRules::NameMasks& name_masks);
 
   // Names were (re)defined: cached phases restart.
   void Refresh() { phases_.clear(); }
@@ -50,8 +53,8 @@ class PhaseFold {
   PathNames& paths_;
   const PhaseRules& rules_;
   ThreadHistory history_;
-  std::unordered_map<uint32_t, std::optional<Phase>> phases_;  // by path node
-  PhaseRules::NameMasks name_masks_;  // names do not change meaning: kept across Refresh
+  std::vector<std::optional<std::optional<Phase>>> phases_;  // by pass id, once asked
+  PhaseRules::NameMasks& name_masks_;
   PhaseTotals totals_;
   PhaseCoverage coverage_;
   uint64_t attributed_kernel_ns_ = 0;

@@ -13,7 +13,7 @@
 // use plus about twice the instances it visits. Queries arrive roughly in time order: each bucket
 // remembers where the last one started and gallops from there.
 //
-// Not thread-safe; the fold owns one per (range key, node).
+// Not thread-safe; the fold owns one per range key.
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_RANGE_INDEX_H_
 #define GPUATTR_COLLECTOR_ANALYSIS_RANGE_INDEX_H_
 

@@ -40,17 +40,6 @@ StatusOr<nlohmann::json> ParseRuleJson(std::string_view text, const std::string&
   return json;
 }
 
-StatusOr<std::regex> CompileRuleRegex(const std::string& pattern, std::regex::flag_type flags,
-                                      const std::string& origin, const std::string& where) {
-  // std::regex reports a bad pattern only by throwing; the exception ends here.
-  try {
-    return std::regex(pattern, flags | std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& error) {
-    return InvalidArgumentError(origin + ": " + where + ": invalid regular expression '" + pattern +
-                                "': " + error.what());
-  }
-}
-
 std::string_view DefaultFamilyRulesText() { return kFamilyRules; }
 std::string_view DefaultPhaseRulesText() { return kPhaseRules; }
 

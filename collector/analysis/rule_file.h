@@ -22,9 +22,19 @@ StatusOr<std::string> ReadRuleFile(const std::string& path);
 // `text` parsed as a JSON object; `origin` (a path, or "built-in ...") prefixes every error.
 StatusOr<nlohmann::json> ParseRuleJson(std::string_view text, const std::string& origin);
 
-// An ECMAScript regex from `pattern`; `where` says which rule it is, for the error message.
-StatusOr<std::regex> CompileRuleRegex(const std::string& pattern, std::regex::flag_type flags,
-                                      const std::string& origin, const std::string& where);
+// An ECMAScript regex (std::regex, or a std::basic_regex with other traits) from `pattern`;
+// `where` says which rule it is, for the error message.
+template <typename Regex = std::regex>
+StatusOr<Regex> CompileRuleRegex(const std::string& pattern, typename Regex::flag_type flags,
+                                 const std::string& origin, const std::string& where) {
+  // std::regex reports a bad pattern only by throwing; the exception ends here.
+  try {
+    return Regex(pattern, flags | Regex::ECMAScript | Regex::optimize);
+  } catch (const std::regex_error& error) {
+    return InvalidArgumentError(origin + ": " + where + ": invalid regular expression '" + pattern +
+                                "': " + error.what());
+  }
+}
 
 // The built-in tables' JSON text (collector/data/family_rules.json, phase_rules.json).
 std::string_view DefaultFamilyRulesText();

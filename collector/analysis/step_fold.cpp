@@ -31,23 +31,22 @@ void StepFold::RegisterInstances() {
         data_.pushes[static_cast<size_t>(registered_++ - data_.pushes_dropped)];
     const HistoryEntry& entry = data_.history.at(tid)[index];
     if (entry.node == 0) continue;
-    const std::vector<std::string>& names = paths_.Of(entry.node);
-    if (names.empty()) continue;
-    const std::string& key = KeysOf(entry.node).back();
-    if (step_key_ && key != *step_key_) continue;
-    auto [found, added] = step_keys_.try_emplace(key);
-    Key& step_key = found->second;
-    if (added) step_key.step_like = StepLikeKey(key);
+    const uint32_t pass = paths_.PassIdOf(entry.node);
+    if (pass == 0) continue;
+    Key* const step_key_of_pass = KeyOf(pass);
+    if (step_key_of_pass == nullptr) continue;
+    Key& step_key = *step_key_of_pass;
     if (only_step_like_keys_ && !step_key.step_like) continue;
     // Auto-detection considers the main thread's top-level ranges: a step is the main loop's.
-    const bool main_top_level = names.size() == 1 && (!data_.main_tid || tid == *data_.main_tid);
+    const bool main_top_level =
+        paths_.PassPath(pass).size() == 1 && (!data_.main_tid || tid == *data_.main_tid);
     if ((step_key_ || main_top_level) && !step_key.tracked) {
       step_key.tracked = true;
       tracked_.push_back(&step_key);
     }
     const size_t id = instances_.size();
     instances_.push_back({tid, &entry, entry.node, entry.start_ns, {}, 0, 0});
-    step_key.by_node[entry.node].Add(id, entry.start_ns, &entry.end_ns);
+    step_key.instances.Add(id, entry.start_ns, &entry.end_ns);
     if (!step_key_ && !only_step_like_keys_ && step_key.step_like && main_top_level) {
       step_like_open_.emplace_back(&step_key, id);
       // Already closed (an import registers a whole trace at once): settle now, so that the
@@ -81,7 +80,7 @@ void StepFold::DropKeysThatCannotWin() {
       continue;
     }
     key.tracked = false;
-    key.by_node.clear();
+    key.instances = {};
   }
 }
 
@@ -104,12 +103,16 @@ void StepFold::EarliestAt(RangeIndex& index, uint64_t t, std::optional<size_t>& 
   });
 }
 
-const std::vector<std::string>& StepFold::KeysOf(uint32_t node) {
-  auto cached = keys_.find(node);
-  if (cached != keys_.end()) return cached->second;
-  std::vector<std::string> keys;
-  for (const std::string& name : paths_.Of(node)) keys.push_back(StepRangeKey(name));
-  return keys_.emplace(node, std::move(keys)).first->second;
+StepFold::Key* StepFold::KeyOf(uint32_t pass) {
+  if (pass >= key_of_pass_.size()) key_of_pass_.resize(paths_.pass_count());
+  std::optional<Key*>& cached = key_of_pass_[pass];
+  if (cached) return *cached;
+  // The pass path's names are StepRangeKeys already.
+  const std::string& key = paths_.PassPath(pass).back();
+  if (step_key_ && key != *step_key_) return *(cached = nullptr);
+  auto [found, added] = step_keys_.try_emplace(key);
+  if (added) found->second.step_like = StepLikeKey(key);
+  return *(cached = &found->second);
 }
 
 void StepFold::Fold(const AttributedActivity& attributed, WorkCategory category) {
@@ -133,7 +136,7 @@ void StepFold::Fold(const AttributedActivity& attributed, WorkCategory category)
 void StepFold::FoldTerms(uint64_t launch_ns, const ActivityOutcome& outcome, uint64_t ns) {
   for (Key* key : tracked_) {
     std::optional<size_t> id;
-    for (auto& [node, index] : key->by_node) EarliestAt(index, launch_ns, id);
+    EarliestAt(key->instances, launch_ns, id);
     if (!id) continue;
     Instance& instance = instances_[*id];
     if (outcome.node == 0) {
@@ -148,16 +151,13 @@ void StepFold::FoldTerms(uint64_t launch_ns, const ActivityOutcome& outcome, uin
 template <typename Field>
 void StepFold::AddOverlap(const Interval& merged, Field field) {
   for (Key* key : tracked_) {
-    for (auto& [node, index] : key->by_node) {
-      index.ForEachOverlapping(merged.first, merged.second, [&](size_t id) {
-        Instance& instance = instances_[id];
-        const uint64_t end = EndOf(instance);
-        if (end > merged.first && instance.start_ns < merged.second) {
-          field(instance) +=
-              std::min(end, merged.second) - std::max(instance.start_ns, merged.first);
-        }
-      });
-    }
+    key->instances.ForEachOverlapping(merged.first, merged.second, [&](size_t id) {
+      Instance& instance = instances_[id];
+      const uint64_t end = EndOf(instance);
+      if (end > merged.first && instance.start_ns < merged.second) {
+        field(instance) += std::min(end, merged.second) - std::max(instance.start_ns, merged.first);
+      }
+    });
   }
 }
 
@@ -171,8 +171,9 @@ std::optional<std::string> StepFold::ChooseStepRange(
   };
   std::map<std::string, Candidate> top_level;
   for (const auto& [node, durations] : host_durations) {
-    if (paths_.Of(node).size() != 1) continue;
-    const std::string& key = KeysOf(node).back();
+    const std::vector<std::string>& path = paths_.PassOf(node);
+    if (path.size() != 1) continue;
+    const std::string& key = path.back();
     auto known = step_keys_.find(key);
     if (known == step_keys_.end() || !known->second.tracked) continue;
     Candidate& candidate = top_level[key];
@@ -213,11 +214,9 @@ void StepFold::Finish(const std::map<uint32_t, Samples<uint64_t>>& host_duration
   auto key = step_keys_.find(*range);
   std::vector<size_t> ids;
   if (key != step_keys_.end() && key->second.tracked) {
-    for (auto& [node, index] : key->second.by_node) {
-      index.ForEachOverlapping(0, RangeIndex::kOpenEnd, [&](size_t id) {
-        if (EndOf(instances_[id]) != HistoryEntry::kOpenEnd) ids.push_back(id);
-      });
-    }
+    key->second.instances.ForEachOverlapping(0, RangeIndex::kOpenEnd, [&](size_t id) {
+      if (EndOf(instances_[id]) != HistoryEntry::kOpenEnd) ids.push_back(id);
+    });
   }
   if (ids.empty()) {
     analysis.steps_reason = "no range named '" + *range + "' was closed";

@@ -3,7 +3,7 @@
 // time, and its share of the busy union over all devices.
 //
 // Every push/pop instance is registered (at the next release, when its path's names are more
-// likely known) under its StepRangeKey, indexed per key and path node (range_index.h). Keys are
+// likely known) under its StepRangeKey, indexed per key (range_index.h). Keys are
 // tracked when they are --step, or, auto-detecting, once a range of that key is seen at the top
 // level of the main thread (TraceData::main_tid: a step is the training loop's). A released
 // activity adds its terms to the earliest instance of each tracked key that holds its launch time,
@@ -51,8 +51,8 @@ class StepFold {
   StepFold(const TraceData& data, PathNames& paths, std::optional<std::string> step,
            uint64_t skip_steps);
 
-  // Names were (re)defined: cached step keys restart.
-  void Refresh() { keys_.clear(); }
+  // Names were (re)defined: the keys of passes are looked up again.
+  void Refresh() { key_of_pass_.clear(); }
 
   // Registers the pushes that arrived since the last call.
   void RegisterInstances();
@@ -79,12 +79,12 @@ class StepFold {
     uint64_t busy_ns = 0;
     CategoryUnions::Lengths category_ns{};  // its share of each category union
   };
-  // Instances of one step key, by node: the instances of one node share a path, so a fold asks
-  // whether a path qualifies once per node rather than once per instance.
+  // The instances of one step key, whatever their node (ProfilerStep#1, #2, ... are one key),
+  // in one index: an activity asks each tracked key once, however many steps the run had.
   struct Key {
     bool tracked = false;
     bool step_like = false;  // StepLikeKey
-    std::map<uint32_t, RangeIndex> by_node;
+    RangeIndex instances;
     uint64_t top_level_closed = 0;  // auto-detection, until settled: seen closed so far
   };
   static_assert(RangeIndex::kOpenEnd == HistoryEntry::kOpenEnd);
@@ -94,7 +94,8 @@ class StepFold {
   void DropKeysThatCannotWin();
   bool Earlier(size_t a, size_t b) const;
   void EarliestAt(RangeIndex& index, uint64_t t, std::optional<size_t>& best);
-  const std::vector<std::string>& KeysOf(uint32_t node);
+  // The key of a pass (its last name), null when --step names another.
+  Key* KeyOf(uint32_t pass);
   void FoldTerms(uint64_t launch_ns, const ActivityOutcome& outcome, uint64_t ns);
   // Adds the overlap of `merged` with every tracked instance to the instance's `field`.
   template <typename Field>
@@ -106,9 +107,9 @@ class StepFold {
   PathNames& paths_;
   const std::optional<std::string> step_key_;  // StepRangeKey of --step
   const uint64_t skip_steps_;
-  std::unordered_map<uint32_t, std::vector<std::string>> keys_;  // StepRangeKey per name, by node
-  IntervalUnion busy_;                                           // all devices
-  CategoryUnions categories_;                                    // all devices
+  std::vector<std::optional<Key*>> key_of_pass_;  // KeyOf's answers by pass id, once asked
+  IntervalUnion busy_;                            // all devices
+  CategoryUnions categories_;                     // all devices
   uint64_t registered_ = 0;           // data_.pushes registered, counted from the first ever
   bool only_step_like_keys_ = false;  // DropKeysThatCannotWin settled auto-detection
   // Auto-detection, until settled: top-level instances of step-like keys not yet seen closed.

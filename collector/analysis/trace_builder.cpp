@@ -174,7 +174,9 @@ void TraceBuilder::ApplyDefinition(const wire::RecordView& record) {
         // The wire carries at most kMaxStringBytes of a name: one that long was (very likely)
         // cut, and says so rather than pass for the whole name.
         if (record.StringText().size() == wire::kMaxStringBytes) text += kCutStringMark;
-        data_.strings[header.id] = std::move(text);
+        auto [known, added] = data_.strings.try_emplace(header.id);
+        if (!added && known->second != text) ++data_.redefinitions;
+        known->second = std::move(text);
       }
       ++data_.definitions;
       break;
@@ -182,7 +184,12 @@ void TraceBuilder::ApplyDefinition(const wire::RecordView& record) {
     case wire::RecordType::kPathNode: {
       const auto node = record.As<wire::PathNode>();
       if (node.id != 0) {
-        data_.path_nodes[node.id] = {node.parent, node.name_string, node.domain_string};
+        const PathNodeDef def{node.parent, node.name_string, node.domain_string};
+        auto [known, added] = data_.path_nodes.try_emplace(node.id, def);
+        if (!added && !(known->second == def)) {
+          ++data_.redefinitions;
+          known->second = def;
+        }
       }
       ++data_.definitions;
       break;

@@ -28,6 +28,7 @@ struct PathNodeDef {
   uint32_t parent = 0;
   uint32_t name_string = 0;
   uint32_t domain_string = 0;
+  bool operator==(const PathNodeDef&) const = default;
 };
 
 // One closed push/pop range on one thread: [start_ns, end_ns).
@@ -165,7 +166,11 @@ struct TraceData {
   std::unordered_map<uint32_t, PathNodeDef> path_nodes;
   std::map<uint32_t, uint32_t> thread_names;  // tid -> string id
   std::map<uint32_t, uint32_t> device_names;  // device -> string id
-  uint64_t definitions = 0;  // bumped by every String and PathNode record: name caches restart
+  // Bumped by every String and PathNode record, and by those that changed an id already defined
+  // (a well-formed stream never does): name caches restart when a name they read changed
+  // (path_names.h).
+  uint64_t definitions = 0;
+  uint64_t redefinitions = 0;
 
   // Push/pop ranges. The containers that grow with every range for the whole connection are
   // deques: a vector's reallocation would copy all of them at once and stall ingest for

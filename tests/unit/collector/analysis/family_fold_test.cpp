@@ -15,7 +15,8 @@ TEST_CASE("kernels of one family fold together with their names and shapes",
           "[unit][family_fold]") {
   TraceFixture trace;
   trace.data.shapes = {{}, {{2, 1, 1}, {64, 1, 1}, 0}};
-  FamilyFold fold(trace.data, FamilyRules::Default());
+  PathNames paths(trace.data);
+  FamilyFold fold(trace.data, paths, FamilyRules::Default());
   ActivityRecord a = trace.Kernel(0, 100, "_Z4gemmILi1EEvPf");    // void gemm<1>(float*)
   ActivityRecord b = trace.Kernel(100, 130, "_Z4gemmILi2EEvPf");  // void gemm<2>(float*)
   b.shape = 1;
@@ -48,7 +49,8 @@ TEST_CASE("kernels of one family fold together with their names and shapes",
 TEST_CASE("a graph launch gives each family one api sample until it leaves the join",
           "[unit][family_fold]") {
   TraceFixture trace;
-  FamilyFold fold(trace.data, FamilyRules::Default());
+  PathNames paths(trace.data);
+  FamilyFold fold(trace.data, paths, FamilyRules::Default());
   const LaunchRecord graph = trace.Launch(1000, 1, {}, 1040);
   ActivityRecord node = trace.Kernel(1100, 1200, "_Z1kv");
   node.correlation_id = 5;

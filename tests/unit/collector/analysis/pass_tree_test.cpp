@@ -3,6 +3,7 @@
 #include "analysis/pass_tree.h"
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,16 +18,21 @@ using Path = std::vector<std::string>;
 struct Folded {
   TraceFixture trace;
   PassTree tree{PhaseRules::Default()};
+  PhaseRules::NameMasks masks;
 
   void Fold(const Path& path, const ActivityRecord& activity, AttributionKind kind,
             bool late = false, const std::string& family = "gemm",
             const std::optional<Path>& context = std::nullopt) {
     ActivityOutcome outcome;
-    outcome.node = 1;  // any attributed node: the tree keys by names
+    outcome.node = 1;  // any attributed node: the tree keys by pass and names
     outcome.kind = kind;
     const AttributedActivity attributed{activity, nullptr, late, outcome};
-    tree.Fold(attributed, path, family, context);
+    // One pass id per distinct path, as PathNames gives them.
+    const auto pass =
+        static_cast<uint32_t>(passes.try_emplace(path, passes.size() + 1).first->second);
+    tree.Fold(attributed, pass, path, family, context);
   }
+  std::map<Path, size_t> passes;
 };
 
 const PassNode& Child(const std::vector<PassNode>& nodes, const std::string& name) {
@@ -49,7 +55,7 @@ TEST_CASE("a pass's total is its self time plus its children's, its busy time a 
               "[memcpy]");  // late (it starts before what was released): in every sum, no union
   folded.Fold({"step", "backward"}, trace.Kernel(500, 900), AttributionKind::kDirect);
 
-  const std::vector<PassNode> roots = folded.tree.Finish();
+  const std::vector<PassNode> roots = folded.tree.Finish(folded.masks);
   REQUIRE(roots.size() == 1);
   const PassNode& step = roots[0];
   CHECK(step.path == Path{"step"});
@@ -87,7 +93,7 @@ TEST_CASE("captured device time is split by the path its graph was launched unde
               Path{"replay", "a"});
   folded.Fold({"capture"}, trace.Kernel(50, 51), AttributionKind::kCaptured, false, "gemm",
               std::nullopt);
-  const std::vector<PassNode> roots = folded.tree.Finish();
+  const std::vector<PassNode> roots = folded.tree.Finish(folded.masks);
   REQUIRE(roots.size() == 1);
   const PassNode& capture = roots[0];
   CHECK(capture.captured_ns == 46);
@@ -112,7 +118,7 @@ TEST_CASE("host durations make instances and host statistics, merged by path",
   folded.tree.AddHostDurations({"loader"}, second);  // another node of the same path
   folded.tree.AddHostDurations({"step"}, second);
   folded.Fold({"step"}, folded.trace.Kernel(0, 5), AttributionKind::kDirect);
-  const std::vector<PassNode> roots = folded.tree.Finish();
+  const std::vector<PassNode> roots = folded.tree.Finish(folded.masks);
   REQUIRE(roots.size() == 2);
   CHECK(roots[0].name == "step");  // device time first; host-only passes after
   const PassNode& loader = roots[1];

@@ -17,7 +17,8 @@ TEST_CASE("each attributed activity counts in its path's phase, unattributed by 
   trace.Range(1, {"step", "backward", "forward"}, 2000, 3000);  // recompute
   PathNames paths(trace.data);
   paths.Refresh();
-  PhaseFold fold(trace.data, paths, PhaseRules::Default());
+  PhaseRules::NameMasks masks;
+  PhaseFold fold(trace.data, paths, PhaseRules::Default(), masks);
   auto fold_one = [&](const ActivityRecord& activity, const LaunchRecord* launch, uint32_t node,
                       const char* reason = nullptr, const char* fallback = nullptr) {
     ActivityOutcome outcome;

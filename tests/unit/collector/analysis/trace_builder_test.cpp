@@ -1,5 +1,6 @@
 // TraceBuilder: the protocol checks that refuse a datagram whole, the push/pop stack with its
-// irregularities, names made valid UTF-8, and the end of a traced and of a window stream.
+// irregularities, names made valid UTF-8, redefinitions counted, and the end of a traced and of a
+// window stream.
 #include "analysis/trace_builder.h"
 
 #include <catch2/catch.hpp>
@@ -50,6 +51,24 @@ TEST_CASE("a datagram that breaks the protocol is refused whole", "[unit][trace_
   CHECK(b.Consume(again).code() == StatusCode::kDataLoss);
   CHECK(b.data.strings.count(2) == 0);  // nothing of it applied
   CHECK(b.data.messages == 1);
+}
+
+TEST_CASE("a definition that changes a defined name is counted: name caches restart on it",
+          "[unit][trace_builder]") {
+  Builder b;
+  Message m;
+  m.Add(wire::MakeHello(wire::HelloMode::kTraced, 5));
+  m.Str(1, "forward").Str(2, "backward").Add(MakeNode(7, 0, 1));
+  m.Str(1, "forward").Add(MakeNode(7, 0, 1));  // the same again: no change
+  REQUIRE(b.Consume(m).ok());
+  CHECK(b.data.definitions == 5);
+  CHECK(b.data.redefinitions == 0);
+  Message changed;
+  changed.Str(1, "loss").Add(MakeNode(7, 0, 2));
+  REQUIRE(b.Consume(changed).ok());
+  CHECK(b.data.strings.at(1) == "loss");
+  CHECK(b.data.path_nodes.at(7).name_string == 2);
+  CHECK(b.data.redefinitions == 2);
 }
 
 TEST_CASE("a pop closes its range and the ranges pushed above it, and strange pops are counted",

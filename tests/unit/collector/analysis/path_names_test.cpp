@@ -1,0 +1,84 @@
+// PathNames: names and passes of path nodes, the passes shared by the nodes of every step, and
+// when the caches restart (a name read while undefined, a redefinition) and when they do not.
+#include "analysis/path_names.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "trace_fixture.h"
+
+namespace gpuattr::collector::testing {
+namespace {
+
+using Path = std::vector<std::string>;
+
+TEST_CASE("the nodes of every numbered step share one pass, ProfilerStep#*",
+          "[unit][path_names]") {
+  TraceFixture trace;
+  const uint32_t first = trace.Node({"ProfilerStep#1", "nn.Module: Net_0", "backward"});
+  const uint32_t second = trace.Node({"ProfilerStep#2", "nn.Module: Net_0", "backward"});
+  const uint32_t other = trace.Node({"ProfilerStep#2x", "nn.Module: Net_0"});
+  PathNames paths(trace.data);
+  CHECK(paths.Of(second) == Path{"ProfilerStep#2", "nn.Module: Net_0", "backward"});
+  CHECK(paths.PassIdOf(first) == paths.PassIdOf(second));
+  CHECK(paths.PassOf(first) == Path{"ProfilerStep#*", "nn.Module: Net_0", "backward"});
+  CHECK(paths.PassOf(other) == Path{"ProfilerStep#2x", "nn.Module: Net_0"});
+  // Every prefix is a pass of its own: the root's (0), the step's, Net_0's, backward's, and
+  // the two of the unnumbered name.
+  CHECK(paths.pass_count() == 6);
+  CHECK(paths.PassIdOf(0) == 0);
+  CHECK(paths.PassPath(0).empty());
+}
+
+TEST_CASE("names defined before their first use never restart the caches",
+          "[unit][path_names]") {
+  TraceFixture trace;
+  const uint32_t forward = trace.Node({"step", "forward"});
+  PathNames paths(trace.data);
+  paths.Refresh();
+  const uint32_t pass = paths.PassIdOf(forward);
+  trace.Node({"step", "backward"});  // new definitions, none of them read before
+  CHECK_FALSE(paths.Refresh());
+  CHECK(paths.PassIdOf(forward) == pass);
+}
+
+TEST_CASE("a name read while undefined is read again once defined", "[unit][path_names]") {
+  TraceFixture trace;
+  const uint32_t node = trace.Node({"step"});
+  trace.data.path_nodes[node].name_string = 99;  // not defined yet
+  PathNames paths(trace.data);
+  CHECK(paths.Of(node) == Path{"<unknown:99>"});
+  CHECK(paths.PassOf(node) == Path{"<unknown:99>"});
+  trace.data.strings[99] = "ProfilerStep#3";
+  ++trace.data.definitions;
+  CHECK(paths.Refresh());
+  CHECK(paths.Of(node) == Path{"ProfilerStep#3"});
+  CHECK(paths.PassOf(node) == Path{"ProfilerStep#*"});
+}
+
+TEST_CASE("a redefined name restarts the caches", "[unit][path_names]") {
+  TraceFixture trace;
+  const uint32_t node = trace.Node({"forward"});
+  PathNames paths(trace.data);
+  CHECK(paths.PassOf(node) == Path{"forward"});
+  trace.data.strings[trace.Str("forward")] = "backward";
+  ++trace.data.definitions;
+  ++trace.data.redefinitions;
+  CHECK(paths.Refresh());
+  CHECK(paths.PassOf(node) == Path{"backward"});
+  CHECK_FALSE(paths.Refresh());
+}
+
+TEST_CASE("a parent cycle ends the walk", "[unit][path_names]") {
+  TraceFixture trace;
+  const uint32_t a = trace.Node({"a"});
+  const uint32_t b = trace.Node({"a", "b"});
+  trace.data.path_nodes[a].parent = b;  // a -> b -> a
+  PathNames paths(trace.data);
+  CHECK(paths.Of(a) == Path{"b", "a"});
+  CHECK(paths.PassOf(a) == Path{"b", "a"});
+}
+
+}  // namespace
+}  // namespace gpuattr::collector::testing
