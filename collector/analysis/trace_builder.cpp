@@ -352,11 +352,11 @@ void TraceBuilder::ApplyState(const wire::RecordView& record) {
   }
 }
 
-// A push flagged kRangeFlagOpenBeforeWindow or kRangeFlagContext joins the stack and the history
-// (launches under it attribute, the main thread's stack is known) but is no instance: not in
-// `pushes` (no step row) and its pop adds no host range.
+// A push flagged kRangeFlagOpenBeforeWindow joins the stack and the history (launches under it
+// attribute, the main thread's stack is known) but is no instance: not in `pushes` (no step row)
+// and its pop adds no host range.
 void TraceBuilder::PushRange(const wire::RangeEvent& event, uint16_t flags) {
-  const bool instance = (flags & (wire::kRangeFlagOpenBeforeWindow | wire::kRangeFlagContext)) == 0;
+  const bool instance = (flags & wire::kRangeFlagOpenBeforeWindow) == 0;
   auto& stack = data_.open_stacks[event.tid];
   auto& history = data_.history[event.tid];
   const int32_t parent = stack.empty() ? -1 : static_cast<int32_t>(stack.back().history);

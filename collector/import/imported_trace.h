@@ -39,7 +39,8 @@ class StringTable {
 
 // Where a range comes from: the file, or the PyTorch model (pytorch_model.h), whose ranges nest
 // outside the file's ranges of the same interval. A context range is a copy of a range open
-// elsewhere: on its thread's stack, but no host instance.
+// elsewhere: it gives the ranges and launches inside it their path, and is no range of its own
+// (trace_replay.h sends no record of it; no host instance).
 enum class RangeOrigin : uint8_t { kFile, kModel, kModelContext };
 
 // A host range: push/pop on its thread (Kineto annotations, NVTX push/pop), or a process-wide

@@ -16,10 +16,11 @@
 //      latest op on the main thread with that number starting before B;
 //   3. a leaf named `backward` when a forward op was found, `backward_unlinked` when none was:
 //      a remainder with a name, never a guess.
-// Copies (1, 2) are context: on the stack, no host instances (ImportedRange::Origin). The leaf is
-// an instance: B's host time. A module range inside B on B's thread (a checkpoint's recomputed
-// forward) nests under the leaf, where the phase rules make it recompute. A process without
-// module ranges is left as it is: backward by module needs modules.
+// Copies (1, 2) are context: the path of the leaf, no ranges or host instances of their own
+// (RangeOrigin::kModelContext). The leaf is an instance: B's host time. A module range inside B
+// on B's thread (a checkpoint's recomputed forward) nests under the leaf, where the phase rules
+// make it recompute. A process without module ranges is left as it is: backward by module needs
+// modules.
 //
 // The main thread of a process: the one holding ProfilerStep#N ranges, else the one with the
 // most module ranges (the smaller tid at ties).

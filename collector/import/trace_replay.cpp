@@ -58,10 +58,10 @@ class Sender {
       writer_.Append(body);
     }
   }
-  void AppendRange(wire::RecordType type, const wire::RangeEvent& body, uint16_t flags) {
-    if (!writer_.AppendRange(type, body, flags)) {
+  void AppendRange(wire::RecordType type, const wire::RangeEvent& body) {
+    if (!writer_.AppendRange(type, body)) {
       Flush();
-      writer_.AppendRange(type, body, flags);
+      writer_.AppendRange(type, body);
     }
   }
   void AppendString(uint32_t id, std::string_view text) {
@@ -93,7 +93,6 @@ struct StackEvent {
   uint32_t tid;
   uint32_t node;
   bool push;
-  bool context;  // a push of a RangeOrigin::kModelContext range (wire::kRangeFlagContext)
 };
 
 enum class ItemClass : uint8_t {
@@ -198,15 +197,22 @@ class ProcessReplay {
     });
     launch_nodes_.assign(parts_.launches.size(), 0);
 
+    // A context range (RangeOrigin::kModelContext) is on the stack for the path it gives the
+    // ranges and launches inside it, but sends no push or pop: the range inside it that does
+    // (the model's leaf) carries the whole path, so the trace's stacks and histories answer the
+    // same, without a wire record per copied range per backward op.
     struct Open {
       uint64_t end_ns;
       uint32_t node;
+      bool sent;
     };
     std::vector<Open> stack;
     uint32_t tid = 0;
     auto pop_until = [&](uint64_t time_ns) {
       while (!stack.empty() && stack.back().end_ns <= time_ns) {
-        stack_events_.push_back({stack.back().end_ns, tid, stack.back().node, false, false});
+        if (stack.back().sent) {
+          stack_events_.push_back({stack.back().end_ns, tid, stack.back().node, false});
+        }
         stack.pop_back();
       }
     };
@@ -236,9 +242,9 @@ class ProcessReplay {
           ++stats_->clipped_ranges;
         }
         const uint32_t node = InternPath(stack.empty() ? 0 : stack.back().node, range.name);
-        stack_events_.push_back(
-            {range.start_ns, tid, node, true, range.origin == RangeOrigin::kModelContext});
-        stack.push_back({end_ns, node});
+        const bool sent = range.origin != RangeOrigin::kModelContext;
+        if (sent) stack_events_.push_back({range.start_ns, tid, node, true});
+        stack.push_back({end_ns, node, sent});
       } else {
         const uint32_t position = launch_order[l++];
         pop_until(trace_.api_calls[parts_.launches[position]].start_ns);
@@ -292,8 +298,7 @@ class ProcessReplay {
       case ItemClass::kRange: {
         const StackEvent& event = stack_events_[item.index];
         sender->AppendRange(event.push ? wire::RecordType::kRangePush : wire::RecordType::kRangePop,
-                            wire::RangeEvent{event.time_ns, event.tid, event.node},
-                            event.context ? wire::kRangeFlagContext : uint16_t{0});
+                            wire::RangeEvent{event.time_ns, event.tid, event.node});
         return;
       }
       case ItemClass::kSpanStart: {

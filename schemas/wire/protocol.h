@@ -348,11 +348,6 @@ static_assert(sizeof(Goodbye) == 16);
 // thread's first event in the window with the window's begin time (its real start is before
 // the window). It is part of the thread's stack but not an instance in the window.
 constexpr uint16_t kRangeFlagOpenBeforeWindow = 1u << 0;
-// RangePush flag: a copy of a range open elsewhere, pushed for the context it gives (the import's
-// PyTorch model copies the main thread's step and module ranges onto the autograd thread for
-// each backward op). Part of the thread's stack, but no instance: its host time is the
-// original's.
-constexpr uint16_t kRangeFlagContext = 1u << 1;
 
 enum class ControlCommand : uint32_t {
   kOpenWindow = 1,   // start recording (subscribing CUPTI if needed)

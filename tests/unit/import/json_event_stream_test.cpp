@@ -59,6 +59,26 @@ TEST_CASE("The splitter hands over each event and the other top-level members", 
   }
 }
 
+TEST_CASE("Quotes, escapes and brackets in strings are skipped wherever they fall",
+          "[import][json]") {
+  // Every offset of the tricky bytes within a word, in events that cross chunk boundaries.
+  std::vector<std::string> events;
+  for (size_t pad = 0; pad < 17; ++pad) {
+    const std::string filler(pad, 'x');
+    events.push_back(R"({"name": ")" + filler + R"(}]\"\\", "a": [)" + std::to_string(pad) + "]}");
+    events.push_back(R"({")" + filler + R"(": {"b": "[{\\"}, "c": ")" + filler + R"("})");
+  }
+  std::string text = R"({"traceEvents": [)";
+  for (size_t i = 0; i < events.size(); ++i) text += (i ? "," : "") + events[i];
+  text += "]}";
+  for (size_t step : {size_t{1}, size_t{7}, size_t{9}, size_t{1} << 20}) {
+    INFO("step " << step);
+    Collect collect;
+    REQUIRE(Split(text, &collect, step).ok());
+    CHECK(collect.events == events);
+  }
+}
+
 TEST_CASE("A bare array of events is a trace too", "[import][json]") {
   Collect collect;
   REQUIRE(Split(R"( [ {"a":1}, {"b":2} ] )", &collect).ok());

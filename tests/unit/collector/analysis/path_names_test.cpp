@@ -13,8 +13,7 @@ namespace {
 
 using Path = std::vector<std::string>;
 
-TEST_CASE("the nodes of every numbered step share one pass, ProfilerStep#*",
-          "[unit][path_names]") {
+TEST_CASE("the nodes of every numbered step share one pass, ProfilerStep#*", "[unit][path_names]") {
   TraceFixture trace;
   const uint32_t first = trace.Node({"ProfilerStep#1", "nn.Module: Net_0", "backward"});
   const uint32_t second = trace.Node({"ProfilerStep#2", "nn.Module: Net_0", "backward"});
@@ -31,8 +30,7 @@ TEST_CASE("the nodes of every numbered step share one pass, ProfilerStep#*",
   CHECK(paths.PassPath(0).empty());
 }
 
-TEST_CASE("names defined before their first use never restart the caches",
-          "[unit][path_names]") {
+TEST_CASE("names defined before their first use never restart the caches", "[unit][path_names]") {
   TraceFixture trace;
   const uint32_t forward = trace.Node({"step", "forward"});
   PathNames paths(trace.data);
