@@ -162,7 +162,8 @@ ProcessAnalysis ActivityFolder::Finish(const LaunchCounts& launches) {
   result.excluded_activities = excluded_activities_;
   FoldClosedRanges();
   for (const auto& [node, durations] : host_ranges_.durations_by_node()) {
-    passes_.AddHostDurations(paths_.PassOf(node), durations);
+    const uint32_t pass = paths_.PassIdOf(node);
+    passes_.AddHostDurations(pass, paths_.PassPath(pass), durations);
   }
   phases_.Finish(result);
   result.totals = totals_;

@@ -26,13 +26,17 @@ PassTree::Node& PassTree::At(const std::vector<std::string>& path) {
   return nodes_[index];
 }
 
+PassTree::Node& PassTree::NodeOfPass(uint32_t pass, const std::vector<std::string>& path) {
+  if (pass >= node_of_pass_.size()) node_of_pass_.resize(pass + 1, 0);
+  if (node_of_pass_[pass] == 0) node_of_pass_[pass] = static_cast<size_t>(&At(path) - &nodes_[0]);
+  return nodes_[node_of_pass_[pass]];
+}
+
 void PassTree::Fold(const AttributedActivity& attributed, uint32_t pass,
                     const std::vector<std::string>& path, const std::string& leaf_family,
                     const std::optional<std::vector<std::string>>& launch_context) {
   const uint64_t ns = attributed.ns();
-  if (pass >= node_of_pass_.size()) node_of_pass_.resize(pass + 1, 0);
-  if (node_of_pass_[pass] == 0) node_of_pass_[pass] = static_cast<size_t>(&At(path) - &nodes_[0]);
-  Node& node = nodes_[node_of_pass_[pass]];
+  Node& node = NodeOfPass(pass, path);
   node.family_ns[leaf_family] += ns;
   node.out.self_ns += ns;
   node.out.activities += 1;
@@ -57,11 +61,11 @@ void PassTree::Fold(const AttributedActivity& attributed, uint32_t pass,
   }
 }
 
-void PassTree::AddHostDurations(const std::vector<std::string>& path,
+void PassTree::AddHostDurations(uint32_t pass, const std::vector<std::string>& path,
                                 const Samples<uint64_t>& durations) {
   // Merging into a path's empty samples copies them: with one node per path (the usual case;
   // paths merge domains) they are exactly what adding each duration in closing order gives.
-  At(path).host_durations.Merge(durations);
+  NodeOfPass(pass, path).host_durations.Merge(durations);
 }
 
 std::vector<PassNode> PassTree::Finish(PhaseRules::NameMasks& name_masks) {

@@ -41,8 +41,10 @@ class PassTree {
             const std::optional<std::vector<std::string>>& launch_context);
   // Pass ids restarted (PathNames::Refresh): the node of each is looked up again.
   void Refresh() { node_of_pass_.clear(); }
-  // The closed host instances of `path` (several path nodes may share a path: merged).
-  void AddHostDurations(const std::vector<std::string>& path, const Samples<uint64_t>& durations);
+  // The closed host instances of a path node of pass `pass`, whose path is `path` (the nodes of
+  // a pass merge).
+  void AddHostDurations(uint32_t pass, const std::vector<std::string>& path,
+                        const Samples<uint64_t>& durations);
 
   // The roots, finished, their phases by the rules' answers cached in `name_masks`. Once.
   std::vector<PassNode> Finish(PhaseRules::NameMasks& name_masks);
@@ -59,6 +61,7 @@ class PassTree {
   };
 
   Node& At(const std::vector<std::string>& path);
+  Node& NodeOfPass(uint32_t pass, const std::vector<std::string>& path);
   PassNode Finalize(size_t index);
   void SetPhases(PassNode& node, PhaseRules::NameMasks& masks) const;
 

@@ -27,10 +27,11 @@ struct Folded {
     outcome.node = 1;  // any attributed node: the tree keys by pass and names
     outcome.kind = kind;
     const AttributedActivity attributed{activity, nullptr, late, outcome};
-    // One pass id per distinct path, as PathNames gives them.
-    const auto pass =
-        static_cast<uint32_t>(passes.try_emplace(path, passes.size() + 1).first->second);
-    tree.Fold(attributed, pass, path, family, context);
+    tree.Fold(attributed, PassOf(path), path, family, context);
+  }
+  // One pass id per distinct path, as PathNames gives them.
+  uint32_t PassOf(const Path& path) {
+    return static_cast<uint32_t>(passes.try_emplace(path, passes.size() + 1).first->second);
   }
   std::map<Path, size_t> passes;
 };
@@ -114,9 +115,10 @@ TEST_CASE("host durations make instances and host statistics, merged by path",
   first.Add(10);
   Samples<uint64_t> second;
   second.Add(20);
-  folded.tree.AddHostDurations({"loader"}, first);
-  folded.tree.AddHostDurations({"loader"}, second);  // another node of the same path
-  folded.tree.AddHostDurations({"step"}, second);
+  folded.tree.AddHostDurations(folded.PassOf({"loader"}), {"loader"}, first);
+  // Another node of the same pass.
+  folded.tree.AddHostDurations(folded.PassOf({"loader"}), {"loader"}, second);
+  folded.tree.AddHostDurations(folded.PassOf({"step"}), {"step"}, second);
   folded.Fold({"step"}, folded.trace.Kernel(0, 5), AttributionKind::kDirect);
   const std::vector<PassNode> roots = folded.tree.Finish(folded.masks);
   REQUIRE(roots.size() == 2);
