@@ -37,7 +37,10 @@ void PassTree::Fold(const AttributedActivity& attributed, uint32_t pass,
                     const std::optional<std::vector<std::string>>& launch_context) {
   const uint64_t ns = attributed.ns();
   Node& node = NodeOfPass(pass, path);
-  node.family_ns[leaf_family] += ns;
+  if (node.last_family == nullptr || node.last_family->first != leaf_family) {
+    node.last_family = &*node.family_ns.try_emplace(leaf_family, 0).first;
+  }
+  node.last_family->second += ns;
   node.out.self_ns += ns;
   node.out.activities += 1;
   if (attributed.kernel()) node.out.kernels += 1;

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "analysis/attributed_activity.h"
@@ -58,6 +59,9 @@ class PassTree {
     Samples<uint64_t> host_durations;
     std::map<std::optional<std::vector<std::string>>, LaunchContext> contexts;
     std::unordered_map<std::string, uint64_t> family_ns;  // self_ns by leaf family
+    // The entry of family_ns the last activity added to: a node's activities mostly run one
+    // kernel family after another, and comparing a name costs less than hashing it.
+    std::pair<const std::string, uint64_t>* last_family = nullptr;
   };
 
   Node& At(const std::vector<std::string>& path);
