@@ -36,8 +36,8 @@ class MessageWriter {
   }
 
   // RangeEvent is shared by kRangePush and kRangePop.
-  bool AppendRange(RecordType type, const RangeEvent& body, uint16_t flags = 0) {
-    return AppendRaw(type, flags, &body, sizeof(body), nullptr, 0);
+  bool AppendRange(RecordType type, const RangeEvent& body) {
+    return AppendRaw(type, 0, &body, sizeof(body), nullptr, 0);
   }
 
   // A String record: the fixed body followed by the bytes, truncated to kMaxStringBytes.
