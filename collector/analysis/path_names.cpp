@@ -73,8 +73,9 @@ uint32_t PathNames::PassIdOf(uint32_t node) {
   if (node == 0) return 0;
   auto cached = pass_by_node_.find(node);
   if (cached != pass_by_node_.end()) return cached->second;
-  // The nodes from `node` up to the first whose pass is known (or the root), innermost first:
-  // only they are new. A cycle or an undefined node ends the chain as it ends Of's walk.
+  // The nodes from `node` up to the first whose pass is known (or the root), innermost first,
+  // with their definitions (null: undefined): only they are new. A cycle or an undefined node
+  // ends the chain as it ends Of's walk.
   chain_.clear();
   uint32_t pass = 0;
   for (uint32_t id = node; id != 0 && chain_.size() < kMaxDepth;) {
@@ -83,24 +84,24 @@ uint32_t PathNames::PassIdOf(uint32_t node) {
       pass = known->second;
       break;
     }
-    if (std::find(chain_.begin(), chain_.end(), id) != chain_.end()) break;
-    chain_.push_back(id);
+    const auto seen = [id](const auto& link) { return link.first == id; };
+    if (std::any_of(chain_.begin(), chain_.end(), seen)) break;
     auto def = data_.path_nodes.find(id);
-    if (def == data_.path_nodes.end()) break;
+    chain_.emplace_back(id, def == data_.path_nodes.end() ? nullptr : &def->second);
+    if (chain_.back().second == nullptr) break;
     id = def->second.parent;
   }
   for (size_t i = chain_.size(); i-- > 0;) {
-    const uint32_t id = chain_[i];
-    auto def = data_.path_nodes.find(id);
-    if (def == data_.path_nodes.end()) {
+    const auto [id, def] = chain_[i];
+    if (def == nullptr) {
       read_unknown_ = true;
       pass = InternPass(pass, "<unknown:" + std::to_string(id) + ">");
     } else {
-      auto name = data_.strings.find(def->second.name_string);
+      auto name = data_.strings.find(def->name_string);
       if (name != data_.strings.end()) {
         pass = InternPass(pass, StepRangeKey(name->second));
       } else {
-        pass = InternPass(pass, Name(def->second.name_string));
+        pass = InternPass(pass, Name(def->name_string));
       }
     }
     pass_by_node_.emplace(id, pass);

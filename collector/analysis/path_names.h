@@ -27,6 +27,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "analysis/trace_data.h"
@@ -88,7 +89,7 @@ class PathNames {
   std::deque<Pass> passes_;  // by pass id; a deque, so PassKey's views stay put
   std::unordered_map<PassKey, uint32_t, PassKeyHash> pass_ids_;
   std::unordered_map<uint32_t, uint32_t> pass_by_node_;
-  std::vector<uint32_t> chain_;  // PassIdOf's scratch
+  std::vector<std::pair<uint32_t, const PathNodeDef*>> chain_;  // PassIdOf's scratch
 };
 
 }  // namespace gpuattr::collector
