@@ -48,6 +48,22 @@ target_link_libraries(gpuattr_collector_ingest PUBLIC gpuattr_collector_gate)
 target_link_libraries(gpuattr_collector_ingest PUBLIC gpuattr_collector_export)
 target_compile_options(gpuattr_collector_ingest PRIVATE ${GPUATTR_WARNINGS})
 
+# The Python annotator (python/gpuattr_site, docs/pytorch.md): copied beside the build tree's
+# executable, where `gpuattr run` looks for it (cli/shim_locator.h), and the NVTX library it calls
+# when torch has no NVTX binding (the CUDA toolkit's libnvtx3interop; empty when the toolkit has
+# none: the annotator then asks the dynamic loader for it by name).
+foreach(_site_file sitecustomize.py gpuattr_pytorch.py)
+  configure_file(${PROJECT_SOURCE_DIR}/python/gpuattr_site/${_site_file}
+                 ${PROJECT_BINARY_DIR}/python/gpuattr_site/${_site_file} COPYONLY)
+endforeach()
+find_file(GPUATTR_NVTX_INTEROP_LIBRARY libnvtx3interop.so.1
+          HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib64 NO_DEFAULT_PATH)
+if(NOT GPUATTR_NVTX_INTEROP_LIBRARY)
+  set(GPUATTR_NVTX_INTEROP_LIBRARY "")
+endif()
+target_compile_definitions(gpuattr_collector_ingest
+  PRIVATE GPUATTR_NVTX_LIBRARY_PATH="${GPUATTR_NVTX_INTEROP_LIBRARY}")
+
 add_executable(gpuattr main.cpp)
 target_link_libraries(gpuattr PRIVATE gpuattr_collector_ingest)
 target_compile_options(gpuattr PRIVATE ${GPUATTR_WARNINGS})

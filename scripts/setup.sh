@@ -12,6 +12,7 @@ packages=(
   catch2 nlohmann-json3-dev libspdlog-dev libcli11-dev zlib1g-dev libbenchmark-dev
   libsimdjson-dev libsqlite3-dev
   python3 python3-jsonschema
+  python3-torch  # the Python annotator's tests on real (CPU-only) PyTorch
   chromium  # the HTML report's browser test (headless)
   clang-format  # scripts/check_format.sh (clang-format 14)
   clang-tidy  # scripts/check_naming.sh (clang-tidy 14)

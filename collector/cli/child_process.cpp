@@ -21,15 +21,14 @@ std::string GetVariable(const std::vector<std::string>& environment, std::string
   return {};
 }
 
-// The dynamic loader splits LD_PRELOAD at spaces and colons.
-bool ListsLibrary(const std::string& preload, const std::string& library) {
+// Whether `list`, split at any of `separators`, has `entry` (the dynamic loader splits
+// LD_PRELOAD at spaces and colons, Python splits PYTHONPATH at colons).
+bool ListsEntry(const std::string& list, const std::string& entry, const char* separators) {
   size_t begin = 0;
-  while (begin <= preload.size()) {
-    size_t end = preload.find_first_of(": ", begin);
-    if (end == std::string::npos) end = preload.size();
-    if (preload.compare(begin, end - begin, library) == 0 && end - begin == library.size()) {
-      return true;
-    }
+  while (begin <= list.size()) {
+    size_t end = list.find_first_of(separators, begin);
+    if (end == std::string::npos) end = list.size();
+    if (end - begin == entry.size() && list.compare(begin, end - begin, entry) == 0) return true;
     begin = end + 1;
   }
   return false;
@@ -56,7 +55,7 @@ std::vector<std::string> BuildChildEnvironment(const std::vector<std::string>& e
   const std::string preload = GetVariable(result, "LD_PRELOAD");
   if (preload.empty()) {
     SetVariable(&result, "LD_PRELOAD", shim);
-  } else if (!ListsLibrary(preload, shim)) {
+  } else if (!ListsEntry(preload, shim, ": ")) {
     SetVariable(&result, "LD_PRELOAD", shim + ":" + preload);
   }
   SetVariable(&result, "CUDA_INJECTION64_PATH", shim);
@@ -65,6 +64,21 @@ std::vector<std::string> BuildChildEnvironment(const std::vector<std::string>& e
   // Traced from the start, whatever the caller's environment says (`run --armed` overrides).
   SetVariable(&result, kModeEnv, "traced");
   return result;
+}
+
+void AddPythonAnnotator(std::vector<std::string>* environment, const std::string& mode,
+                        const std::string& python_site, const std::string& nvtx_library) {
+  SetVariable(environment, kPytorchEnv, mode);
+  if (mode == "off") return;
+  const std::string python_path = GetVariable(*environment, "PYTHONPATH");
+  if (python_path.empty()) {
+    SetVariable(environment, "PYTHONPATH", python_site);
+  } else if (!ListsEntry(python_path, python_site, ":")) {
+    SetVariable(environment, "PYTHONPATH", python_site + ":" + python_path);
+  }
+  if (!nvtx_library.empty() && GetVariable(*environment, kNvtxLibraryEnv).empty()) {
+    SetVariable(environment, kNvtxLibraryEnv, nvtx_library);
+  }
 }
 
 std::vector<std::string> CurrentEnvironment() {

@@ -23,6 +23,11 @@ inline constexpr char kSocketEnv[] = "GPUATTR_SOCKET";
 // (docs/attach.md); `gpuattr run --armed` sets it.
 inline constexpr char kModeEnv[] = "GPUATTR_MODE";
 
+// The Python annotator (docs/pytorch.md): "modules" or "off"; read by its sitecustomize.
+inline constexpr char kPytorchEnv[] = "GPUATTR_PYTORCH";
+// The NVTX library the annotator calls through ctypes when torch has no NVTX binding of its own.
+inline constexpr char kNvtxLibraryEnv[] = "GPUATTR_NVTX_LIBRARY";
+
 // Replaces (or adds) NAME=value in `environment` (NAME=value entries).
 void SetVariable(std::vector<std::string>* environment, std::string_view name,
                  const std::string& value);
@@ -33,6 +38,13 @@ void SetVariable(std::vector<std::string>* environment, std::string_view name,
 std::vector<std::string> BuildChildEnvironment(const std::vector<std::string>& environment,
                                                const std::string& shim,
                                                const std::string& socket_path);
+
+// `environment` with the Python annotator set up for `mode`: "modules" puts `python_site` first
+// on PYTHONPATH (not repeated when already listed) and names `nvtx_library` in
+// GPUATTR_NVTX_LIBRARY unless the environment names one already (or `nvtx_library` is empty);
+// both set GPUATTR_PYTORCH to `mode`. Non-Python commands ignore all three.
+void AddPythonAnnotator(std::vector<std::string>* environment, const std::string& mode,
+                        const std::string& python_site, const std::string& nvtx_library);
 
 // The current process environment as NAME=value entries.
 std::vector<std::string> CurrentEnvironment();

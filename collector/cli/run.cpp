@@ -12,9 +12,12 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "base/os.h"
 #include "cli/analysis_flags.h"
@@ -143,9 +146,33 @@ Status PollOnce(int signal_fd, SocketServer* server, pid_t child, int timeout_ms
   return Status::Ok();
 }
 
+// The traced command's environment: the shim, the socket and the Python annotator.
+StatusOr<std::vector<std::string>> TracedEnvironment(const RunOptions& options,
+                                                     const std::string& socket_path) {
+  std::string mode = options.pytorch_mode;
+  if (mode.empty()) {
+    const char* from_environment = std::getenv(kPytorchEnv);
+    mode =
+        from_environment != nullptr && from_environment[0] != '\0' ? from_environment : "modules";
+  }
+  if (mode != "modules" && mode != "off") {
+    return InvalidArgumentError("the Python annotator's mode (--pytorch, " +
+                                std::string(kPytorchEnv) + ") is \"" + mode +
+                                "\"; it is modules or off");
+  }
+  GPUATTR_ASSIGN_OR_RETURN(const std::string shim, LocateShim());
+  std::vector<std::string> environment =
+      BuildChildEnvironment(CurrentEnvironment(), shim, socket_path);
+  std::string python_site;
+  if (mode != "off") {
+    GPUATTR_ASSIGN_OR_RETURN(python_site, LocatePythonSite());
+  }
+  AddPythonAnnotator(&environment, mode, python_site, GPUATTR_NVTX_LIBRARY_PATH);
+  return environment;
+}
+
 // `gpuattr run --armed`: CMD with the shim armed for the daemon; signals forwarded, no report.
 StatusOr<int> RunArmed(const RunOptions& options) {
-  GPUATTR_ASSIGN_OR_RETURN(const std::string shim, LocateShim());
   const std::string socket_path =
       options.socket_path.empty() ? DefaultDaemonSocketPath() : options.socket_path;
   StatusOr<int> probe = ConnectToDaemon(socket_path);
@@ -157,8 +184,8 @@ StatusOr<int> RunArmed(const RunOptions& options) {
                  "daemon listens there (gpuattr daemon)\n",
                  probe.status().message().c_str(), options.command[0].c_str());
   }
-  std::vector<std::string> environment =
-      BuildChildEnvironment(CurrentEnvironment(), shim, socket_path);
+  GPUATTR_ASSIGN_OR_RETURN(std::vector<std::string> environment,
+                           TracedEnvironment(options, socket_path));
   SetVariable(&environment, kModeEnv, "armed");
 
   sigset_t original_mask;
@@ -220,6 +247,11 @@ Subcommand AddRunSubcommand(CLI::App& app) {
                 "later with `gpuattr attach` (docs/attach.md); writes no report itself");
   run->add_option("--socket", options->socket_path,
                   "With --armed: the daemon's socket (default: the daemon's default)");
+  run->add_option("--pytorch", options->pytorch_mode,
+                  "The Python annotator for PyTorch programs (docs/pytorch.md): modules (module, "
+                  "step, backward, optimizer, loss and dataloader ranges) or off; default: "
+                  "$GPUATTR_PYTORCH, else modules")
+      ->check(CLI::IsMember({"modules", "off"}));
   AddAnalysisFlags(run,
                    {&options->analysis, &options->phase_rules_path, &options->family_rules_path});
   run->add_flag("-q,--quiet", options->quiet, "No summary on stderr");
@@ -273,7 +305,6 @@ StatusOr<int> RunCapture(const RunOptions& options) {
     GPUATTR_ASSIGN_OR_RETURN(exports, Exports::Create(options.exports, "gpuattr " GPUATTR_VERSION));
     analysis.observer = exports;
   }
-  GPUATTR_ASSIGN_OR_RETURN(const std::string shim, LocateShim());
   GPUATTR_ASSIGN_OR_RETURN(PrivateDir dir, PrivateDir::Create(sizeof(kSocketName)));
   const std::string socket_path = dir.path() + "/" + kSocketName;
   ServerOptions server_options;
@@ -294,10 +325,10 @@ StatusOr<int> RunCapture(const RunOptions& options) {
 
   const uint64_t started_realtime_ns = NowNs(CLOCK_REALTIME);
   const uint64_t started_monotonic_ns = NowNs(CLOCK_MONOTONIC);
-  GPUATTR_ASSIGN_OR_RETURN(
-      const SpawnResult spawned,
-      SpawnChild(options.command, BuildChildEnvironment(CurrentEnvironment(), shim, socket_path),
-                 original_mask));
+  GPUATTR_ASSIGN_OR_RETURN(const std::vector<std::string> environment,
+                           TracedEnvironment(options, socket_path));
+  GPUATTR_ASSIGN_OR_RETURN(const SpawnResult spawned,
+                           SpawnChild(options.command, environment, original_mask));
   if (spawned.pid <= 0) return SpawnFailureStatus(options.command[0], spawned.exec_error);
 
   SignalEvents events;

@@ -59,6 +59,9 @@ struct RunOptions {
   ExportPaths exports;
   bool armed = false;       // --armed: run CMD armed for the daemon; no report here
   std::string socket_path;  // --socket (armed): the daemon's; empty: the default
+  // --pytorch: the Python annotator's mode, "modules" or "off" (docs/pytorch.md); empty:
+  // GPUATTR_PYTORCH's value, else "modules".
+  std::string pytorch_mode;
 };
 
 // Runs the capture and returns the exit status gpuattr should exit with.

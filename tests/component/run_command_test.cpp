@@ -323,4 +323,53 @@ TEST_CASE("the shim is found through the environment, the build tree or the inst
   }
 }
 
+TEST_CASE("the Python annotator's directory is found like the shim, as a directory",
+          "[run][shim]") {
+  TempDir dir;
+  fs::create_directories(dir.File("bin"));
+  fs::create_directories(dir.File("lib/gpuattr/gpuattr_site"));
+  SECTION("installed layout") {
+    const auto found = collector::LocatePythonSiteFrom(nullptr, dir.File("bin/gpuattr"));
+    REQUIRE(found.ok());
+    CHECK(*found == fs::canonical(dir.File("lib/gpuattr/gpuattr_site")).string());
+  }
+  SECTION("the build tree wins over the install tree") {
+    fs::create_directories(dir.File("python/gpuattr_site"));
+    const auto found = collector::LocatePythonSiteFrom(nullptr, dir.File("bin/gpuattr"));
+    REQUIRE(found.ok());
+    CHECK(*found == fs::canonical(dir.File("python/gpuattr_site")).string());
+  }
+  SECTION("a file of that name is not the directory; a wrong environment value is an error") {
+    fs::remove(dir.File("lib/gpuattr/gpuattr_site"));
+    std::ofstream(dir.File("lib/gpuattr/gpuattr_site")) << "x";
+    const auto missing = collector::LocatePythonSiteFrom(nullptr, dir.File("bin/gpuattr"));
+    REQUIRE_FALSE(missing.ok());
+    CHECK_THAT(missing.status().message(), Catch::Contains("GPUATTR_PYTHON_SITE"));
+    const auto wrong = collector::LocatePythonSiteFrom("/nowhere", dir.File("bin/gpuattr"));
+    CHECK(wrong.status().code() == StatusCode::kNotFound);
+  }
+}
+
+TEST_CASE("the annotator leads PYTHONPATH once, and off touches nothing but its switch", "[run]") {
+  const std::vector<std::string> base = {"PATH=/bin", "PYTHONPATH=/mine"};
+  std::vector<std::string> env = base;
+  collector::AddPythonAnnotator(&env, "modules", "/g/gpuattr_site", "/cuda/libnvtx3interop.so.1");
+  CHECK(std::set<std::string>(env.begin(), env.end()) ==
+        std::set<std::string>{"PATH=/bin", "PYTHONPATH=/g/gpuattr_site:/mine",
+                              "GPUATTR_PYTORCH=modules",
+                              "GPUATTR_NVTX_LIBRARY=/cuda/libnvtx3interop.so.1"});
+  // A nested run: PYTHONPATH is not extended twice, a chosen NVTX library is kept.
+  std::vector<std::string> nested = env;
+  collector::SetVariable(&nested, collector::kNvtxLibraryEnv, "/other/libnvtx3interop.so.1");
+  collector::AddPythonAnnotator(&nested, "modules", "/g/gpuattr_site",
+                                "/cuda/libnvtx3interop.so.1");
+  CHECK(std::count(nested.begin(), nested.end(), "PYTHONPATH=/g/gpuattr_site:/mine") == 1);
+  CHECK(std::count(nested.begin(), nested.end(),
+                   "GPUATTR_NVTX_LIBRARY=/other/libnvtx3interop.so.1") == 1);
+  std::vector<std::string> off = base;
+  collector::AddPythonAnnotator(&off, "off", "", "/cuda/libnvtx3interop.so.1");
+  CHECK(std::set<std::string>(off.begin(), off.end()) ==
+        std::set<std::string>{"PATH=/bin", "PYTHONPATH=/mine", "GPUATTR_PYTORCH=off"});
+}
+
 }  // namespace gpuattr::component

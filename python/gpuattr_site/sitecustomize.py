@@ -1,0 +1,66 @@
+# gpuattr's sitecustomize: `gpuattr run` puts this directory first on PYTHONPATH (docs/pytorch.md).
+#
+# It must cost an unannotated program nothing and change nothing it can observe:
+#   - the sitecustomize the environment had before (the next one on sys.path) still runs, first;
+#   - torch is never imported here: a finder on sys.meta_path waits for the program's own
+#     `import torch` and installs the annotator (gpuattr_pytorch) right after torch finished
+#     loading, then removes itself;
+#   - GPUATTR_PYTORCH=off, or any failure here, leaves the program exactly as it would run bare;
+#   - nothing is printed.
+# Runs on: the interpreter's main thread at startup (site.py), then on whichever thread first
+# imports torch.
+import os
+import sys
+
+
+def _chain_previous_sitecustomize():
+    """Runs the sitecustomize that the rest of sys.path holds, as if this one were not there."""
+    import importlib.machinery
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [entry for entry in sys.path if os.path.abspath(entry or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    spec.loader.exec_module(module)
+
+
+class _TorchImportWatcher:
+    """A meta-path finder that only answers for `torch`: it finds torch's real spec through the
+    other finders and wraps its loader, so the annotator installs once torch's module ran."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch":
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+
+        spec = importlib.util.find_spec("torch")
+        if spec is None or spec.loader is None:
+            return spec
+        original_exec = spec.loader.exec_module
+
+        def exec_then_annotate(module):
+            original_exec(module)
+            try:
+                import gpuattr_pytorch
+
+                gpuattr_pytorch.install(module)
+            except Exception:  # the annotator never harms the program: it is just not there
+                pass
+
+        spec.loader.exec_module = exec_then_annotate
+        return spec
+
+    def find_module(self, fullname, path=None):  # the pre-3.4 protocol: never answers
+        return None
+
+
+try:
+    _chain_previous_sitecustomize()
+finally:
+    if os.environ.get("GPUATTR_PYTORCH", "modules") != "off" and "torch" not in sys.modules:
+        sys.meta_path.insert(0, _TorchImportWatcher())

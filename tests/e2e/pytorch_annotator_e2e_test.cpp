@@ -1,0 +1,230 @@
+// The Python annotator on real PyTorch (issue 19; Debian's CPU-only torch, installed by
+// scripts/setup.sh): `gpuattr run` with no flag on the unannotated training loop
+// tests/e2e/pytorch/train_cnn.py gives the pass tree of the PyTorch model (docs/pytorch.md):
+// steps, forward modules by qualified name, backward, the checkpointed block's recompute,
+// optimizer, loss and dataloader, each with the instances the script's loop makes and host
+// times that agree with the script's own perf_counter_ns around the same calls. The program
+// cannot tell: its stdout and exit status are a bare run's, a program that never imports torch
+// never gets it imported, `--pytorch off` leaves no module range, and a sitecustomize the
+// environment already had still runs.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "scenario_check.h"
+#include "subprocess.h"
+#include "test_files.h"
+
+namespace gpuattr::e2e {
+namespace {
+
+using nlohmann::json;
+using test_support::ProcessResult;
+using test_support::ReadJson;
+using test_support::RunProcess;
+using test_support::TempDir;
+using test_support::WriteFile;
+
+constexpr int kSteps = 4;
+// The interpreter that has torch, found at configure time; empty when none had it.
+constexpr const char* kPython = GPUATTR_TORCH_PYTHON;
+
+// Every case starts here: without torch there is nothing to test, and that is a failure
+// (scripts/setup.sh installs python3-torch), never a skip.
+void RequireTorch() {
+  INFO(
+      "no python3 that imports torch was found when the build was configured; install "
+      "python3-torch (scripts/setup.sh does) and configure again");
+  REQUIRE(std::string(kPython) != "");
+}
+
+const json* FindPass(const json& nodes, const std::vector<std::string>& path) {
+  for (const json& node : nodes) {
+    if (node["path"].get<std::vector<std::string>>() == path) return &node;
+    if (const json* found = FindPass(node["children"], path)) return found;
+  }
+  return nullptr;
+}
+
+void CollectNames(const json& nodes, std::vector<std::string>* names) {
+  for (const json& node : nodes) {
+    names->push_back(node["name"].get<std::string>());
+    CollectNames(node["children"], names);
+  }
+}
+
+std::vector<std::string> TrainCommand(const std::string& timings_path) {
+  std::vector<std::string> command = {kPython, PYTORCH_TRAIN_SCRIPT, "--steps",
+                                      std::to_string(kSteps)};
+  if (!timings_path.empty()) {
+    command.push_back("--timings");
+    command.push_back(timings_path);
+  }
+  return command;
+}
+
+ProcessResult RunUnderGpuattr(const std::vector<std::string>& gpuattr_flags,
+                              const std::vector<std::string>& command,
+                              const std::string& report_path,
+                              const std::map<std::string, std::string>& env = {}) {
+  std::vector<std::string> argv = {GPUATTR_BIN, "run", "--quiet", "-o", report_path};
+  argv.insert(argv.end(), gpuattr_flags.begin(), gpuattr_flags.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  return RunProcess(argv, env, /*timeout_s=*/120);
+}
+
+// Total perf_counter_ns per call kind, from the script's --timings lines.
+std::map<std::string, int64_t> TimedTotals(const std::string& path) {
+  std::map<std::string, int64_t> totals;
+  std::istringstream lines(test_support::ReadFile(path));
+  std::string line;
+  while (std::getline(lines, line)) {
+    const json timing = json::parse(line);
+    totals[timing["call"].get<std::string>()] += timing["ns"].get<int64_t>();
+  }
+  return totals;
+}
+
+TEST_CASE("an unannotated torch training loop gets the PyTorch model's pass tree", "[e2e]") {
+  RequireTorch();
+  TempDir dir;
+  const std::string report_path = dir.File("report.json");
+  const std::string timings_path = dir.File("timings.jsonl");
+  const ProcessResult run = RunUnderGpuattr({}, TrainCommand(timings_path), report_path);
+  INFO("stderr: " << run.err);
+  REQUIRE(ExitStatus(run) == 0);
+  REQUIRE(SchemaValid(report_path));
+  const json report = ReadJson(report_path);
+  // The DataLoader's two workers run no torch module and push no range: one traced process.
+  REQUIRE(report["processes"].size() == 1);
+  const json& passes = report["processes"][0]["passes"];
+
+  struct Expected {
+    std::vector<std::string> path;
+    const char* phase;  // nullptr: no phase
+    int instances;
+  };
+  const std::string step = "ProfilerStep#*";
+  const std::vector<Expected> expected = {
+      {{step}, nullptr, kSteps},
+      {{step, "nn.Module: Net_0"}, "forward", kSteps},
+      {{step, "nn.Module: Net_0", "nn.Module: stem"}, "forward", kSteps},
+      {{step, "nn.Module: Net_0", "nn.Module: block"}, "forward", kSteps},
+      {{step, "nn.Module: Net_0", "nn.Module: block", "nn.Module: block.conv"}, "forward", kSteps},
+      {{step, "nn.Module: Net_0", "nn.Module: head", "nn.Module: head.1"}, "forward", kSteps},
+      {{step, "nn.Module: CrossEntropyLoss_0"}, "loss", kSteps},
+      {{step, "backward"}, "backward", kSteps},
+      {{step, "backward", "nn.Module: block"}, "recompute", kSteps},
+      {{step, "backward", "nn.Module: block", "nn.Module: block.conv"}, "recompute", kSteps},
+      {{step, "Optimizer.step#Adam.step"}, "optimizer", kSteps},
+      {{step, "Optimizer.zero_grad#Adam.zero_grad"}, "optimizer", kSteps},
+      // kSteps batches and the fetch that ends the loop (StopIteration), between the steps.
+      {{"enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"}, nullptr, kSteps + 1},
+  };
+  for (const Expected& node : expected) {
+    INFO("pass " << json(node.path).dump());
+    const json* found = FindPass(passes, node.path);
+    REQUIRE(found != nullptr);
+    CHECK((*found)["instances"] == node.instances);
+    if (node.phase == nullptr) {
+      CHECK((*found)["phase"].is_null());
+    } else {
+      CHECK((*found)["phase"] == node.phase);
+    }
+    CHECK((*found)["device"].is_null());  // CPU-only torch: no device time was measured
+  }
+
+  // Each range lies inside the script's timed call of the same thing: at most the call's time,
+  // and short of it by no more than the hooks around it (a generous 2 ms per call).
+  const std::map<std::string, int64_t> timed = TimedTotals(timings_path);
+  const std::map<std::string, std::vector<std::string>> range_of_call = {
+      {"forward", {step, "nn.Module: Net_0"}},
+      {"loss", {step, "nn.Module: CrossEntropyLoss_0"}},
+      {"backward", {step, "backward"}},
+      {"optimizer", {step, "Optimizer.step#Adam.step"}},
+  };
+  for (const auto& [call, path] : range_of_call) {
+    INFO("call " << call);
+    const json* node = FindPass(passes, path);
+    REQUIRE(node != nullptr);
+    const int64_t range_ns = (*node)["host_ns"]["total"].get<int64_t>();
+    REQUIRE(timed.count(call) == 1);
+    CHECK(range_ns > 0);
+    CHECK(range_ns <= timed.at(call));
+    CHECK(timed.at(call) - range_ns <= int64_t{kSteps} * 2'000'000);
+  }
+}
+
+TEST_CASE("the annotated program's stdout and exit status are a bare run's", "[e2e]") {
+  RequireTorch();
+  TempDir dir;
+  const ProcessResult bare = RunProcess(TrainCommand(""), {}, /*timeout_s=*/120);
+  const ProcessResult traced = RunUnderGpuattr({}, TrainCommand(""), dir.File("report.json"));
+  REQUIRE(ExitStatus(bare) == 0);
+  CHECK(ExitStatus(traced) == ExitStatus(bare));
+  CHECK(traced.out == bare.out);
+  CHECK_FALSE(bare.out.empty());
+
+  const std::vector<std::string> failing = {kPython, "-c",
+                                            "import torch, sys; print('x'); sys.exit(3)"};
+  const ProcessResult bare_failing = RunProcess(failing, {}, /*timeout_s=*/120);
+  const ProcessResult traced_failing = RunUnderGpuattr({}, failing, dir.File("failing.json"));
+  CHECK(ExitStatus(bare_failing) == 3);
+  CHECK(ExitStatus(traced_failing) == 3);
+  CHECK(traced_failing.out == bare_failing.out);
+}
+
+TEST_CASE("a Python program that never imports torch does not get it imported", "[e2e]") {
+  RequireTorch();
+  TempDir dir;
+  const std::vector<std::string> command = {
+      kPython, "-c",
+      "import sys, json; print(json.dumps(['torch' in sys.modules, "
+      "sorted(m for m in sys.modules if 'gpuattr' in m)]))"};
+  const ProcessResult bare = RunProcess(command, {}, /*timeout_s=*/60);
+  const ProcessResult traced = RunUnderGpuattr({}, command, dir.File("report.json"));
+  REQUIRE(ExitStatus(traced) == 0);
+  CHECK(traced.out == bare.out);
+  CHECK(json::parse(traced.out) == json::parse("[false, []]"));
+}
+
+TEST_CASE("with --pytorch off there is no annotator range", "[e2e]") {
+  RequireTorch();
+  TempDir dir;
+  const std::string report_path = dir.File("report.json");
+  const ProcessResult run = RunUnderGpuattr({"--pytorch", "off"}, TrainCommand(""), report_path);
+  INFO("stderr: " << run.err);
+  REQUIRE(ExitStatus(run) == 0);
+  REQUIRE(SchemaValid(report_path));
+  const json report = ReadJson(report_path);
+  std::vector<std::string> names;
+  for (const json& process : report["processes"]) CollectNames(process["passes"], &names);
+  CHECK(names.empty());
+
+  const ProcessResult rejected =
+      RunUnderGpuattr({}, TrainCommand(""), dir.File("x.json"), {{"GPUATTR_PYTORCH", "maybe"}});
+  CHECK(ExitStatus(rejected) == 2);
+  CHECK(rejected.err.find("modules or off") != std::string::npos);
+}
+
+TEST_CASE("a sitecustomize the environment already had still runs", "[e2e]") {
+  RequireTorch();
+  TempDir dir;
+  WriteFile(dir.File("sitecustomize.py"),
+            "import os\nopen(os.environ['MARKER'], 'w').write('ran')\n");
+  const std::string marker = dir.File("marker");
+  const ProcessResult run =
+      RunUnderGpuattr({}, {kPython, "-c", "print('ok')"}, dir.File("report.json"),
+                      {{"PYTHONPATH", dir.path()}, {"MARKER", marker}});
+  REQUIRE(ExitStatus(run) == 0);
+  CHECK(run.out == "ok\n");
+  CHECK(test_support::ReadFile(marker) == "ran");
+}
+
+}  // namespace
+}  // namespace gpuattr::e2e
