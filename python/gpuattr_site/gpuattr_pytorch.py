@@ -52,7 +52,15 @@ class _Nvtx:
         mark = library.nvtxMarkA
         mark.argtypes = [ctypes.c_char_p]
         mark.restype = None
-        self.push = lambda name: push(name.encode("utf-8", "replace"))
+        encoded = {}  # range name -> its bytes: a module's name is pushed at every call
+
+        def push_name(name):
+            name_bytes = encoded.get(name)
+            if name_bytes is None:
+                name_bytes = encoded[name] = name.encode("utf-8", "replace")
+            return push(name_bytes)
+
+        self.push = push_name
         self.pop = pop
         self.mark = lambda text: mark(text.encode("utf-8", "replace"))
 
@@ -86,18 +94,22 @@ class Annotator:
         self._backward_depth = 0
         self._backward_thread = None  # the thread inside Tensor.backward, and its ranges then
         self._backward_prefix = ()
-        self._root_names = {}  # id(root module) -> "Class_k"
+        self._root_names = {}  # id(root module) -> "nn.Module: Class_k"
         self._root_count_by_class = {}
-        self._qualified_names = {}  # id(root module) -> {id(module): qualified name}
-        self._names_of_submodules = {}  # id(module) -> its qualified name under its last root
+        self._qualified_names = {}  # id(root module) -> {id(module): its range name}
+        self._names_of_submodules = {}  # id(module) -> its range name under its last root
         self._is_compiling = self._find_is_compiling(torch)
         self._handles = []
 
     @staticmethod
     def _find_is_compiling(torch):
+        """torch._dynamo.is_compiling, or None for a torch without dynamo (1.13)."""
         dynamo = getattr(torch, "_dynamo", None)
         check = getattr(dynamo, "is_compiling", None) if dynamo is not None else None
-        return check if callable(check) else (lambda: False)
+        return check if callable(check) else None
+
+    def _may_emit(self):
+        return self._enabled and (self._is_compiling is None or not self._is_compiling())
 
     # --- installing -------------------------------------------------------------------------
 
@@ -116,7 +128,7 @@ class Annotator:
         """`function` as a hook body: any error disables the annotator and is named once."""
 
         def guarded(*args):
-            if not self._enabled or self._is_compiling():
+            if not self._may_emit():
                 return None
             try:
                 function(*args)
@@ -142,7 +154,7 @@ class Annotator:
 
         def wrapped(*args, **kwargs):
             name = None
-            if annotator._enabled and not annotator._is_compiling():
+            if annotator._may_emit():
                 try:
                     name = name_of(*args)
                     annotator._push(name)
@@ -164,25 +176,31 @@ class Annotator:
     # --- the thread's NVTX stack -------------------------------------------------------------
 
     def _push(self, name):
-        self._replicate_backward_prefix()
-        self._stack.names.append(name)
+        stack = self._stack
+        if self._backward_depth and not stack.names:
+            self._replicate_backward_prefix()
+        stack.names.append(name)
         self._nvtx.push(name)
 
     def _pop_to(self, name):
         """Pops through the innermost `name` (ranges an exception left open above it too)."""
-        names = self._stack.names
-        if name not in names:
-            return
-        while names:
+        stack = self._stack
+        names = stack.names
+        if names and names[-1] == name:  # the usual case: calls nest
+            names.pop()
             self._nvtx.pop()
-            if names.pop() == name:
-                break
-        self._release_backward_prefix()
+        elif name in names:
+            while names:
+                self._nvtx.pop()
+                if names.pop() == name:
+                    break
+        else:
+            return
+        if stack.replicated:
+            self._release_backward_prefix()
 
     def _replicate_backward_prefix(self):
         stack = self._stack
-        if stack.names or self._backward_depth == 0:
-            return
         prefix = self._backward_prefix
         if threading.current_thread() is self._backward_thread or not prefix:
             return
@@ -193,7 +211,7 @@ class Annotator:
 
     def _release_backward_prefix(self):
         stack = self._stack
-        if stack.replicated and len(stack.names) == stack.replicated:
+        if len(stack.names) == stack.replicated:
             for _ in range(stack.replicated):
                 self._nvtx.pop()
             del stack.names[:]
@@ -218,15 +236,17 @@ class Annotator:
 
     # --- modules ------------------------------------------------------------------------------
 
-    def _submodule_name(self, module):
-        """The qualified name of `module` under the innermost root call open on this thread,
-        else under the root it was last seen under (a checkpoint's recompute), else None."""
+    def _submodule_range_name(self, module):
+        """`nn.Module: <qualified name>` of `module` under the innermost root call open on this
+        thread, else under the root it was last seen under (a checkpoint's recompute), else
+        None."""
         roots = self._stack.roots
         if roots:
             root = roots[-1]
             names = self._qualified_names.get(id(root))
             if names is None or id(module) not in names:
-                names = {id(child): name for name, child in root.named_modules() if name}
+                names = {id(child): "nn.Module: " + name
+                         for name, child in root.named_modules() if name}
                 self._qualified_names[id(root)] = names
                 self._names_of_submodules.update(names)
             name = names.get(id(module))
@@ -234,27 +254,26 @@ class Annotator:
                 return name
         return self._names_of_submodules.get(id(module))
 
-    def _root_name(self, module):
+    def _root_range_name(self, module):
         name = self._root_names.get(id(module))
         if name is None:
             with self._lock:
                 class_name = type(module).__name__
                 index = self._root_count_by_class.get(class_name, 0)
                 self._root_count_by_class[class_name] = index + 1
-                name = "%s_%d" % (class_name, index)
+                name = "nn.Module: %s_%d" % (class_name, index)
                 self._root_names[id(module)] = name
         return name
 
     def _forward_pre(self, module, inputs):
         stack = self._stack
-        name = self._submodule_name(module)
+        name = self._submodule_range_name(module)
         is_root = name is None
         if is_root:
             if not stack.modules and self._backward_depth == 0:
                 self._open_step()
-            name = self._root_name(module)
+            name = self._root_range_name(module)
             stack.roots.append(module)
-        name = "nn.Module: " + name
         self._push(name)
         stack.modules.append((name, is_root))
 

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The Python annotator's cost (issue 19, docs/pytorch.md): per module call (forward pre + post
+# hooks with their NVTX push and pop, recorded by the shim under `gpuattr run`) and the wall time
+# of a small real training step, each with --pytorch modules against --pytorch off, side by side
+# in one run. Not a test: results go in docs/benchmarks.md §Python annotator.
+#   scripts/pytorch_annotator_bench.sh [GPUATTR] [PYTHON]
+#   defaults: build/collector/gpuattr, /usr/bin/python3 (Debian's, which has torch)
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+gpuattr="${1:-$repo/build/collector/gpuattr}"
+python="${2:-/usr/bin/python3}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+cat >"$work/bench.py" <<'PY'
+import time
+import torch
+import torch.nn as nn
+
+torch.set_num_threads(1)
+# 1 + 20 module calls per call of `chain`, each doing almost nothing (nn.Identity).
+chain = nn.Sequential(*[nn.Identity() for _ in range(20)])
+x = torch.zeros(1)
+calls = 20000
+for _ in range(1000):
+    chain(x)
+start = time.perf_counter_ns()
+for _ in range(calls):
+    chain(x)
+per_module_call = (time.perf_counter_ns() - start) / (calls * 21)
+
+model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 16 * 16, 10))
+criterion = nn.CrossEntropyLoss()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+images, labels = torch.randn(16, 1, 16, 16), torch.randint(0, 10, (16,))
+def train_step():
+    optimizer.zero_grad()
+    criterion(model(images), labels).backward()
+    optimizer.step()
+for _ in range(20):
+    train_step()
+steps = 200
+start = time.perf_counter_ns()
+for _ in range(steps):
+    train_step()
+per_step = (time.perf_counter_ns() - start) / steps
+print("%.1f %.1f" % (per_module_call, per_step))
+PY
+
+declare -A module_ns step_ns
+for round in 1 2 3; do
+  for mode in off modules; do
+    taskset -c 0 "$gpuattr" run -q --pytorch "$mode" -o "$work/r.json" -- \
+      "$python" "$work/bench.py" >"$work/out"
+    read -r m s <"$work/out"
+    # best of the rounds, per mode
+    if [[ -z "${module_ns[$mode]:-}" ]] || awk "BEGIN{exit !($m < ${module_ns[$mode]})}"; then
+      module_ns[$mode]=$m
+    fi
+    if [[ -z "${step_ns[$mode]:-}" ]] || awk "BEGIN{exit !($s < ${step_ns[$mode]})}"; then
+      step_ns[$mode]=$s
+    fi
+  done
+done
+echo "== machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p'); one core (taskset -c 0); best of 3, alternating"
+awk -v mo="${module_ns[off]}" -v mm="${module_ns[modules]}" -v so="${step_ns[off]}" \
+  -v sm="${step_ns[modules]}" 'BEGIN{
+  printf "module call (nn.Identity): off %.2f us, modules %.2f us, annotator cost %.2f us per call\n", mo/1e3, mm/1e3, (mm-mo)/1e3
+  printf "training step (conv, relu, linear, loss, SGD): off %.1f us, modules %.1f us, %.2fx\n", so/1e3, sm/1e3, sm/so }'
