@@ -55,9 +55,6 @@ class _TorchImportWatcher:
         spec.loader.exec_module = exec_then_annotate
         return spec
 
-    def find_module(self, fullname, path=None):  # the pre-3.4 protocol: never answers
-        return None
-
 
 try:
     _chain_previous_sitecustomize()
