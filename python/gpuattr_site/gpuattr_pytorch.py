@@ -23,6 +23,7 @@
 # first error inside a hook disables the annotator for good (a `gpuattr.pytorch: disabled: ...`
 # NVTX mark names it in the report). Inside torch.compile'd regions nothing is emitted.
 # Runs on: any thread that calls modules, optimizers, data loaders or backward.
+import functools
 import os
 import threading
 
@@ -152,6 +153,7 @@ class Annotator:
         ends, and the wrapper adds nothing to the call's own behaviour."""
         annotator = self
 
+        @functools.wraps(function)
         def wrapped(*args, **kwargs):
             name = None
             if annotator._may_emit():
@@ -167,10 +169,6 @@ class Annotator:
                 if name is not None:
                     annotator._pop_to(name)
 
-        wrapped.__wrapped__ = function
-        wrapped.__name__ = getattr(function, "__name__", "wrapped")
-        wrapped.__doc__ = getattr(function, "__doc__", None)
-        wrapped._gpuattr_wrapped = True
         return wrapped
 
     # --- the thread's NVTX stack -------------------------------------------------------------
@@ -294,12 +292,10 @@ class Annotator:
         torch = self._torch
         annotator = self
 
-        def backward_name(*args):
-            return "backward"
-
         def in_backward(function):
-            inner = self._around(backward_name, function)
+            inner = self._around(lambda *args: "backward", function)
 
+            @functools.wraps(function)
             def wrapped(*args, **kwargs):
                 if annotator._backward_depth > 0:  # Tensor.backward calls autograd.backward
                     return function(*args, **kwargs)
@@ -313,9 +309,6 @@ class Annotator:
                     with annotator._lock:
                         annotator._backward_depth -= 1
 
-            wrapped.__wrapped__ = function
-            wrapped.__name__ = getattr(function, "__name__", "backward")
-            wrapped.__doc__ = getattr(function, "__doc__", None)
             return wrapped
 
         torch.Tensor.backward = in_backward(torch.Tensor.backward)
@@ -326,6 +319,7 @@ class Annotator:
         original_init = optimizer_class.__init__
         annotator = self
 
+        @functools.wraps(original_init)
         def init_then_wrap(optimizer, *args, **kwargs):
             original_init(optimizer, *args, **kwargs)
             if annotator._enabled:
@@ -335,7 +329,6 @@ class Annotator:
                 except Exception as error:
                     annotator._disable(error)
 
-        init_then_wrap.__wrapped__ = original_init
         optimizer_class.__init__ = init_then_wrap
 
     def _wrap_optimizer_class(self, optimizer_type):
@@ -347,6 +340,7 @@ class Annotator:
         ranged_step = self._around(lambda *args: step_name, optimizer_type.step)
         annotator = self
 
+        @functools.wraps(optimizer_type.step)
         def step_then_close(*args, **kwargs):
             try:
                 return ranged_step(*args, **kwargs)
@@ -354,9 +348,6 @@ class Annotator:
                 if annotator._enabled:
                     annotator._close_step()
 
-        step_then_close.__wrapped__ = optimizer_type.step
-        step_then_close.__name__ = "step"
-        step_then_close.__doc__ = getattr(optimizer_type.step, "__doc__", None)
         optimizer_type.step = step_then_close
         zero_grad_name = "Optimizer.zero_grad#%s.zero_grad" % class_name
 
@@ -376,9 +367,10 @@ class Annotator:
 
 
 def install(torch):
-    """Installs the annotator once, on the freshly imported `torch` (sitecustomize calls this)."""
+    """Installs the annotator once, on the freshly imported `torch` (sitecustomize calls this,
+    unless GPUATTR_PYTORCH is off)."""
     global _annotator
-    if _annotator is not None or os.environ.get("GPUATTR_PYTORCH", "modules") == "off":
+    if _annotator is not None:
         return
     annotator = Annotator(torch, _Nvtx(torch))
     annotator.install()
