@@ -146,9 +146,8 @@ Status PollOnce(int signal_fd, SocketServer* server, pid_t child, int timeout_ms
   return Status::Ok();
 }
 
-// The traced command's environment: the shim, the socket and the Python annotator.
-StatusOr<std::vector<std::string>> TracedEnvironment(const RunOptions& options,
-                                                     const std::string& socket_path) {
+// The Python annotator's mode: --pytorch, else GPUATTR_PYTORCH, else "modules".
+StatusOr<std::string> PytorchMode(const RunOptions& options) {
   std::string mode = options.pytorch_mode;
   if (mode.empty()) {
     const char* from_environment = std::getenv(kPytorchEnv);
@@ -160,19 +159,25 @@ StatusOr<std::vector<std::string>> TracedEnvironment(const RunOptions& options,
                                 std::string(kPytorchEnv) + ") is \"" + mode +
                                 "\"; it is modules or off");
   }
+  return mode;
+}
+
+// The traced command's environment: the shim, the socket and the Python annotator in `mode`.
+StatusOr<std::vector<std::string>> TracedEnvironment(const std::string& pytorch_mode,
+                                                     const std::string& socket_path) {
   GPUATTR_ASSIGN_OR_RETURN(const std::string shim, LocateShim());
   std::vector<std::string> environment =
       BuildChildEnvironment(CurrentEnvironment(), shim, socket_path);
   std::string python_site;
-  if (mode != "off") {
+  if (pytorch_mode != "off") {
     GPUATTR_ASSIGN_OR_RETURN(python_site, LocatePythonSite());
   }
-  AddPythonAnnotator(&environment, mode, python_site, GPUATTR_NVTX_LIBRARY_PATH);
+  AddPythonAnnotator(&environment, pytorch_mode, python_site, GPUATTR_NVTX_LIBRARY_PATH);
   return environment;
 }
 
 // `gpuattr run --armed`: CMD with the shim armed for the daemon; signals forwarded, no report.
-StatusOr<int> RunArmed(const RunOptions& options) {
+StatusOr<int> RunArmed(const RunOptions& options, const std::string& pytorch_mode) {
   const std::string socket_path =
       options.socket_path.empty() ? DefaultDaemonSocketPath() : options.socket_path;
   StatusOr<int> probe = ConnectToDaemon(socket_path);
@@ -185,7 +190,7 @@ StatusOr<int> RunArmed(const RunOptions& options) {
                  probe.status().message().c_str(), options.command[0].c_str());
   }
   GPUATTR_ASSIGN_OR_RETURN(std::vector<std::string> environment,
-                           TracedEnvironment(options, socket_path));
+                           TracedEnvironment(pytorch_mode, socket_path));
   SetVariable(&environment, kModeEnv, "armed");
 
   sigset_t original_mask;
@@ -289,7 +294,9 @@ StatusOr<int> RunCapture(const RunOptions& options) {
   if (options.command.empty() || options.command[0].empty()) {
     return InvalidArgumentError("no command given: gpuattr run [options] -- CMD ARGS...");
   }
-  if (options.armed) return RunArmed(options);
+  // Checked before anything is set up: a bad GPUATTR_PYTORCH creates no socket.
+  GPUATTR_ASSIGN_OR_RETURN(const std::string pytorch_mode, PytorchMode(options));
+  if (options.armed) return RunArmed(options, pytorch_mode);
   if (!(options.drain_timeout_s >= 0.0 && options.drain_timeout_s <= kMaxDrainTimeoutS)) {
     return InvalidArgumentError("--drain-timeout must be between 0 and " +
                                 std::to_string(static_cast<int>(kMaxDrainTimeoutS)) + " seconds");
@@ -326,7 +333,7 @@ StatusOr<int> RunCapture(const RunOptions& options) {
   const uint64_t started_realtime_ns = NowNs(CLOCK_REALTIME);
   const uint64_t started_monotonic_ns = NowNs(CLOCK_MONOTONIC);
   GPUATTR_ASSIGN_OR_RETURN(const std::vector<std::string> environment,
-                           TracedEnvironment(options, socket_path));
+                           TracedEnvironment(pytorch_mode, socket_path));
   GPUATTR_ASSIGN_OR_RETURN(const SpawnResult spawned,
                            SpawnChild(options.command, environment, original_mask));
   if (spawned.pid <= 0) return SpawnFailureStatus(options.command[0], spawned.exec_error);
