@@ -120,8 +120,9 @@ int Push(uint32_t domain, uint32_t name) noexcept {
   CaptureWindow& window = Shim().window;
   uint64_t now = 0;
   bool step = false;
+  const bool context = IsContextDomain(domain);
   // A push on an empty stack may begin a steps window; that push is then its first record.
-  if (t->depth == 0 && window.watching_steps()) {
+  if (t->depth == 0 && !context && window.watching_steps()) {
     now = MonotonicNs();
     step = window.OnTopLevelPush(name != 0 ? Shim().strings.Get(name) : std::string_view(), now);
   }
@@ -143,8 +144,8 @@ int Push(uint32_t domain, uint32_t name) noexcept {
   frame.domain = domain;
   frame.level = level;
   frame.step = step ? 1 : 0;
-  frame.sent =
-      node != 0 && t->ring.Push(wire::RecordType::kRangePush, wire::RangeEvent{now, t->tid, node});
+  frame.sent = node != 0 && !context &&
+               t->ring.Push(wire::RecordType::kRangePush, wire::RangeEvent{now, t->tid, node});
   t->current_node = frame.node;
   return level;
 }
@@ -223,6 +224,15 @@ void NameThread(uint32_t tid, uint32_t name) noexcept {
   t->ring.Push(wire::RecordType::kThreadName, wire::ThreadName{tid, name});
 }
 
+// The handle of the domain named by string `id` (null for 0), noting the context domain's id.
+nvtxDomainHandle_t DomainHandle(uint32_t id) noexcept {
+  if (id == 0) return nullptr;
+  if (Shim().strings.Get(id) == std::string_view(kContextDomain)) {
+    Shim().context_domain.store(id, std::memory_order_relaxed);
+  }
+  return &g_domain_handles[id];
+}
+
 // The handlers NVTX calls: each one noexcept, with a last-resort catch that disables the shim.
 #define GPUATTR_NVTX_GUARD(fallback, ...) \
   try {                                   \
@@ -297,12 +307,10 @@ nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t /*domain*/,
                      if (id != 0) return &g_string_handles[id]);
 }
 nvtxDomainHandle_t NVTX_API DomainCreateA(const char* name) noexcept {
-  GPUATTR_NVTX_GUARD(nullptr, const uint32_t id = InternAscii(name);
-                     if (id != 0) return &g_domain_handles[id]);
+  GPUATTR_NVTX_GUARD(nullptr, return DomainHandle(InternAscii(name)));
 }
 nvtxDomainHandle_t NVTX_API DomainCreateW(const wchar_t* name) noexcept {
-  GPUATTR_NVTX_GUARD(nullptr, const uint32_t id = InternWide(name);
-                     if (id != 0) return &g_domain_handles[id]);
+  GPUATTR_NVTX_GUARD(nullptr, return DomainHandle(InternWide(name)));
 }
 void NVTX_API DomainDestroy(nvtxDomainHandle_t /*domain*/) noexcept {}
 void NVTX_API Initialize(const void* /*reserved*/) noexcept {}

@@ -16,6 +16,11 @@
 //   mark (A, W, Ex, domain Ex) - Mark.
 //   domain create (A, W) - the handle encodes the interned domain name: one handle per distinct
 //        name, stable for the process's life; destroy is a no-op.
+//   context domain - push/pop ranges of the domain named kContextDomain ("gpuattr.context") are
+//        context: on the thread's stack, so what is pushed or launched above them has their path,
+//        but with no RangePush/RangePop of their own (no range, no host instance), and never the
+//        start of a steps window. The Python annotator pushes a backward node's module path so
+//        (docs/pytorch.md), as the import model's context copies are (docs/attribution.md).
 //   register string (A, W) - likewise: the handle encodes the interned string, so a REGISTERED
 //        message costs no lookup.
 //   NameOsThread (A, W) - ThreadName. nvtxInitialize - nothing to do.
@@ -28,6 +33,8 @@
 #include <nvtx3/nvToolsExt.h>
 
 namespace gpuattr::inject {
+
+inline constexpr char kContextDomain[] = "gpuattr.context";
 
 // Installs the handlers into the tables of the module behind `get_export_table`. Returns 1 when
 // the CORE table was filled, 0 when the export table is unusable.

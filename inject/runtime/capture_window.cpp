@@ -140,11 +140,12 @@ void CaptureWindow::SyncThreadSlow(ThreadState* t) noexcept {
     const uint32_t node = paths.Intern(PathKey{parent, frame.name, frame.domain});
     frame.node = node != 0 ? node : parent;
     frame.pushed_node = node;  // its RangePop reports the path this window was told
-    frame.sent = node != 0 && t->ring.Push(wire::RecordType::kRangePush,
-                                           wire::RangeEvent{begin, t->tid, node},
-                                           wire::kRangeFlagOpenBeforeWindow)
-                     ? 1
-                     : 0;
+    frame.sent =
+        node != 0 && !IsContextDomain(frame.domain) &&
+                t->ring.Push(wire::RecordType::kRangePush, wire::RangeEvent{begin, t->tid, node},
+                             wire::kRangeFlagOpenBeforeWindow)
+            ? 1
+            : 0;
   }
   t->current_node = t->depth == 0 ? 0 : t->frames[t->depth - 1].node;
   t->window_epoch = epoch;

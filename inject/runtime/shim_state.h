@@ -43,12 +43,20 @@ struct ShimState {
   std::atomic<uint32_t> cupti_version{0};
   std::atomic<uint64_t> next_range_id{1};  // nvtxRangeId_t values handed out
   std::atomic<uint32_t> hot_flags{0};
+  // String id of the NVTX context domain's name once a domain of that name was created (0:
+  // none); nvtx_injection.h says what its ranges are.
+  std::atomic<uint32_t> context_domain{0};
   CaptureWindow window;
   std::atomic<CUpti_SubscriberHandle> subscriber{nullptr};  // while subscribed
 };
 
 extern constinit ShimState g_shim;
 inline ShimState& Shim() noexcept { return g_shim; }
+
+// Whether push/pop ranges of `domain` (a string id) are context ranges. Runs on: any app thread.
+inline bool IsContextDomain(uint32_t domain) noexcept {
+  return domain != 0 && domain == g_shim.context_domain.load(std::memory_order_relaxed);
+}
 
 // Slow path of AcceptsEvents; see session.h.
 bool AcceptsEventsSlow(uint32_t flags) noexcept;

@@ -9,41 +9,76 @@
 #                                       open after the last batch
 #   nn.Module: <Class>_<k>              a root module call (k numbers the class's root modules)
 #   nn.Module: <qualified.name>         a submodule call, named from its root (layer1.0.conv1)
-#   backward                            Tensor.backward / torch.autograd.backward
+#   backward                            one autograd node's backward, under the module path of
+#                                       the module call that made the node (context ranges)
+#   backward_unlinked                   a node no module call made: AccumulateGrad
 #   Optimizer.step#<Class>.step         optimizer.step(), as torch.profiler names it
 #   Optimizer.zero_grad#<Class>.zero_grad
 #   enumerate(DataLoader)#<Iterator>.__next__   fetching a batch, as torch.profiler names it
 #
-# Forward module calls inside backward are under `backward`, which the phase rules make recompute
-# (activation checkpointing). A thread that runs module calls while another thread is inside
-# backward (autograd's device threads) first gets the open step and `backward` replicated on its
-# own NVTX stack, so its ranges have the same path as they would on the main thread.
+# Backward by module: when a module call returns with outputs that need a gradient, the autograd
+# nodes its forward made are claimed for it (_BackwardClaims) and get a pre-hook and a hook. The
+# pre-hook, on whichever thread autograd runs the node, pushes the call's module path as context
+# ranges (NVTX domain `gpuattr.context`: the shim keeps them on the thread's stack for the path
+# of what is pushed above them, but records no range of their own) and a `backward` leaf; the
+# hook pops them. Off the step's thread the step's open ranges are copied first, as context too.
+# A node that runs inside another one on its thread (a checkpoint's inner backward) adds nothing:
+# the outer leaf holds it. Forward module calls inside a leaf (a checkpoint's recompute) nest
+# under it, where the phase rules make them recompute. This is the import model of a Kineto trace
+# (one leaf per top-level backward op, linked to the forward op that made it), so both give the
+# same pass tree.
 #
 # The program must never notice: nothing is printed, no result or exception changes, and the
 # first error inside a hook disables the annotator for good (a `gpuattr.pytorch: disabled: ...`
 # NVTX mark names it in the report). Inside torch.compile'd regions nothing is emitted.
-# Runs on: any thread that calls modules, optimizers, data loaders or backward.
+# Runs on: any thread that calls modules, optimizers, data loaders or backward, and autograd's
+# threads (the node hooks).
+import ctypes
 import functools
+import itertools
 import os
 import threading
 
 _annotator = None
 
+_CONTEXT_DOMAIN = b"gpuattr.context"  # the shim's context ranges (inject/nvtx, docs/pytorch.md)
+_CLAIM_KEY = "gpuattr.claim"  # in an autograd node's metadata: (call number, call boundary)
+_MODULE_PREFIX = "nn.Module: "
+
+
+class _EventAttributes(ctypes.Structure):
+    """nvtxEventAttributes_t (NVTX_VERSION 3), enough of it for a registered message."""
+
+    _fields_ = [("version", ctypes.c_uint16), ("size", ctypes.c_uint16),
+                ("category", ctypes.c_uint32), ("color_type", ctypes.c_int32),
+                ("color", ctypes.c_uint32), ("payload_type", ctypes.c_int32),
+                ("reserved0", ctypes.c_int32), ("payload", ctypes.c_uint64),
+                ("message_type", ctypes.c_int32), ("message", ctypes.c_void_p)]
+
+
+_NVTX_MESSAGE_TYPE_REGISTERED = 3
+
 
 class _Nvtx:
-    """NVTX push/pop/mark: torch's own binding when torch was built with CUDA, else the CUDA
-    toolkit's libnvtx3interop through ctypes (GPUATTR_NVTX_LIBRARY, set by `gpuattr run`)."""
+    """NVTX push/pop/mark, and context push/pop in the `gpuattr.context` domain.
+
+    The CUDA toolkit's libnvtx3interop through ctypes (GPUATTR_NVTX_LIBRARY, set by `gpuattr
+    run`); when it cannot be loaded, torch's own binding (torch built with CUDA), which has no
+    domains: then `push_context` is None and backward stays by node without module paths."""
 
     def __init__(self, torch):
-        nvtx_binding = getattr(torch._C, "_nvtx", None)
-        if nvtx_binding is not None:
-            self.push = nvtx_binding.rangePushA
-            self.pop = nvtx_binding.rangePop
-            self.mark = nvtx_binding.markA
+        self.push_context = None
+        self.pop_context = None
+        try:
+            library = ctypes.CDLL(os.environ.get("GPUATTR_NVTX_LIBRARY", "libnvtx3interop.so.1"))
+        except OSError:
+            library = None
+        if library is None:
+            binding = torch._C._nvtx  # AttributeError: no NVTX at all, the annotator stays out
+            self.push = binding.rangePushA
+            self.pop = binding.rangePop
+            self.mark = binding.markA
             return
-        import ctypes
-
-        library = ctypes.CDLL(os.environ.get("GPUATTR_NVTX_LIBRARY", "libnvtx3interop.so.1"))
         push = library.nvtxRangePushA
         push.argtypes = [ctypes.c_char_p]
         push.restype = ctypes.c_int
@@ -64,21 +99,72 @@ class _Nvtx:
         self.push = push_name
         self.pop = pop
         self.mark = lambda text: mark(text.encode("utf-8", "replace"))
+        self._init_context(library)
+
+    def _init_context(self, library):
+        create = library.nvtxDomainCreateA
+        create.argtypes = [ctypes.c_char_p]
+        create.restype = ctypes.c_void_p
+        register = library.nvtxDomainRegisterStringA
+        register.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        register.restype = ctypes.c_void_p
+        push = library.nvtxDomainRangePushEx
+        push.argtypes = [ctypes.c_void_p, ctypes.POINTER(_EventAttributes)]
+        push.restype = ctypes.c_int
+        pop = library.nvtxDomainRangePop
+        pop.argtypes = [ctypes.c_void_p]
+        pop.restype = ctypes.c_int
+        domain = create(_CONTEXT_DOMAIN)
+        attributes_by_name = {}  # name -> its attributes, with the name registered once
+
+        def push_context(name):
+            attributes = attributes_by_name.get(name)
+            if attributes is None:
+                attributes = _EventAttributes(
+                    version=3, size=ctypes.sizeof(_EventAttributes),
+                    message_type=_NVTX_MESSAGE_TYPE_REGISTERED,
+                    message=register(domain, name.encode("utf-8", "replace")))
+                attributes_by_name[name] = attributes
+            push(domain, ctypes.byref(attributes))
+
+        self.push_context = push_context
+        self.pop_context = lambda: pop(domain)
+
+
+def _tensors(value, found, depth=0):
+    """The tensors in a module's inputs or outputs (tensors, and lists, tuples and dicts of
+    them, a few levels deep)."""
+    if hasattr(value, "grad_fn"):
+        found.append(value)
+    elif depth < 4 and isinstance(value, (list, tuple)):
+        for item in value:
+            _tensors(item, found, depth + 1)
+    elif depth < 4 and isinstance(value, dict):
+        for item in value.values():
+            _tensors(item, found, depth + 1)
+    return found
+
+
+def _grad_nodes(tensors):
+    return [tensor.grad_fn for tensor in tensors
+            if tensor.requires_grad and tensor.grad_fn is not None]
 
 
 class _ThreadStack(threading.local):
-    """This thread's ranges: the names it pushed (innermost last), its open module calls (range
-    name, whether it is a root call) and their roots."""
+    """This thread's ranges: the names it pushed (innermost last), its open module calls and
+    their roots, and its backward leaf (the open node, the context ranges it pushed, how many
+    nodes run nested inside it)."""
 
     def __init__(self):
         self.names = []
-        self.modules = []
+        self.modules = []  # (range name, is root, call number, boundary nodes, module path)
         self.roots = []
-        self.replicated = 0  # ranges copied from the thread in backward, below everything else
+        self.leaf = None
+        self.leaf_context = 0
+        self.leaf_depth = 0
 
     def reset(self):
         del self.names[:], self.modules[:], self.roots[:]
-        self.replicated = 0
 
 
 class Annotator:
@@ -91,15 +177,20 @@ class Annotator:
         self._step_number = 0
         self._step_open = False
         self._step_thread = None
+        self._step_names = []  # the step thread's _ThreadStack.names, read by autograd threads
         self._optimizer_seen = False
         self._backward_depth = 0
-        self._backward_thread = None  # the thread inside Tensor.backward, and its ranges then
-        self._backward_prefix = ()
+        self._call_numbers = itertools.count(1)
         self._root_names = {}  # id(root module) -> "nn.Module: Class_k"
         self._root_count_by_class = {}
         self._qualified_names = {}  # id(root module) -> {id(module): its range name}
         self._names_of_submodules = {}  # id(module) -> its range name under its last root
         self._is_compiling = self._find_is_compiling(torch)
+        # Backward by module needs the context domain and autograd nodes with pre-hooks and
+        # metadata (torch >= 1.13); found out at the first node (_claim_nodes).
+        self._by_module = nvtx.push_context is not None
+        self._node_hooks = {}  # (module path, leaf) -> the pre-hook its nodes share
+        self._leave_node_hook = self._guarded(self._leave_node)
         self._handles = []
 
     @staticmethod
@@ -174,16 +265,12 @@ class Annotator:
     # --- the thread's NVTX stack -------------------------------------------------------------
 
     def _push(self, name):
-        stack = self._stack
-        if self._backward_depth and not stack.names:
-            self._replicate_backward_prefix()
-        stack.names.append(name)
+        self._stack.names.append(name)
         self._nvtx.push(name)
 
     def _pop_to(self, name):
         """Pops through the innermost `name` (ranges an exception left open above it too)."""
-        stack = self._stack
-        names = stack.names
+        names = self._stack.names
         if names and names[-1] == name:  # the usual case: calls nest
             names.pop()
             self._nvtx.pop()
@@ -192,28 +279,6 @@ class Annotator:
                 self._nvtx.pop()
                 if names.pop() == name:
                     break
-        else:
-            return
-        if stack.replicated:
-            self._release_backward_prefix()
-
-    def _replicate_backward_prefix(self):
-        stack = self._stack
-        prefix = self._backward_prefix
-        if threading.current_thread() is self._backward_thread or not prefix:
-            return
-        for name in prefix:
-            self._nvtx.push(name)
-        stack.names.extend(prefix)
-        stack.replicated = len(prefix)
-
-    def _release_backward_prefix(self):
-        stack = self._stack
-        if len(stack.names) == stack.replicated:
-            for _ in range(stack.replicated):
-                self._nvtx.pop()
-            del stack.names[:]
-            stack.replicated = 0
 
     # --- steps --------------------------------------------------------------------------------
 
@@ -221,11 +286,12 @@ class Annotator:
         if self._step_open:
             return
         self._step_open = True
-        self._step_thread = threading.current_thread()
+        self._step_thread = threading.get_ident()
+        self._step_names = self._stack.names
         self._push("ProfilerStep#%d" % self._step_number)
 
     def _close_step(self):
-        if not self._step_open or threading.current_thread() is not self._step_thread:
+        if not self._step_open or threading.get_ident() != self._step_thread:
             return
         self._pop_to("ProfilerStep#%d" % self._step_number)
         self._stack.reset()  # what an exception left open inside the step is closed with it
@@ -243,7 +309,7 @@ class Annotator:
             root = roots[-1]
             names = self._qualified_names.get(id(root))
             if names is None or id(module) not in names:
-                names = {id(child): "nn.Module: " + name
+                names = {id(child): _MODULE_PREFIX + name
                          for name, child in root.named_modules() if name}
                 self._qualified_names[id(root)] = names
                 self._names_of_submodules.update(names)
@@ -259,7 +325,7 @@ class Annotator:
                 class_name = type(module).__name__
                 index = self._root_count_by_class.get(class_name, 0)
                 self._root_count_by_class[class_name] = index + 1
-                name = "nn.Module: %s_%d" % (class_name, index)
+                name = "%s%s_%d" % (_MODULE_PREFIX, class_name, index)
                 self._root_names[id(module)] = name
         return name
 
@@ -273,18 +339,117 @@ class Annotator:
             name = self._root_range_name(module)
             stack.roots.append(module)
         self._push(name)
-        stack.modules.append((name, is_root))
+        path = (stack.modules[-1][4] if stack.modules else ()) + (name,)
+        # The nodes the inputs came from were made before this call: its claim stops there.
+        boundary = (tuple(_grad_nodes(_tensors(inputs, [])))
+                    if self._by_module and self._torch.is_grad_enabled() else None)
+        stack.modules.append((name, is_root, next(self._call_numbers), boundary, path))
 
     def _forward_post(self, module, inputs, outputs):
         stack = self._stack
         if not stack.modules:
             return
-        name, is_root = stack.modules.pop()
+        name, is_root, call_number, boundary, path = stack.modules.pop()
         if is_root:
             stack.roots.pop()
         self._pop_to(name)
+        if boundary is not None and self._by_module:
+            nodes = _grad_nodes(_tensors(outputs, []))
+            if nodes:
+                self._claim_nodes(nodes, call_number, boundary, path)
         if is_root and not stack.modules and not self._optimizer_seen:
             self._close_step()
+
+    # --- backward by module -------------------------------------------------------------------
+
+    def _claim_nodes(self, nodes, call_number, boundary, path):
+        """Hooks the autograd nodes that module call `call_number` made, found from its outputs'
+        nodes back to its inputs' (`boundary`). A node already claimed by a call nested inside
+        this one (a larger number: it started later, and ended first) is passed over to that
+        call's boundary; one claimed by an earlier call, and what it came from, is not ours.
+        call_number 0 claims what no module call made (backward's own walk)."""
+        if not self._nodes_checked(nodes[0]):
+            return
+        boundary_ids = set(map(id, boundary))
+        pending = list(nodes)
+        seen = set()
+        calls_passed = set()
+        while pending:
+            node = pending.pop()
+            key = id(node)
+            if key in seen or key in boundary_ids:
+                continue
+            seen.add(key)
+            metadata = node.metadata
+            claim = metadata.get(_CLAIM_KEY)
+            if claim is None:
+                metadata[_CLAIM_KEY] = (call_number, boundary)
+                if type(node).__name__ == "AccumulateGrad":  # a leaf's: no forward op made it
+                    self._hook_node(node, (), "backward_unlinked")
+                else:
+                    self._hook_node(node, path, "backward")
+                    pending.extend(next_node for next_node, _ in node.next_functions
+                                   if next_node is not None)
+            elif claim[0] > call_number and claim[0] not in calls_passed:
+                calls_passed.add(claim[0])
+                pending.extend(claim[1])
+
+    def _nodes_checked(self, node):
+        """Whether autograd nodes take pre-hooks and metadata (torch >= 1.13), which backward by
+        module needs; without them it is off, and a mark says why."""
+        if hasattr(node, "register_prehook") and hasattr(node, "metadata"):
+            return True
+        self._by_module = False
+        self._nvtx.mark("gpuattr.pytorch: backward by module off: autograd nodes have no "
+                        "register_prehook/metadata in torch %s" % self._torch.__version__)
+        return False
+
+    def _hook_node(self, node, path, leaf):
+        hooks = self._node_hooks.get((path, leaf))
+        if hooks is None:
+            hooks = self._node_hooks[(path, leaf)] = self._guarded(
+                lambda grad_outputs: self._enter_node(path, leaf))
+        node.register_prehook(hooks)
+        node.register_hook(self._leave_node_hook)
+
+    def _enter_node(self, path, leaf):
+        """An autograd node starts, on the thread autograd runs it on: its module path as context
+        ranges (after the step's open ranges when this is not the step's thread), then the
+        leaf. A node inside another one on this thread adds nothing."""
+        stack = self._stack
+        if stack.leaf_depth:
+            stack.leaf_depth += 1
+            return
+        context = path
+        if self._step_open and threading.get_ident() != self._step_thread:
+            context = self._step_context() + path
+        for name in context:
+            self._nvtx.push_context(name)
+        stack.leaf = leaf
+        stack.leaf_context = len(context)
+        stack.leaf_depth = 1
+        self._push(leaf)
+
+    def _leave_node(self, grad_inputs, grad_outputs):
+        stack = self._stack
+        if not stack.leaf_depth:
+            return
+        stack.leaf_depth -= 1
+        if stack.leaf_depth:
+            return
+        self._pop_to(stack.leaf)
+        for _ in range(stack.leaf_context):
+            self._nvtx.pop_context()
+        stack.leaf_context = 0
+
+    def _step_context(self):
+        """The step thread's open ranges below its first module or backward leaf: what a node on
+        another thread runs inside (the step)."""
+        names = list(self._step_names)
+        for index, name in enumerate(names):
+            if name.startswith(_MODULE_PREFIX) or name in ("backward", "backward_unlinked"):
+                return tuple(names[:index])
+        return tuple(names)
 
     # --- backward, optimizers, data loaders ----------------------------------------------------
 
@@ -293,18 +458,22 @@ class Annotator:
         annotator = self
 
         def in_backward(function):
-            inner = self._around(lambda *args: "backward", function)
-
             @functools.wraps(function)
             def wrapped(*args, **kwargs):
                 if annotator._backward_depth > 0:  # Tensor.backward calls autograd.backward
                     return function(*args, **kwargs)
                 with annotator._lock:
                     annotator._backward_depth += 1
-                    annotator._backward_thread = threading.current_thread()
-                    annotator._backward_prefix = tuple(annotator._stack.names) + ("backward",)
                 try:
-                    return inner(*args, **kwargs)
+                    if annotator._by_module and annotator._may_emit():
+                        try:  # the nodes no module call made, as torch.profiler links them
+                            roots = _grad_nodes(_tensors(args[0] if args else
+                                                         kwargs.get("tensors"), []))
+                            if roots:
+                                annotator._claim_nodes(roots, 0, (), ())
+                        except Exception as error:
+                            annotator._disable(error)
+                    return function(*args, **kwargs)
                 finally:
                     with annotator._lock:
                         annotator._backward_depth -= 1

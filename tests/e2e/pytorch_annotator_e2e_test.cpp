@@ -1,12 +1,13 @@
 // The Python annotator on real PyTorch (issue 19; Debian's CPU-only torch, installed by
 // scripts/setup.sh): `gpuattr run` with no flag on the unannotated training loop
 // tests/e2e/pytorch/train_cnn.py gives the pass tree of the PyTorch model (docs/pytorch.md):
-// steps, forward modules by qualified name, backward, the checkpointed block's recompute,
-// optimizer, loss and dataloader, each with the instances the script's loop makes and host
-// times that agree with the script's own perf_counter_ns around the same calls. The program
-// cannot tell: its stdout and exit status are a bare run's, a program that never imports torch
-// never gets it imported, `--pytorch off` leaves no module range, and a sitecustomize the
-// environment already had still runs.
+// steps, forward modules by qualified name, backward by module (a leaf per autograd node under
+// the module that made it), the checkpointed block's recompute, optimizer, loss and dataloader,
+// each with the instances the script's loop makes and host times that agree with the script's
+// own perf_counter_ns around the same calls. The program cannot tell: its stdout and exit
+// status are a bare run's, a program that never imports torch never gets it imported,
+// `--pytorch off` leaves no module range, and a sitecustomize the environment already had still
+// runs.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <map>
@@ -50,11 +51,16 @@ const json* FindPass(const json& nodes, const std::vector<std::string>& path) {
   return nullptr;
 }
 
-void CollectNames(const json& nodes, std::vector<std::string>* names) {
+template <typename Visit>
+void ForEachPass(const json& nodes, const Visit& visit) {
   for (const json& node : nodes) {
-    names->push_back(node["name"].get<std::string>());
-    CollectNames(node["children"], names);
+    visit(node);
+    ForEachPass(node["children"], visit);
   }
+}
+
+void CollectNames(const json& nodes, std::vector<std::string>* names) {
+  ForEachPass(nodes, [&](const json& node) { names->push_back(node["name"].get<std::string>()); });
 }
 
 std::vector<std::string> TrainCommand(const std::string& timings_path) {
@@ -110,17 +116,32 @@ TEST_CASE("an unannotated torch training loop gets the PyTorch model's pass tree
     int instances;
   };
   const std::string step = "ProfilerStep#*";
+  const std::string net = "nn.Module: Net_0";
+  const std::string loss = "nn.Module: CrossEntropyLoss_0";
+  // Backward: one `backward` leaf per autograd node a module call made, under that call's
+  // module path. torch 1.13's graph of this model per step: Conv2d one node
+  // (ConvolutionBackward0), Linear two (AddmmBackward0, TBackward0), Flatten one, the loss two
+  // (NllLossBackward0, LogSoftmaxBackward0), the checkpoint one (CheckpointFunctionBackward,
+  // made in Net's own forward), and AccumulateGrad for the four parameters outside the
+  // checkpoint, which no module call made (`backward_unlinked`); the checkpointed block's inner
+  // backward runs inside CheckpointFunctionBackward and is its leaf's.
   const std::vector<Expected> expected = {
       {{step}, nullptr, kSteps},
-      {{step, "nn.Module: Net_0"}, "forward", kSteps},
-      {{step, "nn.Module: Net_0", "nn.Module: stem"}, "forward", kSteps},
-      {{step, "nn.Module: Net_0", "nn.Module: block"}, "forward", kSteps},
-      {{step, "nn.Module: Net_0", "nn.Module: block", "nn.Module: block.conv"}, "forward", kSteps},
-      {{step, "nn.Module: Net_0", "nn.Module: head", "nn.Module: head.1"}, "forward", kSteps},
-      {{step, "nn.Module: CrossEntropyLoss_0"}, "loss", kSteps},
-      {{step, "backward"}, "backward", kSteps},
-      {{step, "backward", "nn.Module: block"}, "recompute", kSteps},
-      {{step, "backward", "nn.Module: block", "nn.Module: block.conv"}, "recompute", kSteps},
+      {{step, net}, "forward", kSteps},
+      {{step, net, "nn.Module: stem"}, "forward", kSteps},
+      {{step, net, "nn.Module: block"}, "forward", kSteps},
+      {{step, net, "nn.Module: block", "nn.Module: block.conv"}, "forward", kSteps},
+      {{step, net, "nn.Module: head", "nn.Module: head.1"}, "forward", kSteps},
+      {{step, loss}, "loss", kSteps},
+      {{step, net, "nn.Module: stem", "backward"}, "backward", kSteps},
+      {{step, net, "nn.Module: head", "nn.Module: head.0", "backward"}, "backward", kSteps},
+      {{step, net, "nn.Module: head", "nn.Module: head.1", "backward"}, "backward", 2 * kSteps},
+      {{step, loss, "backward"}, "backward", 2 * kSteps},
+      {{step, net, "backward"}, "backward", kSteps},
+      {{step, "backward_unlinked"}, "backward", 4 * kSteps},
+      // The checkpoint's recompute nests under the leaf that ran it.
+      {{step, net, "backward", "nn.Module: block"}, "recompute", kSteps},
+      {{step, net, "backward", "nn.Module: block", "nn.Module: block.conv"}, "recompute", kSteps},
       {{step, "Optimizer.step#Adam.step"}, "optimizer", kSteps},
       {{step, "Optimizer.zero_grad#Adam.zero_grad"}, "optimizer", kSteps},
       // kSteps batches and the fetch that ends the loop (StopIteration), between the steps.
@@ -140,12 +161,12 @@ TEST_CASE("an unannotated torch training loop gets the PyTorch model's pass tree
   }
 
   // Each range lies inside the script's timed call of the same thing: at most the call's time,
-  // and short of it by no more than the hooks around it (a generous 2 ms per call).
+  // and short of it by no more than the hooks around it (a generous 2 ms per call). Backward's
+  // leaves, one per node, lie inside the backward call, short of it by autograd's own work.
   const std::map<std::string, int64_t> timed = TimedTotals(timings_path);
   const std::map<std::string, std::vector<std::string>> range_of_call = {
-      {"forward", {step, "nn.Module: Net_0"}},
-      {"loss", {step, "nn.Module: CrossEntropyLoss_0"}},
-      {"backward", {step, "backward"}},
+      {"forward", {step, net}},
+      {"loss", {step, loss}},
       {"optimizer", {step, "Optimizer.step#Adam.step"}},
   };
   for (const auto& [call, path] : range_of_call) {
@@ -158,6 +179,16 @@ TEST_CASE("an unannotated torch training loop gets the PyTorch model's pass tree
     CHECK(range_ns <= timed.at(call));
     CHECK(timed.at(call) - range_ns <= int64_t{kSteps} * 2'000'000);
   }
+  int64_t leaves_ns = 0;
+  ForEachPass(passes, [&](const json& node) {
+    const std::string& name = node["name"].get_ref<const std::string&>();
+    if (name == "backward" || name == "backward_unlinked") {
+      leaves_ns += node["host_ns"]["total"].get<int64_t>();
+    }
+  });
+  REQUIRE(timed.count("backward") == 1);
+  CHECK(leaves_ns > 0);
+  CHECK(leaves_ns <= timed.at("backward"));
 }
 
 TEST_CASE("the annotated program's stdout and exit status are a bare run's", "[e2e]") {

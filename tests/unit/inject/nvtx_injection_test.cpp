@@ -173,6 +173,45 @@ TEST_CASE("domains share one stack, and a domain pop removes that domain's lates
   CHECK(records[4].As<wire::RangeEvent>().node == records[2].As<wire::RangeEvent>().node);
 }
 
+TEST_CASE("context-domain ranges give their path to what is above them but send no record",
+          "[nvtx]") {
+  Installed nvtx;
+  auto create = Core2<nvtxDomainCreateA_impl_fntype>(NVTX_CBID_CORE2_DomainCreateA);
+  auto domain_push = Core2<nvtxDomainRangePushEx_impl_fntype>(NVTX_CBID_CORE2_DomainRangePushEx);
+  auto domain_pop = Core2<nvtxDomainRangePop_impl_fntype>(NVTX_CBID_CORE2_DomainRangePop);
+  auto push = Core<nvtxRangePushA_impl_fntype>(NVTX_CBID_CORE_RangePushA);
+  auto pop = Core<nvtxRangePop_impl_fntype>(NVTX_CBID_CORE_RangePop);
+
+  // What the Python annotator does on an autograd thread: the step and a module path as
+  // context, then the `backward` leaf.
+  nvtxDomainHandle_t context = create(kContextDomain);
+  REQUIRE(context != nullptr);
+  const nvtxEventAttributes_t step = Attributes("ProfilerStep#0");
+  const nvtxEventAttributes_t module = Attributes("nn.Module: Net_0");
+  CHECK(domain_push(context, &step) == 0);
+  CHECK(domain_push(context, &module) == 1);
+  CHECK(push("backward") == 0);
+  const uint32_t context_id = Shim().strings.Find(kContextDomain);
+  const uint32_t step_node =
+      Shim().paths.Find(PathKey{0, Shim().strings.Find("ProfilerStep#0"), context_id});
+  const uint32_t module_node =
+      Shim().paths.Find(PathKey{step_node, Shim().strings.Find("nn.Module: Net_0"), context_id});
+  REQUIRE(module_node != 0);
+  const uint32_t leaf_node = CurrentThreadIfAny()->current_node;
+  CHECK(Shim().paths.Get(leaf_node).parent == module_node);
+  CHECK(pop() == 0);
+  CHECK(domain_pop(context) == 1);
+  CHECK(domain_pop(context) == 0);
+  CHECK(CurrentThreadIfAny()->current_node == 0);
+
+  // Only the leaf's push and pop, its node carrying the whole path.
+  const std::vector<Record> records = DrainMyRing();
+  REQUIRE(records.size() == 2);
+  CHECK(records[0].type == wire::RecordType::kRangePush);
+  CHECK(records[0].As<wire::RangeEvent>().node == leaf_node);
+  CHECK(records[1].type == wire::RecordType::kRangePop);
+  CHECK(records[1].As<wire::RangeEvent>().node == leaf_node);
+}
 TEST_CASE("messages decode from ASCII, wide and registered strings", "[nvtx]") {
   Installed nvtx;
   auto register_string =
