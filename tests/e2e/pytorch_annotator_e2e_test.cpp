@@ -19,6 +19,7 @@
 #include "scenario_check.h"
 #include "subprocess.h"
 #include "test_files.h"
+#include "truth_compare.h"
 
 namespace gpuattr::e2e {
 namespace {
@@ -189,6 +190,53 @@ TEST_CASE("an unannotated torch training loop gets the PyTorch model's pass tree
   REQUIRE(timed.count("backward") == 1);
   CHECK(leaves_ns > 0);
   CHECK(leaves_ns <= timed.at("backward"));
+}
+
+TEST_CASE("every aten op's simulated kernel lands where the program's own bookkeeping says",
+          "[e2e]") {
+  RequireTorch();
+  TempDir dir;
+  const std::string report_path = dir.File("report.json");
+  const std::string truth_path = dir.File("truth.json");
+  const ProcessResult run =
+      RunUnderGpuattr({},
+                      {kPython, PYTORCH_SIMULATED_SCRIPT, "--steps", "3", "--simgpu",
+                       SIMGPU_PYWORK_LIBRARY, "--truth", truth_path},
+                      report_path, {{"GPUATTR_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY}});
+  INFO("stderr: " << run.err);
+  REQUIRE(ExitStatus(run) == 0);
+  REQUIRE(SchemaValid(report_path));
+  const json report = ReadJson(report_path);
+  const json truth = ReadJson(truth_path);
+  REQUIRE_FALSE(truth.is_discarded());
+
+  // The truth has every kind of place a kernel can be: forward by module, backward by module
+  // (a module's, the root's own op and the checkpoint's, the loss's), gradient accumulation,
+  // recompute by module, the optimizer's, the batch fetch's and the step's own.
+  const std::vector<ExpectedProcess> expected = ExpectFromTruth(truth);
+  REQUIRE(expected.size() == 1);
+  const std::string step = "ProfilerStep#*";
+  const std::string net = "nn.Module: Net_0";
+  const std::vector<std::vector<std::string>> places = {
+      {step, net, "nn.Module: embed"},
+      {step, net, "nn.Module: block", "nn.Module: block.linear"},
+      {step, net, "nn.Module: embed", "backward"},
+      {step, net, "nn.Module: head", "nn.Module: head.1", "backward"},
+      {step, net, "backward"},
+      {step, "nn.Module: CrossEntropyLoss_0", "backward"},
+      {step, "backward_unlinked"},
+      {step, net, "backward", "nn.Module: block", "nn.Module: block.linear"},
+      {step, "Optimizer.step#SGD.step"},
+      {step, "Optimizer.zero_grad#SGD.zero_grad"},
+      {"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"},
+      {step},
+  };
+  for (const auto& place : places) {
+    INFO("truth pass " << json(place).dump());
+    REQUIRE(expected[0].passes.count(place) == 1);
+    CHECK(expected[0].passes.at(place).self_ns > 0);
+  }
+  CheckAgainstTruth(report, truth);
 }
 
 TEST_CASE("the annotated program's stdout and exit status are a bare run's", "[e2e]") {

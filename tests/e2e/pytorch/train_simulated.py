@@ -1,0 +1,242 @@
+"""A real torch training loop whose every aten op launches one kernel on the simulated GPU.
+
+The device side of the Python annotator's test (pytorch_annotator_e2e_test.cpp): a dispatch mode
+launches one simulated kernel per aten op, from the thread that runs the op, through
+libsimgpu_pywork (--simgpu), and this script writes the truth of each kernel (--truth, the
+simulator's truth format, DESIGN §5) from its own bookkeeping, which shares nothing with the
+annotator:
+  - the loop says where it is (the batch fetch, zero_grad, the step, optimizer.step);
+  - modules: per-module hooks of its own keep a stack of module names (the documented naming:
+    `nn.Module: Net_0` for a root, qualified names below it);
+  - backward: a torch-function mode tags every autograd node with the module stack open when the
+    torch function that made it ran (the nodes between its outputs and its inputs), and the
+    checkpoint's own node with the stack open at the checkpoint call; each tagged node gets hooks
+    of this script's that say which node this thread runs. A kernel launched while a node runs
+    belongs to [step, <that node's modules>, backward] (`backward_unlinked` for AccumulateGrad,
+    which no torch function made), then the modules recomputed inside it; inside a node that
+    runs within another one, to the outer one.
+That is the model docs/attribution.md §PyTorch defines (a leaf per top-level backward op, under
+the module path of the op that made it), computed op by op.
+"""
+import argparse
+import ctypes
+import json
+import os
+import threading
+
+import torch
+import torch.nn as nn
+import torch.utils.checkpoint
+import torch.utils.data
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+STEP = "ProfilerStep#*"
+DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+ZERO_GRAD = "Optimizer.zero_grad#SGD.zero_grad"
+OPTIMIZER_STEP = "Optimizer.step#SGD.step"
+
+
+class Block(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+        self.act = nn.Tanh()
+
+    def forward(self, x):
+        return self.act(self.linear(x))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(6, 8)
+        self.block = Block(8)
+        self.head = nn.Sequential(nn.ReLU(), nn.Linear(8, 3))
+
+    def forward(self, x):
+        x = self.embed(x) * 2.0  # an op of Net's own, between its submodules
+        x = torch.utils.checkpoint.checkpoint(self.block, x)
+        return self.head(x)
+
+
+class Truth:
+    """Where each kernel belongs, from this script's own bookkeeping (see the docstring)."""
+
+    def __init__(self, library):
+        self.library = library
+        self.activities = []
+        self.loop_context = []
+        self.local = threading.local()
+
+    def thread(self):
+        local = self.local
+        if not hasattr(local, "modules"):
+            local.modules = []
+            local.node_depth = 0
+            local.node_path = []
+            local.modules_below_node = 0
+        return local
+
+    def path(self):
+        local = self.thread()
+        if local.node_depth:
+            return [STEP] + local.node_path + local.modules[local.modules_below_node:]
+        return self.loop_context + local.modules
+
+    def launch(self, name):
+        times = (ctypes.c_uint64 * 3)()
+        correlation = ctypes.c_uint32()
+        duration_ns = 1000 + 100 * (len(self.activities) % 7)
+        path = self.path()
+        status = self.library.simgpu_launch_kernel(name.encode(), duration_ns, times,
+                                                   ctypes.byref(correlation))
+        if status != 0:
+            raise RuntimeError("simgpu_launch_kernel failed")
+        self.activities.append({
+            "kind": "kernel", "name": name, "correlation_id": correlation.value, "device": 0,
+            "stream": 0, "launch_ns": times[0], "start_ns": times[1], "end_ns": times[2],
+            "thread": "main", "range_path": path, "attribution": "direct" if path else "none",
+            "graph_node": None})
+
+    # modules
+
+    def watch_modules(self, root, root_name):
+        for name, module in root.named_modules():
+            range_name = "nn.Module: " + (name if name else root_name)
+            module.register_forward_pre_hook(
+                lambda module, inputs, range_name=range_name: self.enter_module(range_name))
+            module.register_forward_hook(lambda module, inputs, outputs: self.leave_module())
+
+    def enter_module(self, range_name):
+        self.thread().modules.append(range_name)
+
+    def leave_module(self):
+        self.thread().modules.pop()
+
+    # autograd nodes
+
+    def tag(self, outputs, inputs, modules):
+        """Tags the untagged nodes between `outputs` and `inputs` with `modules`."""
+        boundary = {id(tensor.grad_fn) for tensor in tensors_of(inputs)}
+        pending = [tensor.grad_fn for tensor in tensors_of(outputs) if tensor.grad_fn is not None]
+        while pending:
+            node = pending.pop()
+            if id(node) in boundary or "truth" in node.metadata:
+                continue
+            if type(node).__name__ == "AccumulateGrad":
+                node_path = ["backward_unlinked"]
+            else:
+                node_path = modules + ["backward"]
+                pending.extend(next_node for next_node, _ in node.next_functions
+                               if next_node is not None)
+            node.metadata["truth"] = node_path
+            node.register_prehook(lambda grads, node_path=node_path: self.enter_node(node_path))
+            node.register_hook(lambda grad_inputs, grad_outputs: self.leave_node())
+
+    def enter_node(self, node_path):
+        local = self.thread()
+        local.node_depth += 1
+        if local.node_depth == 1:
+            local.node_path = node_path
+            local.modules_below_node = len(local.modules)
+
+    def leave_node(self):
+        self.thread().node_depth -= 1
+
+    def write(self, path):
+        with open(path, "w") as out:
+            json.dump({"processes": [{"pid": os.getpid(), "rank": None, "name": "train",
+                                      "activities": self.activities, "ranges": [],
+                                      "marks": []}]}, out)
+
+
+def tensors_of(value):
+    if isinstance(value, torch.Tensor):
+        return [value] if value.requires_grad else []
+    if isinstance(value, (list, tuple)):
+        return [tensor for item in value for tensor in tensors_of(item)]
+    if isinstance(value, dict):
+        return [tensor for item in value.values() for tensor in tensors_of(item)]
+    return []
+
+
+class KernelPerOp(TorchDispatchMode):
+    def __init__(self, truth):
+        super().__init__()
+        self.truth = truth
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.truth.launch(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+class TagNodes(TorchFunctionMode):
+    def __init__(self, truth):
+        super().__init__()
+        self.truth = truth
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        with torch._C.DisableTorchFunction():
+            self.truth.tag(result, (args, kwargs), list(self.truth.thread().modules))
+        return result
+
+
+def tag_checkpoints(truth):
+    """CheckpointFunction.apply is no torch function: its node is tagged where it is called."""
+    checkpoint_function = torch.utils.checkpoint.CheckpointFunction
+    apply = checkpoint_function.apply
+
+    def apply_and_tag(*args):
+        result = apply(*args)
+        truth.tag(result, args, list(truth.thread().modules))
+        return result
+
+    checkpoint_function.apply = apply_and_tag
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--simgpu", required=True)
+    parser.add_argument("--truth", required=True)
+    args = parser.parse_args()
+    library = ctypes.CDLL(args.simgpu)
+    library.simgpu_launch_kernel.argtypes = [ctypes.c_char_p, ctypes.c_uint64,
+                                             ctypes.POINTER(ctypes.c_uint64),
+                                             ctypes.POINTER(ctypes.c_uint32)]
+    library.simgpu_launch_kernel.restype = ctypes.c_int
+    torch.manual_seed(0)
+    inputs = torch.randn(args.steps * 4, 6)
+    labels = torch.randint(0, 3, (args.steps * 4,))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(inputs, labels),
+                                         batch_size=4)
+    model = Net()
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    truth = Truth(library)
+    truth.watch_modules(model, "Net_0")
+    truth.watch_modules(criterion, "CrossEntropyLoss_0")
+    tag_checkpoints(truth)
+
+    batches = iter(loader)
+    with KernelPerOp(truth), TagNodes(truth):
+        for _ in range(args.steps):
+            truth.loop_context = [DATALOADER]
+            x, y = next(batches)
+            truth.loop_context = [STEP, ZERO_GRAD]
+            optimizer.zero_grad()
+            truth.loop_context = [STEP]
+            loss = criterion(model(x), y)
+            loss.backward()
+            truth.loop_context = [STEP, OPTIMIZER_STEP]
+            optimizer.step()
+            truth.loop_context = []
+    library.simgpu_synchronize()
+    truth.write(args.truth)
+    print("kernels %d" % len(truth.activities))
+
+
+if __name__ == "__main__":
+    main()
