@@ -1,19 +1,25 @@
 // The Python annotator on real PyTorch (issue 19; Debian's CPU-only torch, installed by
-// scripts/setup.sh): `gpuattr run` with no flag on the unannotated training loop
-// tests/e2e/pytorch/train_cnn.py gives the pass tree of the PyTorch model (docs/pytorch.md):
-// steps, forward modules by qualified name, backward by module (a leaf per autograd node under
-// the module that made it), the checkpointed block's recompute, optimizer, loss and dataloader,
-// each with the instances the script's loop makes and host times that agree with the script's
-// own perf_counter_ns around the same calls. The program cannot tell: its stdout and exit
-// status are a bare run's, a program that never imports torch never gets it imported,
-// `--pytorch off` leaves no module range, and a sitecustomize the environment already had still
-// runs.
+// scripts/setup.sh), under `gpuattr run` with no flag:
+//  - the unannotated training loop tests/e2e/pytorch/train_cnn.py gives the pass tree of the
+//    PyTorch model (docs/pytorch.md): steps, forward modules by qualified name, backward by
+//    module (a leaf per autograd node under the module that made it), the checkpointed block's
+//    recompute, optimizer, loss and dataloader, each with the instances the script's loop makes
+//    and host times that agree with the script's own perf_counter_ns around the same calls;
+//  - tests/e2e/pytorch/train_simulated.py launches one simulated kernel per aten op: the
+//    report equals the truth the script keeps by its own bookkeeping, exactly, and the Kineto
+//    trace the script writes of the same run (torch.profiler's format) imports to the same pass
+//    tree: paths, phases, instances and device time (docs/attribution.md §PyTorch);
+//  - the program cannot tell: its stdout and exit status are a bare run's, a program that never
+//    imports torch never gets it imported, `--pytorch off` leaves no module range, and a
+//    sitecustomize the environment already had still runs.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "scenario_check.h"
@@ -237,6 +243,70 @@ TEST_CASE("every aten op's simulated kernel lands where the program's own bookke
     CHECK(expected[0].passes.at(place).self_ns > 0);
   }
   CheckAgainstTruth(report, truth);
+}
+
+// What a comparison of two pass trees looks at: each path's instances, phase and device time.
+using PassSummary = std::tuple<uint64_t, json, uint64_t, uint64_t>;
+
+std::map<std::vector<std::string>, PassSummary> SummarisePasses(
+    const json& process, const std::map<std::string, std::string>& renames) {
+  std::map<std::vector<std::string>, PassSummary> out;
+  for (const auto& [path, pass] : FlattenPasses(process)) {
+    std::vector<std::string> renamed;
+    for (const std::string& name : path) {
+      auto rename = renames.find(name);
+      renamed.push_back(rename != renames.end() ? rename->second : name);
+    }
+    out[renamed] = {pass["instances"].get<uint64_t>(), pass["phase"],
+                    pass["device"]["total_ns"].get<uint64_t>(),
+                    pass["device"]["self_ns"].get<uint64_t>()};
+  }
+  return out;
+}
+
+TEST_CASE("the same program recorded as torch.profiler records it imports to the same tree",
+          "[e2e]") {
+  RequireTorch();
+  TempDir dir;
+  const std::string live_path = dir.File("live.json");
+  const std::string kineto_path = dir.File("kineto.json");
+  const std::string names_path = dir.File("module_names.json");
+  const ProcessResult run = RunUnderGpuattr(
+      {},
+      {kPython, PYTORCH_SIMULATED_SCRIPT, "--steps", "3", "--simgpu", SIMGPU_PYWORK_LIBRARY,
+       "--truth", dir.File("truth.json"), "--kineto", kineto_path, "--module-names", names_path},
+      live_path, {{"GPUATTR_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY}});
+  INFO("stderr: " << run.err);
+  REQUIRE(ExitStatus(run) == 0);
+  const std::string imported_path = dir.File("imported.json");
+  const ProcessResult imported_run =
+      RunProcess({GPUATTR_BIN, "import", "--quiet", kineto_path, "-o", imported_path});
+  INFO("import stderr: " << imported_run.err);
+  REQUIRE(ExitStatus(imported_run) == 0);
+  REQUIRE(SchemaValid(live_path));
+  REQUIRE(SchemaValid(imported_path));
+  const json live = ReadJson(live_path);
+  const json imported = ReadJson(imported_path);
+  REQUIRE(live["processes"].size() == 1);
+  REQUIRE(imported["processes"].size() == 1);
+
+  // torch names every module `Class_k`; the annotator names a submodule by its qualified name.
+  // That renaming, which the program writes from its own modules, is the only difference.
+  const auto renames = ReadJson(names_path).get<std::map<std::string, std::string>>();
+  std::set<std::string> qualified;
+  for (const auto& [torch_name, name] : renames) qualified.insert(name);
+  REQUIRE(qualified.size() == renames.size());
+  REQUIRE(renames.at("nn.Module: Linear_1") == "nn.Module: block.linear");
+
+  const auto live_passes = SummarisePasses(live["processes"][0], {});
+  const auto imported_passes = SummarisePasses(imported["processes"][0], renames);
+  REQUIRE(live_passes.size() > 15);
+  for (const auto& [path, summary] : live_passes) {
+    INFO("pass " << json(path).dump());
+    REQUIRE(imported_passes.count(path) == 1);
+    CHECK(imported_passes.at(path) == summary);
+  }
+  CHECK(imported_passes.size() == live_passes.size());
 }
 
 TEST_CASE("the annotated program's stdout and exit status are a bare run's", "[e2e]") {

@@ -17,12 +17,21 @@ annotator:
     runs within another one, to the outer one.
 That is the model docs/attribution.md §PyTorch defines (a leaf per top-level backward op, under
 the module path of the op that made it), computed op by op.
+
+With --kineto FILE it also writes the same run as torch.profiler would have recorded it with
+with_modules=True, in the Kineto trace format torch writes (Debian's torch has no Kineto): the
+steps, optimizer and batch-fetch annotations, a python_function `nn.Module: <Class>_<k>` event
+per module call (torch's names: k numbers the instances of a class in the order they first ran),
+a cpu_op with a `Sequence number` per autograd node at the torch function that made it, an
+`autograd::engine::evaluate_function: <Node>` op per node run, and every launch and kernel with
+its correlation id. --module-names FILE maps torch's names to the annotator's qualified ones.
 """
 import argparse
 import ctypes
 import json
 import os
 import threading
+import time
 
 import torch
 import torch.nn as nn
@@ -68,12 +77,15 @@ class Truth:
         self.activities = []
         self.loop_context = []
         self.local = threading.local()
+        self.trace = KinetoTrace()
 
     def thread(self):
         local = self.local
         if not hasattr(local, "modules"):
             local.modules = []
+            local.module_starts = []
             local.node_depth = 0
+            local.node_starts = []
             local.node_path = []
             local.modules_below_node = 0
         return local
@@ -91,8 +103,10 @@ class Truth:
         path = self.path()
         status = self.library.simgpu_launch_kernel(name.encode(), duration_ns, times,
                                                    ctypes.byref(correlation))
+        returned_ns = time.monotonic_ns()
         if status != 0:
             raise RuntimeError("simgpu_launch_kernel failed")
+        self.trace.launch(name, correlation.value, times[0], returned_ns, times[1], times[2])
         self.activities.append({
             "kind": "kernel", "name": name, "correlation_id": correlation.value, "device": 0,
             "stream": 0, "launch_ns": times[0], "start_ns": times[1], "end_ns": times[2],
@@ -106,49 +120,126 @@ class Truth:
             range_name = "nn.Module: " + (name if name else root_name)
             module.register_forward_pre_hook(
                 lambda module, inputs, range_name=range_name: self.enter_module(range_name))
-            module.register_forward_hook(lambda module, inputs, outputs: self.leave_module())
+            module.register_forward_hook(lambda module, inputs, outputs: self.leave_module(module))
 
     def enter_module(self, range_name):
-        self.thread().modules.append(range_name)
+        local = self.thread()
+        local.modules.append(range_name)
+        local.module_starts.append(time.monotonic_ns())
 
-    def leave_module(self):
-        self.thread().modules.pop()
+    def leave_module(self, module):
+        local = self.thread()
+        self.trace.module_call(module, local.modules.pop(), local.module_starts.pop(),
+                               time.monotonic_ns())
 
     # autograd nodes
 
-    def tag(self, outputs, inputs, modules):
-        """Tags the untagged nodes between `outputs` and `inputs` with `modules`."""
+    def tag(self, outputs, inputs, modules, start_ns, end_ns):
+        """Tags the untagged nodes between `outputs` and `inputs` with `modules`: the torch
+        function that made them ran from start_ns to end_ns."""
         boundary = {id(tensor.grad_fn) for tensor in tensors_of(inputs)}
         pending = [tensor.grad_fn for tensor in tensors_of(outputs) if tensor.grad_fn is not None]
         while pending:
             node = pending.pop()
             if id(node) in boundary or "truth" in node.metadata:
                 continue
-            if type(node).__name__ == "AccumulateGrad":
+            node_name = type(node).__name__
+            if node_name == "AccumulateGrad":
                 node_path = ["backward_unlinked"]
+                sequence = None
             else:
                 node_path = modules + ["backward"]
+                sequence = self.trace.forward_op(start_ns, end_ns)
                 pending.extend(next_node for next_node, _ in node.next_functions
                                if next_node is not None)
             node.metadata["truth"] = node_path
             node.register_prehook(lambda grads, node_path=node_path: self.enter_node(node_path))
-            node.register_hook(lambda grad_inputs, grad_outputs: self.leave_node())
+            node.register_hook(lambda grad_inputs, grad_outputs, node_name=node_name,
+                               sequence=sequence: self.leave_node(node_name, sequence))
 
     def enter_node(self, node_path):
         local = self.thread()
         local.node_depth += 1
+        local.node_starts.append(time.monotonic_ns())
         if local.node_depth == 1:
             local.node_path = node_path
             local.modules_below_node = len(local.modules)
 
-    def leave_node(self):
-        self.thread().node_depth -= 1
+    def leave_node(self, node_name, sequence):
+        local = self.thread()
+        local.node_depth -= 1
+        self.trace.backward_op(node_name, sequence, local.node_starts.pop(), time.monotonic_ns())
 
     def write(self, path):
         with open(path, "w") as out:
             json.dump({"processes": [{"pid": os.getpid(), "rank": None, "name": "train",
                                       "activities": self.activities, "ranges": [],
                                       "marks": []}]}, out)
+
+
+class KinetoTrace:
+    """The run as torch.profiler's Kineto trace of it (see the docstring): host events on this
+    process's thread, kernels on device 0's stream 7, times in microseconds with the
+    nanoseconds exact."""
+
+    def __init__(self):
+        self.events = []
+        self.pid = os.getpid()
+        self.tid = threading.get_native_id()
+        self.next_sequence = 0
+        self.names_by_module = {}  # id(module) -> torch's `nn.Module: Class_k`
+        self.calls_by_class = {}
+        self.module_names = {}  # torch's name -> the annotator's
+
+    def host(self, category, name, start_ns, end_ns, args=None):
+        self.events.append((category, name, self.pid, self.tid, start_ns, end_ns, args))
+
+    def annotation(self, name, start_ns, end_ns):
+        self.host("user_annotation", name, start_ns, end_ns)
+
+    def module_call(self, module, qualified_name, start_ns, end_ns):
+        name = self.names_by_module.get(id(module))
+        if name is None:
+            class_name = type(module).__name__
+            index = self.calls_by_class.get(class_name, 0)
+            self.calls_by_class[class_name] = index + 1
+            name = self.names_by_module[id(module)] = "nn.Module: %s_%d" % (class_name, index)
+            self.module_names[name] = qualified_name
+        self.host("python_function", name, start_ns, end_ns)
+
+    def forward_op(self, start_ns, end_ns):
+        """A forward op that made one autograd node; returns its sequence number."""
+        sequence = self.next_sequence
+        self.next_sequence += 1
+        self.host("cpu_op", "aten::forward_op", start_ns, end_ns, {"Sequence number": sequence})
+        return sequence
+
+    def backward_op(self, node_name, sequence, start_ns, end_ns):
+        if node_name == "AccumulateGrad":
+            node_name = "torch::autograd::AccumulateGrad"
+        args = {"Sequence number": sequence} if sequence is not None else None
+        self.host("cpu_op", "autograd::engine::evaluate_function: " + node_name, start_ns, end_ns,
+                  args)
+
+    def launch(self, name, correlation, launch_ns, returned_ns, start_ns, end_ns):
+        self.host("cuda_runtime", "cudaLaunchKernel", launch_ns, returned_ns,
+                  {"correlation": correlation})
+        self.events.append(("kernel", name, 0, 7, start_ns, end_ns,
+                            {"device": 0, "stream": 7, "correlation": correlation}))
+
+    def write(self, path):
+        def microseconds(ns):
+            return "%d.%03d" % divmod(ns, 1000)
+
+        lines = []
+        for category, name, pid, tid, start_ns, end_ns, args in self.events:
+            lines.append('{"ph": "X", "cat": %s, "name": %s, "pid": %d, "tid": %d, "ts": %s, '
+                         '"dur": %s%s}' % (json.dumps(category), json.dumps(name), pid, tid,
+                                           microseconds(start_ns),
+                                           microseconds(end_ns - start_ns),
+                                           ', "args": ' + json.dumps(args) if args else ""))
+        with open(path, "w") as out:
+            out.write('{"traceEvents": [\n' + ",\n".join(lines) + "\n]}\n")
 
 
 def tensors_of(value):
@@ -177,9 +268,12 @@ class TagNodes(TorchFunctionMode):
         self.truth = truth
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        start_ns = time.monotonic_ns()
         result = func(*args, **(kwargs or {}))
+        end_ns = time.monotonic_ns()
         with torch._C.DisableTorchFunction():
-            self.truth.tag(result, (args, kwargs), list(self.truth.thread().modules))
+            self.truth.tag(result, (args, kwargs), list(self.truth.thread().modules), start_ns,
+                           end_ns)
         return result
 
 
@@ -189,8 +283,9 @@ def tag_checkpoints(truth):
     apply = checkpoint_function.apply
 
     def apply_and_tag(*args):
+        start_ns = time.monotonic_ns()
         result = apply(*args)
-        truth.tag(result, args, list(truth.thread().modules))
+        truth.tag(result, args, list(truth.thread().modules), start_ns, time.monotonic_ns())
         return result
 
     checkpoint_function.apply = apply_and_tag
@@ -201,6 +296,8 @@ def main():
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--simgpu", required=True)
     parser.add_argument("--truth", required=True)
+    parser.add_argument("--kineto")
+    parser.add_argument("--module-names")
     args = parser.parse_args()
     library = ctypes.CDLL(args.simgpu)
     library.simgpu_launch_kernel.argtypes = [ctypes.c_char_p, ctypes.c_uint64,
@@ -221,20 +318,34 @@ def main():
     tag_checkpoints(truth)
 
     batches = iter(loader)
+    trace = truth.trace
     with KernelPerOp(truth), TagNodes(truth):
-        for _ in range(args.steps):
+        for step in range(args.steps):
             truth.loop_context = [DATALOADER]
+            fetch_ns = time.monotonic_ns()
             x, y = next(batches)
+            step_ns = time.monotonic_ns()
+            trace.annotation(DATALOADER, fetch_ns, step_ns)
             truth.loop_context = [STEP, ZERO_GRAD]
             optimizer.zero_grad()
+            trace.annotation(ZERO_GRAD, step_ns, time.monotonic_ns())
             truth.loop_context = [STEP]
             loss = criterion(model(x), y)
             loss.backward()
             truth.loop_context = [STEP, OPTIMIZER_STEP]
+            optimizer_ns = time.monotonic_ns()
             optimizer.step()
+            end_ns = time.monotonic_ns()
+            trace.annotation(OPTIMIZER_STEP, optimizer_ns, end_ns)
+            trace.annotation("ProfilerStep#%d" % step, step_ns, end_ns)
             truth.loop_context = []
     library.simgpu_synchronize()
     truth.write(args.truth)
+    if args.kineto:
+        trace.write(args.kineto)
+    if args.module_names:
+        with open(args.module_names, "w") as out:
+            json.dump(trace.module_names, out)
     print("kernels %d" % len(truth.activities))
 
 
