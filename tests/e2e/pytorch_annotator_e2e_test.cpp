@@ -9,6 +9,8 @@
 //    report equals the truth the script keeps by its own bookkeeping, exactly, and the Kineto
 //    trace the script writes of the same run (torch.profiler's format) imports to the same pass
 //    tree: paths, phases, instances and device time (docs/attribution.md §PyTorch);
+//  - torchrun with gloo (tests/e2e/pytorch/train_ddp.py, DistributedDataParallel) gives two
+//    processes with their ranks and the same module tree;
 //  - the program cannot tell: its stdout and exit status are a bare run's, a program that never
 //    imports torch never gets it imported, `--pytorch off` leaves no module range, and a
 //    sitecustomize the environment already had still runs.
@@ -307,6 +309,61 @@ TEST_CASE("the same program recorded as torch.profiler records it imports to the
     CHECK(imported_passes.at(path) == summary);
   }
   CHECK(imported_passes.size() == live_passes.size());
+}
+
+TEST_CASE("torchrun with gloo gives each rank its process, its rank and the same module tree",
+          "[e2e]") {
+  RequireTorch();
+  TempDir dir;
+  const std::string report_path = dir.File("report.json");
+  // Debian's torchrun (torch 1.13 on Python 3.11) cannot parse its own default --redirects 0
+  // (Std.from_str finds no flag for 0), so the output goes through an explicit tee of stdout.
+  const ProcessResult run = RunUnderGpuattr(
+      {},
+      {kPython, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+       "--redirects", "0:1,1:1", "--tee", "0:1,1:1", "--log_dir", dir.File("torchrun_logs"),
+       PYTORCH_DDP_SCRIPT, "--steps", std::to_string(kSteps)},
+      report_path);
+  INFO("stdout: " << run.out << "\nstderr: " << run.err);
+  REQUIRE(ExitStatus(run) == 0);
+  CHECK(run.out.find("rank 0 final loss") != std::string::npos);
+  CHECK(run.out.find("rank 1 final loss") != std::string::npos);
+  REQUIRE(SchemaValid(report_path));
+  const json report = ReadJson(report_path);
+
+  std::map<int, const json*> by_rank;
+  for (const json& process : report["processes"]) {
+    if (process["rank"].is_number()) by_rank[process["rank"].get<int>()] = &process;
+  }
+  REQUIRE(by_rank.size() == 2);
+  REQUIRE(by_rank.count(0) == 1);
+  REQUIRE(by_rank.count(1) == 1);
+  const std::string step = "ProfilerStep#*";
+  const std::string ddp = "nn.Module: DistributedDataParallel_0";
+  for (const auto& [rank, process] : by_rank) {
+    INFO("rank " << rank);
+    const auto passes = FlattenPasses(*process);
+    for (const std::vector<std::string>& path : std::vector<std::vector<std::string>>{
+             {step},
+             {step, ddp, "nn.Module: module", "nn.Module: module.encoder"},
+             {step, ddp, "nn.Module: module", "nn.Module: module.head", "backward"},
+             {step, "nn.Module: MSELoss_0"},
+             {step, "Optimizer.step#SGD.step"}}) {
+      INFO("pass " << json(path).dump());
+      REQUIRE(passes.count(path) == 1);
+      CHECK(passes.at(path)["instances"].get<int>() >= kSteps);
+    }
+    CHECK(passes.at({step})["instances"] == kSteps);
+  }
+  // The ranks ran the same program: the same tree, instance for instance.
+  const auto rank_passes = [&](int rank) {
+    std::map<std::vector<std::string>, std::pair<json, json>> out;
+    for (const auto& [path, pass] : FlattenPasses(*by_rank.at(rank))) {
+      out[path] = {pass["instances"], pass["phase"]};
+    }
+    return out;
+  };
+  CHECK(rank_passes(0) == rank_passes(1));
 }
 
 TEST_CASE("the annotated program's stdout and exit status are a bare run's", "[e2e]") {
