@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The Python annotator's cost (issue 19, docs/pytorch.md): per module call (forward pre + post
-# hooks with their NVTX push and pop, recorded by the shim under `gpuattr run`) and the wall time
-# of a small real training step, each with --pytorch modules against --pytorch off, side by side
-# in one run. Not a test: results go in docs/benchmarks.md §Python annotator.
+# hooks with their NVTX push and pop, recorded by the shim under `gpuattr run`), per module call
+# that makes an autograd node and is backpropagated (the claim of its node, and the node's hooks
+# with their context and leaf ranges), and the wall time of a small real training step, each
+# with --pytorch modules against --pytorch off, side by side in one run. Not a test: results go
+# in docs/benchmarks.md §Python annotator.
 #   scripts/pytorch_annotator_bench.sh [GPUATTR] [PYTHON]
 #   defaults: build/collector/gpuattr, /usr/bin/python3 (Debian's, which has torch)
 set -euo pipefail
@@ -29,6 +31,23 @@ for _ in range(calls):
     chain(x)
 per_module_call = (time.perf_counter_ns() - start) / (calls * 21)
 
+
+class Scale(nn.Module):  # one autograd node per call
+    def forward(self, x):
+        return x * 1.0
+
+
+# Forward and backward of 1 + 20 module calls, each making one node.
+graph_chain = nn.Sequential(*[Scale() for _ in range(20)])
+leaf = torch.zeros(1, requires_grad=True)
+for _ in range(200):
+    graph_chain(leaf).backward()
+start = time.perf_counter_ns()
+graph_calls = 5000
+for _ in range(graph_calls):
+    graph_chain(leaf).backward()
+per_graph_module_call = (time.perf_counter_ns() - start) / (graph_calls * 21)
+
 model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 16 * 16, 10))
 criterion = nn.CrossEntropyLoss()
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -44,18 +63,21 @@ start = time.perf_counter_ns()
 for _ in range(steps):
     train_step()
 per_step = (time.perf_counter_ns() - start) / steps
-print("%.1f %.1f" % (per_module_call, per_step))
+print("%.1f %.1f %.1f" % (per_module_call, per_graph_module_call, per_step))
 PY
 
-declare -A module_ns step_ns
+declare -A module_ns graph_ns step_ns
 for round in 1 2 3; do
   for mode in off modules; do
     taskset -c 0 "$gpuattr" run -q --pytorch "$mode" -o "$work/r.json" -- \
       "$python" "$work/bench.py" >"$work/out"
-    read -r m s <"$work/out"
+    read -r m g s <"$work/out"
     # best of the rounds, per mode
     if [[ -z "${module_ns[$mode]:-}" ]] || awk "BEGIN{exit !($m < ${module_ns[$mode]})}"; then
       module_ns[$mode]=$m
+    fi
+    if [[ -z "${graph_ns[$mode]:-}" ]] || awk "BEGIN{exit !($g < ${graph_ns[$mode]})}"; then
+      graph_ns[$mode]=$g
     fi
     if [[ -z "${step_ns[$mode]:-}" ]] || awk "BEGIN{exit !($s < ${step_ns[$mode]})}"; then
       step_ns[$mode]=$s
@@ -63,7 +85,8 @@ for round in 1 2 3; do
   done
 done
 echo "== machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p'); one core (taskset -c 0); best of 3, alternating"
-awk -v mo="${module_ns[off]}" -v mm="${module_ns[modules]}" -v so="${step_ns[off]}" \
-  -v sm="${step_ns[modules]}" 'BEGIN{
+awk -v mo="${module_ns[off]}" -v mm="${module_ns[modules]}" -v go="${graph_ns[off]}" \
+  -v gm="${graph_ns[modules]}" -v so="${step_ns[off]}" -v sm="${step_ns[modules]}" 'BEGIN{
   printf "module call (nn.Identity): off %.2f us, modules %.2f us, annotator cost %.2f us per call\n", mo/1e3, mm/1e3, (mm-mo)/1e3
+  printf "module call with its node, forward + backward (x * 1.0): off %.2f us, modules %.2f us, annotator cost %.2f us per call\n", go/1e3, gm/1e3, (gm-go)/1e3
   printf "training step (conv, relu, linear, loss, SGD): off %.1f us, modules %.1f us, %.2fx\n", so/1e3, sm/1e3, sm/so }'

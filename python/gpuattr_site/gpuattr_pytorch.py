@@ -131,23 +131,23 @@ class _Nvtx:
         self.pop_context = lambda: pop(domain)
 
 
-def _tensors(value, found, depth=0):
-    """The tensors in a module's inputs or outputs (tensors, and lists, tuples and dicts of
-    them, a few levels deep)."""
-    if hasattr(value, "grad_fn"):
-        found.append(value)
+def _grad_nodes(value, tensor_type, found=None, depth=0):
+    """The autograd nodes of the tensors in a module's inputs or outputs that need a gradient
+    (tensors, and lists, tuples and dicts of them, a few levels deep)."""
+    if found is None:
+        found = []
+    if isinstance(value, tensor_type):
+        if value.requires_grad:
+            node = value.grad_fn
+            if node is not None:
+                found.append(node)
     elif depth < 4 and isinstance(value, (list, tuple)):
         for item in value:
-            _tensors(item, found, depth + 1)
+            _grad_nodes(item, tensor_type, found, depth + 1)
     elif depth < 4 and isinstance(value, dict):
         for item in value.values():
-            _tensors(item, found, depth + 1)
+            _grad_nodes(item, tensor_type, found, depth + 1)
     return found
-
-
-def _grad_nodes(tensors):
-    return [tensor.grad_fn for tensor in tensors
-            if tensor.requires_grad and tensor.grad_fn is not None]
 
 
 class _ThreadStack(threading.local):
@@ -189,8 +189,12 @@ class Annotator:
         # Backward by module needs the context domain and autograd nodes with pre-hooks and
         # metadata (torch >= 1.13); found out at the first node (_claim_nodes).
         self._by_module = nvtx.push_context is not None
-        self._node_hooks = {}  # (module path, leaf) -> the pre-hook its nodes share
+        self._node_hooks = {}  # module path -> the pre-hook its nodes share
         self._leave_node_hook = self._guarded(self._leave_node)
+        self._unlinked_node_hook = self._enter_node_hook((), "backward_unlinked")
+        self._accumulate_grad_type = None  # found at the first node (_nodes_checked)
+        self._tensor_type = torch.Tensor
+        self._grad_enabled = torch.is_grad_enabled
         self._handles = []
 
     @staticmethod
@@ -219,13 +223,16 @@ class Annotator:
     def _guarded(self, function):
         """`function` as a hook body: any error disables the annotator and is named once."""
 
+        annotator = self
+        is_compiling = self._is_compiling
+
         def guarded(*args):
-            if not self._may_emit():
+            if not annotator._enabled or (is_compiling is not None and is_compiling()):
                 return None
             try:
                 function(*args)
             except Exception as error:  # never the program's: hooks' own errors only
-                self._disable(error)
+                annotator._disable(error)
             return None
 
         return guarded
@@ -341,8 +348,8 @@ class Annotator:
         self._push(name)
         path = (stack.modules[-1][4] if stack.modules else ()) + (name,)
         # The nodes the inputs came from were made before this call: its claim stops there.
-        boundary = (tuple(_grad_nodes(_tensors(inputs, [])))
-                    if self._by_module and self._torch.is_grad_enabled() else None)
+        boundary = (tuple(_grad_nodes(inputs, self._tensor_type))
+                    if self._by_module and self._grad_enabled() else None)
         stack.modules.append((name, is_root, next(self._call_numbers), boundary, path))
 
     def _forward_post(self, module, inputs, outputs):
@@ -354,7 +361,7 @@ class Annotator:
             stack.roots.pop()
         self._pop_to(name)
         if boundary is not None and self._by_module:
-            nodes = _grad_nodes(_tensors(outputs, []))
+            nodes = _grad_nodes(outputs, self._tensor_type)
             if nodes:
                 self._claim_nodes(nodes, call_number, boundary, path)
         if is_root and not stack.modules and not self._optimizer_seen:
@@ -366,51 +373,67 @@ class Annotator:
         """Hooks the autograd nodes that module call `call_number` made, found from its outputs'
         nodes back to its inputs' (`boundary`). A node already claimed by a call nested inside
         this one (a larger number: it started later, and ended first) is passed over to that
-        call's boundary; one claimed by an earlier call, and what it came from, is not ours.
-        call_number 0 claims what no module call made (backward's own walk)."""
-        if not self._nodes_checked(nodes[0]):
+        call's boundary; one claimed by an earlier call, and what it came from, is not ours
+        (nor is one this walk claimed already). call_number 0 claims what no module call made
+        (backward's own walk)."""
+        if self._accumulate_grad_type is None and not self._nodes_checked(nodes[0]):
             return
-        boundary_ids = set(map(id, boundary))
-        pending = list(nodes)
-        seen = set()
-        calls_passed = set()
+        accumulate_grad_type = self._accumulate_grad_type
+        enter_hook = None
+        leave_hook = self._leave_node_hook
+        calls_passed = None
+        pending = nodes
         while pending:
             node = pending.pop()
-            key = id(node)
-            if key in seen or key in boundary_ids:
+            if node in boundary:
                 continue
-            seen.add(key)
             metadata = node.metadata
             claim = metadata.get(_CLAIM_KEY)
             if claim is None:
                 metadata[_CLAIM_KEY] = (call_number, boundary)
-                if type(node).__name__ == "AccumulateGrad":  # a leaf's: no forward op made it
-                    self._hook_node(node, (), "backward_unlinked")
+                if type(node) is accumulate_grad_type:  # a leaf's: no forward op made it
+                    node.register_prehook(self._unlinked_node_hook)
                 else:
-                    self._hook_node(node, path, "backward")
-                    pending.extend(next_node for next_node, _ in node.next_functions
-                                   if next_node is not None)
-            elif claim[0] > call_number and claim[0] not in calls_passed:
-                calls_passed.add(claim[0])
-                pending.extend(claim[1])
+                    if enter_hook is None:
+                        enter_hook = self._node_hook(path)
+                    node.register_prehook(enter_hook)
+                    for next_node, _ in node.next_functions:
+                        if next_node is not None:
+                            pending.append(next_node)
+                node.register_hook(leave_hook)
+            elif claim[0] > call_number:
+                if calls_passed is None:
+                    calls_passed = set()
+                if claim[0] not in calls_passed:
+                    calls_passed.add(claim[0])
+                    pending.extend(claim[1])
 
     def _nodes_checked(self, node):
-        """Whether autograd nodes take pre-hooks and metadata (torch >= 1.13), which backward by
-        module needs; without them it is off, and a mark says why."""
-        if hasattr(node, "register_prehook") and hasattr(node, "metadata"):
+        """Whether autograd nodes take pre-hooks and metadata (torch >= 1.13) and AccumulateGrad's
+        node type is known, which backward by module needs; without them it is off, and a mark
+        says why."""
+        accumulate_grad_type = getattr(getattr(self._torch._C, "_functions", None),
+                                       "AccumulateGrad", None)
+        if (accumulate_grad_type is not None and hasattr(node, "register_prehook") and
+                hasattr(node, "metadata")):
+            self._accumulate_grad_type = accumulate_grad_type
             return True
         self._by_module = False
         self._nvtx.mark("gpuattr.pytorch: backward by module off: autograd nodes have no "
-                        "register_prehook/metadata in torch %s" % self._torch.__version__)
+                        "register_prehook/metadata or no AccumulateGrad type in torch %s" %
+                        self._torch.__version__)
         return False
 
-    def _hook_node(self, node, path, leaf):
-        hooks = self._node_hooks.get((path, leaf))
-        if hooks is None:
-            hooks = self._node_hooks[(path, leaf)] = self._guarded(
-                lambda grad_outputs: self._enter_node(path, leaf))
-        node.register_prehook(hooks)
-        node.register_hook(self._leave_node_hook)
+    def _node_hook(self, path):
+        """The pre-hook of the nodes of module path `path` (one per path, shared)."""
+        hook = self._node_hooks.get(path)
+        if hook is None:
+            hook = self._node_hooks[path] = self._enter_node_hook(path, "backward")
+        return hook
+
+    def _enter_node_hook(self, path, leaf):
+        enter = self._enter_node
+        return self._guarded(lambda grad_outputs: enter(path, leaf))
 
     def _enter_node(self, path, leaf):
         """An autograd node starts, on the thread autograd runs it on: its module path as context
@@ -423,8 +446,9 @@ class Annotator:
         context = path
         if self._step_open and threading.get_ident() != self._step_thread:
             context = self._step_context() + path
+        push_context = self._nvtx.push_context
         for name in context:
-            self._nvtx.push_context(name)
+            push_context(name)
         stack.leaf = leaf
         stack.leaf_context = len(context)
         stack.leaf_depth = 1
@@ -438,8 +462,9 @@ class Annotator:
         if stack.leaf_depth:
             return
         self._pop_to(stack.leaf)
+        pop_context = self._nvtx.pop_context
         for _ in range(stack.leaf_context):
-            self._nvtx.pop_context()
+            pop_context()
         stack.leaf_context = 0
 
     def _step_context(self):
@@ -467,8 +492,8 @@ class Annotator:
                 try:
                     if annotator._by_module and annotator._may_emit():
                         try:  # the nodes no module call made, as torch.profiler links them
-                            roots = _grad_nodes(_tensors(args[0] if args else
-                                                         kwargs.get("tensors"), []))
+                            roots = _grad_nodes(args[0] if args else kwargs.get("tensors"),
+                                                annotator._tensor_type)
                             if roots:
                                 annotator._claim_nodes(roots, 0, (), ())
                         except Exception as error:
