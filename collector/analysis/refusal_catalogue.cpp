@@ -71,8 +71,20 @@ constexpr RefusalEntry kLegacyProfilerTrace{
     "Record with a PyTorch built with Kineto (torch.profiler with ProfilerActivity.CUDA), or run "
     "the program under `gpuattr run`."};
 
+constexpr RefusalEntry kNoRanges{
+    "no_ranges",
+    "No process of this capture has an NVTX range, so no time can be attributed to a pass: every "
+    "kernel is unattributed (no_open_range) and the pass tree is empty.",
+    "PyTorch: run the program under `gpuattr run` with the Python annotator on (the default, "
+    "--pytorch modules; GPUATTR_PYTORCH=modules for armed processes): it adds step, module, "
+    "backward and optimizer ranges once the program imports torch (docs/pytorch.md). C++ or "
+    "other Python: put NVTX ranges around the phases (nvtxRangePushA / nvtxRangePop, "
+    "nvtx.annotate, torch.cuda.nvtx.range_push); an imported trace needs its annotations or "
+    "torch.profiler's with_modules=True."};
+
 }  // namespace
 
+const RefusalEntry& NoRangesAdvice() { return kNoRanges; }
 const RefusalEntry& NoDeviceActivityInTraceRefusal() { return kNoDeviceActivityInTrace; }
 const RefusalEntry& LegacyProfilerTraceRefusal() { return kLegacyProfilerTrace; }
 const RefusalEntry& AttachRequiresShimRefusal() { return kAttachRequiresShim; }

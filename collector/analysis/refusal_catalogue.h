@@ -1,4 +1,5 @@
-// The catalogue of refusals: why some data could not be collected, and what to do about it.
+// The catalogue of refusals: why some data could not be collected, and what to do about it; and
+// of advice: what would make a report say more.
 //
 // One table, owned here, maps each reason to its stable report code (DESIGN §3: `refusals[].code`)
 // with a generic cause and a remedy. The shim sends wire::RefusalCode plus the concrete cause it
@@ -34,6 +35,11 @@ const RefusalEntry& LegacyProfilerTraceRefusal();
 const RefusalEntry& AttachRequiresShimRefusal();
 const RefusalEntry& AttachOtherUserRefusal();
 const RefusalEntry& DaemonUnreachableRefusal();
+
+// Not a refusal but advice, the report's `advice` (nothing was lost, the numbers stand): no
+// process of the capture has a range, so nothing can be attributed to a pass. Says how to get
+// ranges: the PyTorch annotator, NVTX.
+const RefusalEntry& NoRangesAdvice();
 
 }  // namespace gpuattr::collector
 

@@ -7,6 +7,7 @@
 #include <climits>
 #include <utility>
 
+#include "analysis/refusal_catalogue.h"
 #include "base/check.h"
 #include "gpuattr_version.h"
 #include "report/report_json.h"
@@ -180,6 +181,17 @@ Report BuildReport(const ReportInputs& inputs) {
     built.step_rows.push_back(
         {analysis.device_measured, analysis.steps ? analysis.steps->rows : nullptr});
   }
+  // Advice (refusal_catalogue.h): how to get ranges when no process has one.
+  const bool any_range = std::any_of(processes.begin(), processes.end(), [](const auto& entry) {
+    return !entry.analysis->passes.empty() || !entry.analysis->ranges.empty();
+  });
+  Json advice = Json::array();
+  if (!any_range) {
+    const RefusalEntry& no_ranges = NoRangesAdvice();
+    advice.push_back(
+        {{"code", no_ranges.code}, {"cause", no_ranges.cause}, {"remedy", no_ranges.remedy}});
+  }
+  report["advice"] = std::move(advice);
   report["processes"] = std::move(process_json);
   report["launchers"] = std::move(launchers);
   report["diagnostics"] = {{"rejected_connections", inputs.rejected_connections},

@@ -495,15 +495,17 @@ std::string RenderReportView(const nlohmann::json& report, const ReportViewOptio
   std::string out = Header(report);
   const Json& processes = Field(report, "processes");
   if (!processes.is_array()) return out + "\nprocesses: n/a\n";
+  const std::string advice = AdviceText(Field(report, "advice"));
   if (processes.empty()) {
     return out +
            "\nno traced process (a process that never initialises CUDA nor calls NVTX is not "
-           "reported)\n";
+           "reported)\n" +
+           (advice.empty() ? "" : "\n" + advice);
   }
   for (const Json* process : ElementsOf(processes)) {
     if (Selected(*process, effective)) out += "\n" + Process(*process, effective);
   }
-  return out;
+  return out + (advice.empty() ? "" : "\n" + advice);
 }
 
 }  // namespace gpuattr::collector

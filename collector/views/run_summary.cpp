@@ -114,7 +114,10 @@ std::string RenderSummary(const nlohmann::json& report) {
   constexpr size_t kTop = 5;
   std::string out = "gpuattr summary (" + Text(Field(report, "schema_version")) + ")\n";
   const Json& processes = Field(report, "processes");
-  if (!processes.is_array() || processes.empty()) return out + "  no traced process reported\n";
+  const std::string advice = AdviceText(Field(report, "advice"));
+  if (!processes.is_array() || processes.empty()) {
+    return out + "  no traced process reported\n" + (advice.empty() ? "" : "\n" + advice);
+  }
   for (const Json& process : processes) {
     out += "\nprocess pid " + Text(Field(process, "pid")) + "  rank " +
            Text(Field(process, "rank")) + "  status " + Text(Field(process, "status")) + "  exit " +
@@ -185,7 +188,7 @@ std::string RenderSummary(const nlohmann::json& report) {
            Text(Field(loss, "orphan_activities")) + ", lost messages " +
            Text(Field(loss, "lost_messages")) + "\n";
   }
-  return out + RankTable(report);
+  return out + RankTable(report) + (advice.empty() ? "" : "\n" + advice);
 }
 
 }  // namespace gpuattr::collector

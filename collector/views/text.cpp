@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "report/report_reader.h"
+
 namespace gpuattr::collector {
 
 namespace {
@@ -148,6 +150,16 @@ std::string WrapText(const std::string& text, const std::string& first, const st
     pos = end + 1;
   }
   return out + line + "\n";
+}
+
+std::string AdviceText(const nlohmann::json& advice) {
+  std::string out;
+  for (const nlohmann::json* entry : ElementsOf(advice)) {
+    out += WrapText(StringText(Field(*entry, "cause")),
+                    "advice (" + StringText(Field(*entry, "code")) + "): ", "  ");
+    out += WrapText(StringText(Field(*entry, "remedy")), "  remedy: ", "  ");
+  }
+  return out;
 }
 
 void TextTable::Add(std::vector<std::string> cells) {

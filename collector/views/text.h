@@ -60,6 +60,12 @@ std::string FitLine(const std::string& head, const std::string& tail);
 // (both prefixes count in the width). A word longer than a line is elided.
 std::string WrapText(const std::string& text, const std::string& first, const std::string& rest);
 
+// ---- Parts several views print ----
+
+// The report's `advice` (a missing field reads as none): each entry's code and cause, then its
+// remedy, wrapped; "" without advice.
+std::string AdviceText(const nlohmann::json& advice);
+
 // ---- Tables ----
 
 // Rows of cells under a header line, columns as wide as their widest cell, two spaces apart.

@@ -411,6 +411,9 @@ TEST_CASE("with --pytorch off there is no annotator range", "[e2e]") {
   std::vector<std::string> names;
   for (const json& process : report["processes"]) CollectNames(process["passes"], &names);
   CHECK(names.empty());
+  // The report says how to get ranges.
+  REQUIRE(report["advice"].size() == 1);
+  CHECK(report["advice"][0]["code"] == "no_ranges");
 
   const ProcessResult rejected =
       RunUnderGpuattr({}, TrainCommand(""), dir.File("x.json"), {{"GPUATTR_PYTORCH", "maybe"}});

@@ -190,6 +190,31 @@ TEST_CASE("the text summary names processes, devices, passes and families", "[un
   CHECK_THAT(RenderSummary(Json::array()), Contains("no traced process"));
 }
 
+TEST_CASE("a capture without any range advises how to get ranges, in the report and the summary",
+          "[unit][report]") {
+  // rank1's process launched a kernel inside no range: the only process, so no range at all.
+  Fixture fixture;
+  const Json without_ranges = ReportFor({&fixture.rank1});
+  REQUIRE(without_ranges["advice"].size() == 1);
+  const Json& advice = without_ranges["advice"][0];
+  CHECK(advice["code"] == "no_ranges");
+  using Catch::Matchers::Contains;
+  CHECK_THAT(advice["remedy"].get<std::string>(), Contains("--pytorch modules"));
+  CHECK_THAT(advice["remedy"].get<std::string>(), Contains("nvtxRangePushA"));
+  const std::string summary = RenderSummary(without_ranges);
+  CHECK_THAT(summary, Contains("advice (no_ranges)"));
+  CHECK_THAT(summary, Contains("remedy: PyTorch"));
+  TempDir dir;
+  CHECK(Validate(without_ranges, dir, "advice.json") == 0);
+
+  // No process at all: the same advice.
+  CHECK(ReportFor({})["advice"].size() == 1);
+  // A process with a range (rank0's steps, nvtx_only's host range) needs no advice.
+  const Json with_ranges = ReportFor({&fixture.rank0, &fixture.nvtx_only});
+  CHECK(with_ranges["advice"].empty());
+  CHECK_THAT(RenderSummary(with_ranges), !Contains("advice ("));
+}
+
 TEST_CASE("the written text is dump(2) of the whole report with the step rows in place",
           "[unit][report]") {
   // Process 1 has 20,000 rows (about 9 MB of text: many 1 MiB pieces), process 2 no steps,

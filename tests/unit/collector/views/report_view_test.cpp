@@ -319,6 +319,24 @@ TEST_CASE("a pid option renders only that process", "[report_view]") {
   CHECK_THAT(text, Catch::Contains("process 200") && !Catch::Contains("process 100"));
 }
 
+TEST_CASE("the report's advice is rendered after the processes, and without any", "[report_view]") {
+  Json report = Report(Json::array());
+  report["advice"] = {{{"code", "no_ranges"},
+                       {"cause", "No process of this capture has an NVTX range."},
+                       {"remedy", "PyTorch: run it under gpuattr run."}}};
+  using Catch::Matchers::Contains;
+  const std::string without_processes = RenderReportView(report, {});
+  CHECK_THAT(without_processes, Contains("no traced process"));
+  CHECK_THAT(without_processes,
+             Contains("advice (no_ranges): No process of this capture has an NVTX range."));
+  CHECK_THAT(without_processes, Contains("  remedy: PyTorch: run it under gpuattr run."));
+  report["processes"] = {TreeProcess()};
+  const std::string with_process = RenderReportView(report, {});
+  CHECK(with_process.find("advice (no_ranges)") > with_process.find("process "));
+  report.erase("advice");  // a report written before advice existed
+  CHECK_THAT(RenderReportView(report, {}), !Contains("advice"));
+}
+
 TEST_CASE("hostile documents render without throwing", "[report_view]") {
   SECTION("wrong types everywhere") {
     const Json report = R"({
