@@ -9,6 +9,8 @@
 //    report equals the truth the script keeps by its own bookkeeping, exactly, and the Kineto
 //    trace the script writes of the same run (torch.profiler's format) imports to the same pass
 //    tree: paths, phases, instances and device time (docs/attribution.md §PyTorch);
+//  - the demo's example (examples/pytorch/train.py under tests/simgpu/python/simgpu_torch.py)
+//    gives its module tree with device time;
 //  - torchrun with gloo (tests/e2e/pytorch/train_ddp.py, DistributedDataParallel) gives two
 //    processes with their ranks and the same module tree;
 //  - the program cannot tell: its stdout and exit status are a bare run's, a program that never
@@ -309,6 +311,42 @@ TEST_CASE("the same program recorded as torch.profiler records it imports to the
     CHECK(imported_passes.at(path) == summary);
   }
   CHECK(imported_passes.size() == live_passes.size());
+}
+
+TEST_CASE("the demo's example on the simulated GPU has its module tree with device time", "[e2e]") {
+  RequireTorch();
+  TempDir dir;
+  const std::string report_path = dir.File("report.json");
+  const ProcessResult run = RunUnderGpuattr(
+      {}, {kPython, "-m", "simgpu_torch", PYTORCH_EXAMPLE_SCRIPT, "--steps", "2"}, report_path,
+      {{"GPUATTR_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY},
+       {"SIMGPU_PYWORK_LIBRARY", SIMGPU_PYWORK_LIBRARY},
+       {"PYTHONPATH", SIMGPU_TORCH_DIR}});
+  INFO("stderr: " << run.err);
+  REQUIRE(ExitStatus(run) == 0);
+  REQUIRE(SchemaValid(report_path));
+  const json report = ReadJson(report_path);
+  REQUIRE(report["processes"].size() == 1);
+  const json& process = report["processes"][0];
+  CHECK(process["status"] == "complete");
+  // All but the setup before the first step and the loss printed after the last is attributed.
+  CHECK(process["coverage"]["attributed_fraction"].get<double>() > 0.9);
+  for (const json& unattributed : process["coverage"]["unattributed"]) {
+    CHECK(unattributed["reason"] == "no_open_range");
+  }
+  const auto passes = FlattenPasses(process);
+  const std::string step = "ProfilerStep#*";
+  const std::string model = "nn.Module: Classifier_0";
+  for (const std::vector<std::string>& path : std::vector<std::vector<std::string>>{
+           {step, model, "nn.Module: stage1", "nn.Module: stage1.conv1"},
+           {step, model, "nn.Module: stage1", "nn.Module: stage1.conv1", "backward"},
+           {step, model, "backward", "nn.Module: stage2", "nn.Module: stage2.conv1"},
+           {step, "Optimizer.step#Adam.step"}}) {
+    INFO("pass " << json(path).dump());
+    REQUIRE(passes.count(path) == 1);
+    CHECK(passes.at(path)["device"]["total_ns"].get<uint64_t>() > 0);
+  }
+  CHECK(passes.at({step, model, "backward", "nn.Module: stage2"})["phase"] == "recompute");
 }
 
 TEST_CASE("torchrun with gloo gives each rank its process, its rank and the same module tree",
