@@ -11,7 +11,7 @@
 # the profiler traces with `gpuattr import`; writes the raw outputs plus summary.md/summary.json
 # (tests/gpu/compare.py) into --out. Without --out, inside a device call ($OUT set, at most 8
 # files come back) it works in $TMPDIR and leaves in $OUT the log, cupti_questions.json, the
-# summary and three tarballs of the rest; elsewhere it writes gpu-check-out. Budget: about 3
+# summary and three tarballs of the rest; elsewhere it writes gpu-check-out. Budget: about 4
 # minutes on one H200; every step's timeout is cut to fit GPU_CHECK_SECONDS (default 480) in all.
 # Without a GPU it refuses and exits 3 before doing anything. Exit 0: every check that ran
 # passed; 1: a check or a program failed, or a step was skipped for want of time.
@@ -152,6 +152,14 @@ bare torch_train 120 "$py" torch_train.py
 traced torch_train 120 "$torch_cupti" "$py" torch_train.py
 profiled torch_train 120 "$py" torch_train.py
 traced torch_train_graph 120 "$torch_cupti" "$py" torch_train.py --cuda-graph
+# The Python annotator on unannotated PyTorch (issue 19): no NVTX in the script, `gpuattr run`
+# with no flag; the profiled run gives the reference per module (key_averages).
+for model in lesson checkpointed; do
+  traced "torch_modules_$model" 120 "$torch_cupti" "$py" torch_modules.py --model "$model" \
+    --steps 20 --warmup 5
+  profiled "torch_modules_$model" 120 "$py" torch_modules.py --model "$model" --steps 20 \
+    --warmup 5
+done
 
 "$py" "$gpu_dir/compare.py" "$out" || status=1
 echo "gpu-check.sh: done in $((SECONDS - start)) s, exit $status; outputs in $out"

@@ -308,6 +308,45 @@ TEST_CASE(
   CHECK(chain->second["result"] == "recorded");
 }
 
+TEST_CASE("compare.py holds the annotator's module rows to torch.profiler's key_averages",
+          "[e2e][gpu-kit]") {
+  // torch_modules.py's two runs of the lesson model, as a GPU would leave them: gpuattr's
+  // modules rows, and the profiled run's reference per module path.
+  TempDir dir;
+  const auto module_row = [](std::vector<std::string> path, uint64_t forward, uint64_t backward,
+                             uint64_t recompute) {
+    return json{{"path", path},
+                {"forward_ns", forward},
+                {"backward_ns", backward},
+                {"recompute_ns", recompute}};
+  };
+  const json report = {
+      {"processes",
+       {{{"modules",
+          {module_row({"nn.Module: Lesson_0"}, 1'000'000, 2'000'000, 0),
+           module_row({"nn.Module: Lesson_0", "nn.Module: linear"}, 4'000'000, 7'000'000, 0),
+           module_row({"nn.Module: Blocks_0", "nn.Module: blocks.2"}, 500'000, 0, 520'000)}}}}}};
+  WriteFile(dir.File("torch_modules_lesson.report.json"), report.dump());
+  const json reference = {
+      {"Lesson_0", {{"forward_ns", 1'050'000}, {"backward_ns", 2'500'000}}},  // 5 %, 20 % off
+      {"Lesson_0/linear", {{"forward_ns", 4'000'000}, {"backward_ns", nullptr}}},
+      {"Blocks_0/blocks.2", {{"forward_ns", 1'000'000}, {"backward_ns", nullptr}}},
+      {"Lesson_0/missing", {{"forward_ns", 10}, {"backward_ns", nullptr}}}};
+  WriteFile(dir.File("torch_modules_lesson.profiler.truth.json"),
+            json{{"reference", reference}}.dump());
+
+  const Summary summary = Compare(dir.path());
+  CHECK(summary.exit_status == 1);
+  CHECK(Result(summary, "torch_modules_lesson: Lesson_0 forward (1050000 ns)") == "pass");
+  CHECK(Result(summary, "torch_modules_lesson: Lesson_0 backward (2500000 ns)") == "FAIL");
+  CHECK(Result(summary, "torch_modules_lesson: Lesson_0/linear forward (4000000 ns)") == "pass");
+  // A recomputed module's reference holds its forward and its recompute.
+  CHECK(Result(summary, "torch_modules_lesson: Blocks_0/blocks.2 forward (1000000 ns)") == "pass");
+  CHECK(Result(summary, "torch_modules_lesson: Lesson_0/missing forward (10 ns)") == "not run");
+  CHECK(Result(summary, "torch_modules_checkpointed: module device time vs key_averages") ==
+        "not run");
+}
+
 TEST_CASE(
     "compare.py with no outputs, or only what failed programs leave, runs nothing and passes "
     "nothing",

@@ -10,6 +10,9 @@ import os
 import sys
 
 TOLERANCE = 0.02
+# Module device time of two runs of the same program (gpuattr run, torch.profiler): kernel
+# durations differ from run to run by more than families' summed time does.
+MODULE_TOLERANCE = 0.10
 COVERAGE_MIN = 0.95
 OVERHEAD_MAX = 0.02
 BYTE_RATIO = 11 / 3
@@ -310,10 +313,41 @@ def main():
         row(f"{name}: per-step overhead ({b:.3f} -> {t:.3f} ms)", f"{over:.2%}",
             f"< {OVERHEAD_MAX:.0%}", over < OVERHEAD_MAX)
 
-    # 6. Every gpu_probe run against its own truth.
+    # 6. The Python annotator on unannotated PyTorch: gpuattr's modules rows against the
+    # reference torch.profiler's key_averages gives of the same program (torch_modules.py).
+    for model in ("lesson", "checkpointed"):
+        name = f"torch_modules_{model}"
+        run = load(outdir, f"{name}.report.json")
+        truth = load(outdir, f"{name}.profiler.truth.json")
+        reference = None if truth is None else truth.get("reference")
+        if run is None or not reference:
+            row(f"{name}: module device time vs key_averages", None,
+                f"within {MODULE_TOLERANCE:.0%}", None)
+            continue
+        rows_by_path = {}
+        for process in run["processes"]:
+            for module in process.get("modules") or []:
+                path = "/".join(n[len("nn.Module: "):] if n.startswith("nn.Module: ") else n
+                                for n in module["path"])
+                rows_by_path[path] = module
+        for path, expected in sorted(reference.items()):
+            live = rows_by_path.get(path)
+            for term, value in (("forward", expected["forward_ns"]),
+                                ("backward", expected["backward_ns"])):
+                if value is None or value == 0:
+                    continue  # no kernel of its own, or not separable by node type
+                got = None if live is None else (
+                    live["forward_ns"] + live["recompute_ns"] if term == "forward"
+                    else live["backward_ns"])
+                rel = None if got is None else abs(got - value) / value
+                row(f"{name}: {path} {term} ({value} ns)",
+                    None if rel is None else f"{rel:.3%}", f"within {MODULE_TOLERANCE:.0%}",
+                    None if rel is None else rel <= MODULE_TOLERANCE)
+
+    # 7. Every gpu_probe run against its own truth.
     probe_rows(outdir, row)
 
-    # 7. cupti-notes §10, from cupti_questions.
+    # 8. cupti-notes §10, from cupti_questions.
     cupti_rows(load(outdir, "cupti_questions.json"), row, record)
 
     with open(os.path.join(outdir, "summary.json"), "w") as f:
