@@ -75,6 +75,9 @@ fi
 # A kit built on another machine fails here, once, if this machine's glibc or libstdc++ is older.
 "$gpuattr" --version || { echo "gpu-check.sh: $gpuattr does not run here (see above)"; exit 1; }
 py="${PYTHON:-python3}"
+# The Python annotator's NVTX library: the kit's copy (scripts/gpu-kit.sh), else the one the build
+# found.
+[[ -f "$build/lib/libnvtx3interop.so.1" ]] && export GPUATTR_NVTX_LIBRARY="$build/lib/libnvtx3interop.so.1"
 gpu_dir="$root/tests/gpu"
 status=0
 

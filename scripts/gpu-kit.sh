@@ -10,7 +10,8 @@
 # probe_injection (Release, sm_90, RUNPATH $ORIGIN/../lib) in build-gpu-release, then lays out
 # KIT_DIR the way `gpu-check.sh --build KIT_DIR` reads a build tree:
 #   collector/gpuattr  inject/libgpuattr_inject.so  tests/gpu/{gpu_probe,cupti_questions,
-#   libprobe_injection.so}  lib/ (gpuattr's shared libraries beyond glibc and GCC's runtime)
+#   libprobe_injection.so}  python/gpuattr_site/ (the Python annotator)  lib/ (gpuattr's shared
+#   libraries beyond glibc and GCC's runtime, and libnvtx3interop.so.1)
 # with debug info stripped, small enough for a device call's carry (64 MiB with the tree).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -36,6 +37,13 @@ ldd "$build/collector/gpuattr" | awk '$3 ~ /^\// { print $3 }' | while read -r l
     *) cp -L "$lib" "$kit/lib/" ;;
   esac
 done
+# The Python annotator (issue 19): its site directory where `gpuattr run` looks beside its
+# executable, and the NVTX library it emits through (gpu-check.sh names it in
+# GPUATTR_NVTX_LIBRARY), since the GPU machine's toolkit may sit elsewhere.
+mkdir -p "$kit/python"
+cp -r "$build/python/gpuattr_site" "$kit/python/"
+nvtx_library="$(sed -n 's/^GPUATTR_NVTX_INTEROP_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt")"
+[[ -f "$nvtx_library" ]] && cp -L "$nvtx_library" "$kit/lib/"
 # What the kit asks of the GPU machine's glibc and libstdc++ (gpu-check.sh fails early otherwise).
 needs() { find "$kit" -type f -exec objdump -T {} + 2>/dev/null | grep -o "$1[0-9.]*" | sort -uV | tail -1; }
 echo "gpu-kit.sh: $kit ($(du -sh "$kit" | cut -f1)); needs $(needs GLIBC_) and $(needs GLIBCXX_);" \
