@@ -23,7 +23,7 @@ inline constexpr char kSocketEnv[] = "GPUATTR_SOCKET";
 // (docs/attach.md); `gpuattr run --armed` sets it.
 inline constexpr char kModeEnv[] = "GPUATTR_MODE";
 
-// The Python annotator (docs/pytorch.md): "modules" or "off"; read by its sitecustomize.
+// The Python annotator (docs/pytorch.md): "modules", "ops" or "off"; read by its sitecustomize.
 inline constexpr char kPytorchEnv[] = "GPUATTR_PYTORCH";
 // The NVTX library the annotator calls through ctypes when torch has no NVTX binding of its own.
 inline constexpr char kNvtxLibraryEnv[] = "GPUATTR_NVTX_LIBRARY";
@@ -39,10 +39,10 @@ std::vector<std::string> BuildChildEnvironment(const std::vector<std::string>& e
                                                const std::string& shim,
                                                const std::string& socket_path);
 
-// `environment` with the Python annotator set up for `mode`: "modules" puts `python_site` first
-// on PYTHONPATH (not repeated when already listed) and names `nvtx_library` in
-// GPUATTR_NVTX_LIBRARY unless the environment names one already (or `nvtx_library` is empty);
-// both set GPUATTR_PYTORCH to `mode`. Non-Python commands ignore all three.
+// `environment` with the Python annotator set up for `mode`: "modules" and "ops" put
+// `python_site` first on PYTHONPATH (not repeated when already listed) and name `nvtx_library`
+// in GPUATTR_NVTX_LIBRARY unless the environment names one already (or `nvtx_library` is
+// empty); every mode sets GPUATTR_PYTORCH to `mode`. Non-Python commands ignore all three.
 void AddPythonAnnotator(std::vector<std::string>* environment, const std::string& mode,
                         const std::string& python_site, const std::string& nvtx_library);
 

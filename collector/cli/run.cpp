@@ -154,10 +154,10 @@ StatusOr<std::string> PytorchMode(const RunOptions& options) {
     mode =
         from_environment != nullptr && from_environment[0] != '\0' ? from_environment : "modules";
   }
-  if (mode != "modules" && mode != "off") {
+  if (mode != "modules" && mode != "ops" && mode != "off") {
     return InvalidArgumentError("the Python annotator's mode (--pytorch, " +
                                 std::string(kPytorchEnv) + ") is \"" + mode +
-                                "\"; it is modules or off");
+                                "\"; it is modules, ops or off");
   }
   return mode;
 }
@@ -254,9 +254,9 @@ Subcommand AddRunSubcommand(CLI::App& app) {
                   "With --armed: the daemon's socket (default: the daemon's default)");
   run->add_option("--pytorch", options->pytorch_mode,
                   "The Python annotator for PyTorch programs (docs/pytorch.md): modules (module, "
-                  "step, backward, optimizer, loss and dataloader ranges) or off; default: "
-                  "$GPUATTR_PYTORCH, else modules")
-      ->check(CLI::IsMember({"modules", "off"}));
+                  "step, backward, optimizer, loss and dataloader ranges), ops (those and a "
+                  "range per aten op) or off; default: $GPUATTR_PYTORCH, else modules")
+      ->check(CLI::IsMember({"modules", "ops", "off"}));
   AddAnalysisFlags(run,
                    {&options->analysis, &options->phase_rules_path, &options->family_rules_path});
   run->add_flag("-q,--quiet", options->quiet, "No summary on stderr");

@@ -59,7 +59,7 @@ struct RunOptions {
   ExportPaths exports;
   bool armed = false;       // --armed: run CMD armed for the daemon; no report here
   std::string socket_path;  // --socket (armed): the daemon's; empty: the default
-  // --pytorch: the Python annotator's mode, "modules" or "off" (docs/pytorch.md); empty:
+  // --pytorch: the Python annotator's mode, "modules", "ops" or "off" (docs/pytorch.md); empty:
   // GPUATTR_PYTORCH's value, else "modules".
   std::string pytorch_mode;
 };

@@ -15,6 +15,8 @@
 #   Optimizer.step#<Class>.step         optimizer.step(), as torch.profiler names it
 #   Optimizer.zero_grad#<Class>.zero_grad
 #   enumerate(DataLoader)#<Iterator>.__next__   fetching a batch, as torch.profiler names it
+#   aten::<op>                          with GPUATTR_PYTORCH=ops: each aten op a thread runs
+#                                       after its first module call (a dispatch mode)
 #
 # Backward by module: when a module call returns with outputs that need a gradient, the autograd
 # nodes its forward made are claimed for it (_BackwardClaims) and get a pre-hook and a hook. The
@@ -162,13 +164,14 @@ class _ThreadStack(threading.local):
         self.leaf = None
         self.leaf_context = 0
         self.leaf_depth = 0
+        self.op_ranges_entered = False
 
     def reset(self):
         del self.names[:], self.modules[:], self.roots[:]
 
 
 class Annotator:
-    def __init__(self, torch, nvtx):
+    def __init__(self, torch, nvtx, op_ranges=False):
         self._torch = torch
         self._nvtx = nvtx
         self._stack = _ThreadStack()
@@ -196,6 +199,7 @@ class Annotator:
         self._tensor_type = torch.Tensor
         self._grad_enabled = torch.is_grad_enabled
         self._handles = []
+        self._op_ranges = self._make_op_ranges() if op_ranges else None
 
     @staticmethod
     def _find_is_compiling(torch):
@@ -269,6 +273,47 @@ class Annotator:
 
         return wrapped
 
+    # --- op ranges (--pytorch ops) --------------------------------------------------------------
+
+    def _make_op_ranges(self):
+        """A dispatch mode that puts each aten op it sees in a range named as torch.profiler
+        names the op (`aten::addmm`), or None (and a mark) for a torch without dispatch modes.
+        A thread enters it at its first module call (_forward_pre), so modes the program entered
+        before, a simulated device's among them, run inside its ranges."""
+        try:
+            from torch.utils._python_dispatch import TorchDispatchMode
+        except ImportError as error:
+            self._nvtx.mark("gpuattr.pytorch: op ranges off: %s" % error)
+            return None
+        annotator = self
+        names = {}  # op -> its range name
+
+        class OpRanges(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                name = None
+                if annotator._may_emit():
+                    try:
+                        name = names.get(func)
+                        if name is None:
+                            name = names[func] = func._schema.name
+                        annotator._push(name)
+                    except Exception as error:
+                        name = None
+                        annotator._disable(error)
+                try:
+                    return func(*args, **(kwargs or {}))
+                finally:
+                    if name is not None:
+                        annotator._pop_to(name)
+
+        return OpRanges()
+
+    def _enter_op_ranges(self):
+        stack = self._stack
+        if not stack.op_ranges_entered:
+            stack.op_ranges_entered = True
+            self._op_ranges.__enter__()
+
     # --- the thread's NVTX stack -------------------------------------------------------------
 
     def _push(self, name):
@@ -338,6 +383,8 @@ class Annotator:
 
     def _forward_pre(self, module, inputs):
         stack = self._stack
+        if self._op_ranges is not None and not stack.op_ranges_entered:
+            self._enter_op_ranges()
         name = self._submodule_range_name(module)
         is_root = name is None
         if is_root:
@@ -562,10 +609,11 @@ class Annotator:
 
 def install(torch):
     """Installs the annotator once, on the freshly imported `torch` (sitecustomize calls this,
-    unless GPUATTR_PYTORCH is off)."""
+    unless GPUATTR_PYTORCH is off; `ops` adds the op ranges)."""
     global _annotator
     if _annotator is not None:
         return
-    annotator = Annotator(torch, _Nvtx(torch))
+    annotator = Annotator(torch, _Nvtx(torch),
+                          op_ranges=os.environ.get("GPUATTR_PYTORCH") == "ops")
     annotator.install()
     _annotator = annotator

@@ -11,6 +11,7 @@
 //    tree: paths, phases, instances and device time (docs/attribution.md §PyTorch);
 //  - the demo's example (examples/pytorch/train.py under tests/simgpu/python/simgpu_torch.py)
 //    gives its module tree with device time;
+//  - --pytorch ops puts each aten op in a range around its kernels;
 //  - torchrun with gloo (tests/e2e/pytorch/train_ddp.py, DistributedDataParallel) gives two
 //    processes with their ranks and the same module tree;
 //  - the program cannot tell: its stdout and exit status are a bare run's, a program that never
@@ -349,6 +350,49 @@ TEST_CASE("the demo's example on the simulated GPU has its module tree with devi
   CHECK(passes.at({step, model, "backward", "nn.Module: stage2"})["phase"] == "recompute");
 }
 
+TEST_CASE("with --pytorch ops each aten op is a range around its kernels, below its module",
+          "[e2e]") {
+  RequireTorch();
+  TempDir dir;
+  const std::string report_path = dir.File("report.json");
+  const std::string activities_path = dir.File("activities.jsonl");
+  const ProcessResult run = RunUnderGpuattr(
+      {"--pytorch", "ops", "--activities", activities_path},
+      {kPython, "-m", "simgpu_torch", PYTORCH_EXAMPLE_SCRIPT, "--steps", "2"}, report_path,
+      {{"GPUATTR_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY},
+       {"SIMGPU_PYWORK_LIBRARY", SIMGPU_PYWORK_LIBRARY},
+       {"PYTHONPATH", SIMGPU_TORCH_DIR}});
+  INFO("stderr: " << run.err);
+  REQUIRE(ExitStatus(run) == 0);
+  REQUIRE(SchemaValid(report_path));
+  // simgpu_torch names each op's kernel `aten.<op>.<overload>`: the kernel's innermost range is
+  // `aten::<op>`, unless the op ran before the thread's first module call (the setup).
+  std::istringstream lines(test_support::ReadFile(activities_path));
+  int in_op_range = 0;
+  int outside = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const json activity = json::parse(line);
+    const auto path = activity["path"].get<std::vector<std::string>>();
+    const std::string kernel = activity["name"].get<std::string>();
+    const std::string op = kernel.substr(5, kernel.find('.', 5) - 5);  // after "aten."
+    if (!path.empty() && path.back().rfind("aten::", 0) == 0) {
+      INFO("kernel " << kernel << " under " << json(path).dump());
+      CHECK(path.back() == "aten::" + op);
+      ++in_op_range;
+    } else {
+      ++outside;
+    }
+  }
+  CHECK(in_op_range > 4 * outside);
+  const auto passes = FlattenPasses(ReadJson(report_path)["processes"][0]);
+  const std::vector<std::string> conv = {"ProfilerStep#*", "nn.Module: Classifier_0",
+                                         "nn.Module: stage1", "nn.Module: stage1.conv1",
+                                         "aten::convolution"};
+  REQUIRE(passes.count(conv) == 1);
+  CHECK(passes.at(conv)["instances"] == 2);
+  CHECK(passes.at(conv)["device"]["kernels"] == 2);
+}
+
 TEST_CASE("torchrun with gloo gives each rank its process, its rank and the same module tree",
           "[e2e]") {
   RequireTorch();
@@ -456,7 +500,7 @@ TEST_CASE("with --pytorch off there is no annotator range", "[e2e]") {
   const ProcessResult rejected =
       RunUnderGpuattr({}, TrainCommand(""), dir.File("x.json"), {{"GPUATTR_PYTORCH", "maybe"}});
   CHECK(ExitStatus(rejected) == 2);
-  CHECK(rejected.err.find("modules or off") != std::string::npos);
+  CHECK(rejected.err.find("modules, ops or off") != std::string::npos);
 }
 
 TEST_CASE("a sitecustomize the environment already had still runs", "[e2e]") {
