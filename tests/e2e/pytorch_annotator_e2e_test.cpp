@@ -203,18 +203,23 @@ TEST_CASE("an unannotated torch training loop gets the PyTorch model's pass tree
   CHECK(leaves_ns <= timed.at("backward"));
 }
 
-TEST_CASE("every aten op's simulated kernel lands where the program's own bookkeeping says",
-          "[e2e]") {
+TEST_CASE(
+    "every aten op's simulated kernel lands where the program's own bookkeeping says, with "
+    "backward on the main thread or on a thread of its own",
+    "[e2e]") {
   RequireTorch();
+  // A thread of its own is what autograd's device threads are to CUDA backward: the step is
+  // open on the main thread only, and each node's leaf must carry it there.
+  const bool backward_thread = GENERATE(false, true);
   TempDir dir;
   const std::string report_path = dir.File("report.json");
   const std::string truth_path = dir.File("truth.json");
+  std::vector<std::string> command = {kPython,    PYTORCH_SIMULATED_SCRIPT, "--steps", "3",
+                                      "--simgpu", SIMGPU_PYWORK_LIBRARY,    "--truth", truth_path};
+  if (backward_thread) command.push_back("--backward-thread");
   const ProcessResult run =
-      RunUnderGpuattr({},
-                      {kPython, PYTORCH_SIMULATED_SCRIPT, "--steps", "3", "--simgpu",
-                       SIMGPU_PYWORK_LIBRARY, "--truth", truth_path},
-                      report_path, {{"GPUATTR_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY}});
-  INFO("stderr: " << run.err);
+      RunUnderGpuattr({}, command, report_path, {{"GPUATTR_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY}});
+  INFO("backward thread " << backward_thread << ", stderr: " << run.err);
   REQUIRE(ExitStatus(run) == 0);
   REQUIRE(SchemaValid(report_path));
   const json report = ReadJson(report_path);

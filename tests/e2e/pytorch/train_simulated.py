@@ -101,6 +101,12 @@ class Truth:
         correlation = ctypes.c_uint32()
         duration_ns = 1000 + 100 * (len(self.activities) % 7)
         path = self.path()
+        local = self.thread()
+        # A thread of its own (--backward-thread) has ranges only inside a node or a module;
+        # elsewhere its kernels take the main thread's (DESIGN §2: inherited).
+        own_ranges = (threading.current_thread() is threading.main_thread() or
+                      local.node_depth > 0 or local.modules)
+        attribution = ("direct" if own_ranges else "inherited") if path else "none"
         status = self.library.simgpu_launch_kernel(name.encode(), duration_ns, times,
                                                    ctypes.byref(correlation))
         returned_ns = time.monotonic_ns()
@@ -110,7 +116,8 @@ class Truth:
         self.activities.append({
             "kind": "kernel", "name": name, "correlation_id": correlation.value, "device": 0,
             "stream": 0, "launch_ns": times[0], "start_ns": times[1], "end_ns": times[2],
-            "thread": "main", "range_path": path, "attribution": "direct" if path else "none",
+            "thread": threading.current_thread().name, "range_path": path,
+            "attribution": attribution,
             "graph_node": None})
 
     # modules
@@ -291,6 +298,13 @@ def tag_checkpoints(truth):
     checkpoint_function.apply = apply_and_tag
 
 
+def backward_on_this_thread(truth, loss):
+    """loss.backward() on the calling thread, which launches its own kernels (the modes are
+    per thread)."""
+    with KernelPerOp(truth), TagNodes(truth):
+        loss.backward()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=3)
@@ -298,6 +312,9 @@ def main():
     parser.add_argument("--truth", required=True)
     parser.add_argument("--kineto")
     parser.add_argument("--module-names")
+    parser.add_argument("--backward-thread", action="store_true",
+                        help="run each backward on a thread of its own, as autograd runs CUDA "
+                             "backward on its device threads")
     args = parser.parse_args()
     library = ctypes.CDLL(args.simgpu)
     library.simgpu_launch_kernel.argtypes = [ctypes.c_char_p, ctypes.c_uint64,
@@ -331,7 +348,12 @@ def main():
             trace.annotation(ZERO_GRAD, step_ns, time.monotonic_ns())
             truth.loop_context = [STEP]
             loss = criterion(model(x), y)
-            loss.backward()
+            if args.backward_thread:
+                backward = threading.Thread(target=backward_on_this_thread, args=(truth, loss))
+                backward.start()
+                backward.join()
+            else:
+                loss.backward()
             truth.loop_context = [STEP, OPTIMIZER_STEP]
             optimizer_ns = time.monotonic_ns()
             optimizer.step()
