@@ -508,6 +508,44 @@ TEST_CASE("with --pytorch off there is no annotator range", "[e2e]") {
   CHECK(rejected.err.find("modules, ops or off") != std::string::npos);
 }
 
+TEST_CASE(
+    "an error inside the annotator disables it, is named in the report, and the program "
+    "runs on as bare",
+    "[e2e]") {
+  RequireTorch();
+  TempDir dir;
+  // A submodule whose named_modules() raises: the annotator's forward pre-hook names submodules
+  // with it, the program itself never calls it.
+  const std::vector<std::string> command = {kPython, "-c",
+                                            "import torch\n"
+                                            "torch.manual_seed(0)\n"
+                                            "class Odd(torch.nn.Linear):\n"
+                                            "    def named_modules(self, *args, **kwargs):\n"
+                                            "        raise RuntimeError('no names here')\n"
+                                            "model = Odd(4, 4)\n"
+                                            "outer = torch.nn.Sequential(model)\n"
+                                            "outer.named_modules = model.named_modules\n"
+                                            "x = torch.ones(2, 4)\n"
+                                            "for _ in range(3):\n"
+                                            "    y = outer(x).sum()\n"
+                                            "    y.backward()\n"
+                                            "print('sum %.4f' % float(y))\n"};
+  const ProcessResult bare = RunProcess(command, {}, /*timeout_s=*/120);
+  const std::string report_path = dir.File("report.json");
+  const ProcessResult traced = RunUnderGpuattr({}, command, report_path);
+  INFO("bare stderr: " << bare.err << "\ntraced stderr: " << traced.err);
+  REQUIRE(ExitStatus(bare) == 0);
+  CHECK(ExitStatus(traced) == 0);
+  CHECK(traced.out == bare.out);
+  REQUIRE(SchemaValid(report_path));
+  const json report = ReadJson(report_path);
+  REQUIRE(report["processes"].size() == 1);
+  const json& marks = report["processes"][0]["marks"];
+  REQUIRE(marks.size() == 1);
+  CHECK(marks[0]["name"] == "gpuattr.pytorch: disabled: RuntimeError: no names here");
+  CHECK(marks[0]["count"] == 1);
+}
+
 TEST_CASE("a sitecustomize the environment already had still runs", "[e2e]") {
   RequireTorch();
   TempDir dir;
