@@ -255,6 +255,14 @@ TEST_CASE(
   CheckAgainstTruth(report, truth);
 }
 
+// The environment `python3 -m simgpu_torch SCRIPT` needs: the simulated GPU's fake CUPTI and
+// library, and simgpu_torch itself on PYTHONPATH (the annotator's site goes first).
+std::map<std::string, std::string> SimulatedTorchEnvironment() {
+  return {{"GPUATTR_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY},
+          {"SIMGPU_PYWORK_LIBRARY", SIMGPU_PYWORK_LIBRARY},
+          {"PYTHONPATH", SIMGPU_TORCH_DIR}};
+}
+
 // What a comparison of two pass trees looks at: each path's instances, phase and device time.
 using PassSummary = std::tuple<uint64_t, json, uint64_t, uint64_t>;
 
@@ -323,11 +331,9 @@ TEST_CASE("the demo's example on the simulated GPU has its module tree with devi
   RequireTorch();
   TempDir dir;
   const std::string report_path = dir.File("report.json");
-  const ProcessResult run = RunUnderGpuattr(
-      {}, {kPython, "-m", "simgpu_torch", PYTORCH_EXAMPLE_SCRIPT, "--steps", "2"}, report_path,
-      {{"GPUATTR_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY},
-       {"SIMGPU_PYWORK_LIBRARY", SIMGPU_PYWORK_LIBRARY},
-       {"PYTHONPATH", SIMGPU_TORCH_DIR}});
+  const ProcessResult run =
+      RunUnderGpuattr({}, {kPython, "-m", "simgpu_torch", PYTORCH_EXAMPLE_SCRIPT, "--steps", "2"},
+                      report_path, SimulatedTorchEnvironment());
   INFO("stderr: " << run.err);
   REQUIRE(ExitStatus(run) == 0);
   REQUIRE(SchemaValid(report_path));
@@ -361,12 +367,10 @@ TEST_CASE("with --pytorch ops each aten op is a range around its kernels, below 
   TempDir dir;
   const std::string report_path = dir.File("report.json");
   const std::string activities_path = dir.File("activities.jsonl");
-  const ProcessResult run = RunUnderGpuattr(
-      {"--pytorch", "ops", "--activities", activities_path},
-      {kPython, "-m", "simgpu_torch", PYTORCH_EXAMPLE_SCRIPT, "--steps", "2"}, report_path,
-      {{"GPUATTR_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY},
-       {"SIMGPU_PYWORK_LIBRARY", SIMGPU_PYWORK_LIBRARY},
-       {"PYTHONPATH", SIMGPU_TORCH_DIR}});
+  const ProcessResult run =
+      RunUnderGpuattr({"--pytorch", "ops", "--activities", activities_path},
+                      {kPython, "-m", "simgpu_torch", PYTORCH_EXAMPLE_SCRIPT, "--steps", "2"},
+                      report_path, SimulatedTorchEnvironment());
   INFO("stderr: " << run.err);
   REQUIRE(ExitStatus(run) == 0);
   REQUIRE(SchemaValid(report_path));

@@ -91,6 +91,18 @@ struct Installed {
   }
 };
 
+// The handlers a domain test calls, from the installed tables.
+struct DomainHandlers {
+  nvtxDomainCreateA_impl_fntype create =
+      Core2<nvtxDomainCreateA_impl_fntype>(NVTX_CBID_CORE2_DomainCreateA);
+  nvtxDomainRangePushEx_impl_fntype domain_push =
+      Core2<nvtxDomainRangePushEx_impl_fntype>(NVTX_CBID_CORE2_DomainRangePushEx);
+  nvtxDomainRangePop_impl_fntype domain_pop =
+      Core2<nvtxDomainRangePop_impl_fntype>(NVTX_CBID_CORE2_DomainRangePop);
+  nvtxRangePushA_impl_fntype push = Core<nvtxRangePushA_impl_fntype>(NVTX_CBID_CORE_RangePushA);
+  nvtxRangePop_impl_fntype pop = Core<nvtxRangePop_impl_fntype>(NVTX_CBID_CORE_RangePop);
+};
+
 TEST_CASE("push and pop produce RangePush/RangePop with path nodes and real depths", "[nvtx]") {
   Installed nvtx;
   auto push = Core<nvtxRangePushA_impl_fntype>(NVTX_CBID_CORE_RangePushA);
@@ -134,11 +146,8 @@ TEST_CASE("push and pop produce RangePush/RangePop with path nodes and real dept
 TEST_CASE("domains share one stack, and a domain pop removes that domain's latest frame",
           "[nvtx]") {
   Installed nvtx;
-  auto create = Core2<nvtxDomainCreateA_impl_fntype>(NVTX_CBID_CORE2_DomainCreateA);
-  auto domain_push = Core2<nvtxDomainRangePushEx_impl_fntype>(NVTX_CBID_CORE2_DomainRangePushEx);
-  auto domain_pop = Core2<nvtxDomainRangePop_impl_fntype>(NVTX_CBID_CORE2_DomainRangePop);
-  auto push = Core<nvtxRangePushA_impl_fntype>(NVTX_CBID_CORE_RangePushA);
-  auto pop = Core<nvtxRangePop_impl_fntype>(NVTX_CBID_CORE_RangePop);
+  const DomainHandlers handlers;
+  auto [create, domain_push, domain_pop, push, pop] = handlers;
 
   nvtxDomainHandle_t app = create("app");
   REQUIRE(app != nullptr);
@@ -176,11 +185,8 @@ TEST_CASE("domains share one stack, and a domain pop removes that domain's lates
 TEST_CASE("context-domain ranges give their path to what is above them but send no record",
           "[nvtx]") {
   Installed nvtx;
-  auto create = Core2<nvtxDomainCreateA_impl_fntype>(NVTX_CBID_CORE2_DomainCreateA);
-  auto domain_push = Core2<nvtxDomainRangePushEx_impl_fntype>(NVTX_CBID_CORE2_DomainRangePushEx);
-  auto domain_pop = Core2<nvtxDomainRangePop_impl_fntype>(NVTX_CBID_CORE2_DomainRangePop);
-  auto push = Core<nvtxRangePushA_impl_fntype>(NVTX_CBID_CORE_RangePushA);
-  auto pop = Core<nvtxRangePop_impl_fntype>(NVTX_CBID_CORE_RangePop);
+  const DomainHandlers handlers;
+  auto [create, domain_push, domain_pop, push, pop] = handlers;
 
   // What the Python annotator does on an autograd thread: the step and a module path as
   // context, then the `backward` leaf.
