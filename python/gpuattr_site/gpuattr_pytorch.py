@@ -437,10 +437,13 @@ class Annotator:
             metadata = node.metadata
             claim = metadata.get(_CLAIM_KEY)
             if claim is None:
-                metadata[_CLAIM_KEY] = (call_number, boundary)
                 if type(node) is accumulate_grad_type:  # a leaf's: no forward op made it
+                    # Nothing lies behind it; and an accumulator may outlive the graph (DDP
+                    # keeps them), so its claim holds no node of this one.
+                    metadata[_CLAIM_KEY] = (call_number, ())
                     node.register_prehook(self._unlinked_node_hook)
                 else:
+                    metadata[_CLAIM_KEY] = (call_number, boundary)
                     if enter_hook is None:
                         enter_hook = self._node_hook(path)
                     node.register_prehook(enter_hook)
