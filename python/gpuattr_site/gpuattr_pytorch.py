@@ -19,7 +19,7 @@
 #                                       after its first module call (a dispatch mode)
 #
 # Backward by module: when a module call returns with outputs that need a gradient, the autograd
-# nodes its forward made are claimed for it (_BackwardClaims) and get a pre-hook and a hook. The
+# nodes its forward made are claimed for it (_claim_nodes) and get a pre-hook and a hook. The
 # pre-hook, on whichever thread autograd runs the node, pushes the call's module path as context
 # ranges (NVTX domain `gpuattr.context`: the shim keeps them on the thread's stack for the path
 # of what is pushed above them, but records no range of their own) and a `backward` leaf; the
@@ -49,7 +49,7 @@ _MODULE_PREFIX = "nn.Module: "
 
 
 class _EventAttributes(ctypes.Structure):
-    """nvtxEventAttributes_t (NVTX_VERSION 3), enough of it for a registered message."""
+    """nvtxEventAttributes_t (NVTX_VERSION 3, 48 bytes), as a registered message needs it."""
 
     _fields_ = [("version", ctypes.c_uint16), ("size", ctypes.c_uint16),
                 ("category", ctypes.c_uint32), ("color_type", ctypes.c_int32),
@@ -66,7 +66,7 @@ class _Nvtx:
 
     The CUDA toolkit's libnvtx3interop through ctypes (GPUATTR_NVTX_LIBRARY, set by `gpuattr
     run`); when it cannot be loaded, torch's own binding (torch built with CUDA), which has no
-    domains: then `push_context` is None and backward stays by node without module paths."""
+    domains: then `push_context` is None, and there is no backward by module."""
 
     def __init__(self, torch):
         self.push_context = None
@@ -383,7 +383,7 @@ class Annotator:
 
     def _forward_pre(self, module, inputs):
         stack = self._stack
-        if self._op_ranges is not None and not stack.op_ranges_entered:
+        if self._op_ranges is not None:
             self._enter_op_ranges()
         name = self._submodule_range_name(module)
         is_root = name is None
