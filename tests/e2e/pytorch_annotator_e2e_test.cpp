@@ -457,6 +457,52 @@ TEST_CASE("torchrun with gloo gives each rank its process, its rank and the same
   CHECK(rank_passes(0) == rank_passes(1));
 }
 
+TEST_CASE("non-reentrant checkpointing recomputes under the backward of the node that needed it",
+          "[e2e]") {
+  RequireTorch();
+  TempDir dir;
+  // use_reentrant=False: the block's forward reruns when a node of its own needs what it saved
+  // (tanh's output), inside that node's backward.
+  const std::vector<std::string> command = {
+      kPython, "-c",
+      "import torch, torch.nn as nn, torch.utils.checkpoint as checkpoint\n"
+      "torch.manual_seed(0)\n"
+      "class Block(nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.lin = nn.Linear(4, 4)\n"
+      "    def forward(self, x):\n"
+      "        return torch.tanh(self.lin(x))\n"
+      "class Net(nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.a = nn.Linear(4, 4)\n"
+      "        self.b = Block()\n"
+      "    def forward(self, x):\n"
+      "        return checkpoint.checkpoint(self.b, self.a(x), use_reentrant=False).sum()\n"
+      "net = Net()\n"
+      "optimizer = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+      "for _ in range(3):\n"
+      "    optimizer.zero_grad()\n"
+      "    net(torch.randn(2, 4)).backward()\n"
+      "    optimizer.step()\n"};
+  const std::string report_path = dir.File("report.json");
+  const ProcessResult run = RunUnderGpuattr({}, command, report_path);
+  INFO("stderr: " << run.err);
+  REQUIRE(ExitStatus(run) == 0);
+  REQUIRE(SchemaValid(report_path));
+  const auto passes = FlattenPasses(ReadJson(report_path)["processes"][0]);
+  const std::vector<std::string> block = {"ProfilerStep#*", "nn.Module: Net_0", "nn.Module: b"};
+  std::vector<std::string> recompute = block;
+  recompute.insert(recompute.end(), {"backward", "nn.Module: b", "nn.Module: b.lin"});
+  REQUIRE(passes.count(recompute) == 1);
+  CHECK(passes.at(recompute)["instances"] == 3);
+  CHECK(passes.at(recompute)["phase"] == "recompute");
+  REQUIRE(passes.count(block) == 1);
+  CHECK(passes.at(block)["instances"] == 3);
+  CHECK(passes.at(block)["phase"] == "forward");
+}
+
 TEST_CASE("the annotated program's stdout and exit status are a bare run's", "[e2e]") {
   RequireTorch();
   TempDir dir;
