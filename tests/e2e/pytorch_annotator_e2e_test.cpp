@@ -282,19 +282,28 @@ std::map<std::vector<std::string>, PassSummary> SummarisePasses(
   return out;
 }
 
-TEST_CASE("the same program recorded as torch.profiler records it imports to the same tree",
-          "[e2e]") {
+TEST_CASE(
+    "the same program recorded as torch.profiler records it imports to the same tree, with "
+    "backward on the main thread or on a thread of its own",
+    "[e2e]") {
   RequireTorch();
+  // Off the main thread, the import model copies the step from the main thread to each backward
+  // op, as the annotator copies it to each node's leaf.
+  const bool backward_thread = GENERATE(false, true);
   TempDir dir;
   const std::string live_path = dir.File("live.json");
   const std::string kineto_path = dir.File("kineto.json");
   const std::string names_path = dir.File("module_names.json");
-  const ProcessResult run = RunUnderGpuattr(
-      {},
-      {kPython, PYTORCH_SIMULATED_SCRIPT, "--steps", "3", "--simgpu", SIMGPU_PYWORK_LIBRARY,
-       "--truth", dir.File("truth.json"), "--kineto", kineto_path, "--module-names", names_path},
-      live_path, {{"GPUATTR_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY}});
-  INFO("stderr: " << run.err);
+  std::vector<std::string> command = {kPython,          PYTORCH_SIMULATED_SCRIPT,
+                                      "--steps",        "3",
+                                      "--simgpu",       SIMGPU_PYWORK_LIBRARY,
+                                      "--truth",        dir.File("truth.json"),
+                                      "--kineto",       kineto_path,
+                                      "--module-names", names_path};
+  if (backward_thread) command.push_back("--backward-thread");
+  const ProcessResult run =
+      RunUnderGpuattr({}, command, live_path, {{"GPUATTR_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY}});
+  INFO("backward thread " << backward_thread << ", stderr: " << run.err);
   REQUIRE(ExitStatus(run) == 0);
   const std::string imported_path = dir.File("imported.json");
   const ProcessResult imported_run =

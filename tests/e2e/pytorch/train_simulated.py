@@ -185,21 +185,22 @@ class Truth:
 
 
 class KinetoTrace:
-    """The run as torch.profiler's Kineto trace of it (see the docstring): host events on this
-    process's thread, kernels on device 0's stream 7, times in microseconds with the
+    """The run as torch.profiler's Kineto trace of it (see the docstring): host events on the
+    threads that made them, kernels on device 0's stream 7, times in microseconds with the
     nanoseconds exact."""
 
     def __init__(self):
         self.events = []
         self.pid = os.getpid()
-        self.tid = threading.get_native_id()
         self.next_sequence = 0
         self.names_by_module = {}  # id(module) -> torch's `nn.Module: Class_k`
         self.calls_by_class = {}
         self.module_names = {}  # torch's name -> the annotator's
 
     def host(self, category, name, start_ns, end_ns, args=None):
-        self.events.append((category, name, self.pid, self.tid, start_ns, end_ns, args))
+        """An event of the calling thread."""
+        self.events.append((category, name, self.pid, threading.get_native_id(), start_ns,
+                            end_ns, args))
 
     def annotation(self, name, start_ns, end_ns):
         self.host("user_annotation", name, start_ns, end_ns)
