@@ -101,7 +101,10 @@ class _Nvtx:
         self.push = push_name
         self.pop = pop
         self.mark = lambda text: mark(text.encode("utf-8", "replace"))
-        self._init_context(library)
+        try:
+            self._init_context(library)
+        except AttributeError:  # a library without NVTX domains: no backward by module
+            self.push_context = self.pop_context = None
 
     def _init_context(self, library):
         create = library.nvtxDomainCreateA
