@@ -46,6 +46,8 @@ _annotator = None
 _CONTEXT_DOMAIN = b"gpuattr.context"  # the shim's context ranges (inject/nvtx, docs/pytorch.md)
 _CLAIM_KEY = "gpuattr.claim"  # in an autograd node's metadata: (call number, call boundary)
 _MODULE_PREFIX = "nn.Module: "
+_BACKWARD_LEAF = "backward"  # a node a module call made
+_UNLINKED_LEAF = "backward_unlinked"  # a node no module call made (AccumulateGrad)
 
 
 class _EventAttributes(ctypes.Structure):
@@ -197,7 +199,7 @@ class Annotator:
         self._by_module = nvtx.push_context is not None
         self._node_hooks = {}  # module path -> the pre-hook its nodes share
         self._leave_node_hook = self._guarded(self._leave_node)
-        self._unlinked_node_hook = self._enter_node_hook((), "backward_unlinked")
+        self._unlinked_node_hook = self._enter_node_hook((), _UNLINKED_LEAF)
         self._accumulate_grad_type = None  # found at the first node (_nodes_checked)
         self._tensor_type = torch.Tensor
         self._grad_enabled = torch.is_grad_enabled
@@ -254,27 +256,33 @@ class Annotator:
             pass
 
     def _around(self, name_of, function):
-        """`function` wrapped in a range named name_of(*args); the range closes however the call
-        ends, and the wrapper adds nothing to the call's own behaviour."""
+        """`function` wrapped so that each call runs in a range named name_of(function)
+        (_call_in_range); the wrapper adds nothing to the call's own behaviour."""
         annotator = self
 
         @functools.wraps(function)
         def wrapped(*args, **kwargs):
-            name = None
-            if annotator._may_emit():
-                try:
-                    name = name_of(*args)
-                    annotator._push(name)
-                except Exception as error:
-                    name = None
-                    annotator._disable(error)
-            try:
-                return function(*args, **kwargs)
-            finally:
-                if name is not None:
-                    annotator._pop_to(name)
+            return annotator._call_in_range(name_of, function, args, kwargs)
 
         return wrapped
+
+    def _call_in_range(self, name_of, function, args, kwargs):
+        """function(*args, **kwargs) inside a range named name_of(function), which closes however
+        the call ends; an error naming or pushing it disables the annotator, and the call runs
+        all the same."""
+        name = None
+        if self._may_emit():
+            try:
+                name = name_of(function)
+                self._push(name)
+            except Exception as error:
+                name = None
+                self._disable(error)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            if name is not None:
+                self._pop_to(name)
 
     # --- op ranges (--pytorch ops) --------------------------------------------------------------
 
@@ -291,23 +299,15 @@ class Annotator:
         annotator = self
         names = {}  # op -> its range name
 
+        def op_name(func):
+            name = names.get(func)
+            if name is None:
+                name = names[func] = func._schema.name
+            return name
+
         class OpRanges(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                name = None
-                if annotator._may_emit():
-                    try:
-                        name = names.get(func)
-                        if name is None:
-                            name = names[func] = func._schema.name
-                        annotator._push(name)
-                    except Exception as error:
-                        name = None
-                        annotator._disable(error)
-                try:
-                    return func(*args, **(kwargs or {}))
-                finally:
-                    if name is not None:
-                        annotator._pop_to(name)
+                return annotator._call_in_range(op_name, func, args, kwargs or {})
 
         return OpRanges()
 
@@ -481,7 +481,7 @@ class Annotator:
         """The pre-hook of the nodes of module path `path` (one per path, shared)."""
         hook = self._node_hooks.get(path)
         if hook is None:
-            hook = self._node_hooks[path] = self._enter_node_hook(path, "backward")
+            hook = self._node_hooks[path] = self._enter_node_hook(path, _BACKWARD_LEAF)
         return hook
 
     def _enter_node_hook(self, path, leaf):
@@ -525,7 +525,7 @@ class Annotator:
         another thread runs inside (the step)."""
         names = list(self._step_names)
         for index, name in enumerate(names):
-            if name.startswith(_MODULE_PREFIX) or name in ("backward", "backward_unlinked"):
+            if name.startswith(_MODULE_PREFIX) or name in (_BACKWARD_LEAF, _UNLINKED_LEAF):
                 return tuple(names[:index])
         return tuple(names)
 
@@ -584,7 +584,7 @@ class Annotator:
         optimizer_type._gpuattr_step = True
         class_name = optimizer_type.__name__
         step_name = "Optimizer.step#%s.step" % class_name
-        ranged_step = self._around(lambda *args: step_name, optimizer_type.step)
+        ranged_step = self._around(lambda step: step_name, optimizer_type.step)
         annotator = self
 
         @functools.wraps(optimizer_type.step)
@@ -598,7 +598,7 @@ class Annotator:
         optimizer_type.step = step_then_close
         zero_grad_name = "Optimizer.zero_grad#%s.zero_grad" % class_name
 
-        def open_step_for_zero_grad(*args):
+        def open_step_for_zero_grad(zero_grad):
             annotator._open_step()
             return zero_grad_name
 
@@ -609,7 +609,7 @@ class Annotator:
         for iterator_type in (data_loader._SingleProcessDataLoaderIter,
                               data_loader._MultiProcessingDataLoaderIter):
             name = "enumerate(DataLoader)#%s.__next__" % iterator_type.__name__
-            iterator_type.__next__ = self._around(lambda *args, name=name: name,
+            iterator_type.__next__ = self._around(lambda next_batch, name=name: name,
                                                   iterator_type.__next__)
 
 
