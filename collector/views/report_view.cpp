@@ -500,12 +500,12 @@ std::string RenderReportView(const nlohmann::json& report, const ReportViewOptio
     return out +
            "\nno traced process (a process that never initialises CUDA nor calls NVTX is not "
            "reported)\n" +
-           (advice.empty() ? "" : "\n" + advice);
+           advice;
   }
   for (const Json* process : ElementsOf(processes)) {
     if (Selected(*process, effective)) out += "\n" + Process(*process, effective);
   }
-  return out + (advice.empty() ? "" : "\n" + advice);
+  return out + advice;
 }
 
 }  // namespace gpuattr::collector

@@ -116,7 +116,7 @@ std::string RenderSummary(const nlohmann::json& report) {
   const Json& processes = Field(report, "processes");
   const std::string advice = AdviceText(Field(report, "advice"));
   if (!processes.is_array() || processes.empty()) {
-    return out + "  no traced process reported\n" + (advice.empty() ? "" : "\n" + advice);
+    return out + "  no traced process reported\n" + advice;
   }
   for (const Json& process : processes) {
     out += "\nprocess pid " + Text(Field(process, "pid")) + "  rank " +
@@ -188,7 +188,7 @@ std::string RenderSummary(const nlohmann::json& report) {
            Text(Field(loss, "orphan_activities")) + ", lost messages " +
            Text(Field(loss, "lost_messages")) + "\n";
   }
-  return out + RankTable(report) + (advice.empty() ? "" : "\n" + advice);
+  return out + RankTable(report) + advice;
 }
 
 }  // namespace gpuattr::collector

@@ -154,6 +154,7 @@ std::string WrapText(const std::string& text, const std::string& first, const st
 
 std::string AdviceText(const nlohmann::json& advice) {
   std::string out;
+  if (!ElementsOf(advice).empty()) out += "\n";
   for (const nlohmann::json* entry : ElementsOf(advice)) {
     out += WrapText(StringText(Field(*entry, "cause")),
                     "advice (" + StringText(Field(*entry, "code")) + "): ", "  ");

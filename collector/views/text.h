@@ -62,8 +62,8 @@ std::string WrapText(const std::string& text, const std::string& first, const st
 
 // ---- Parts several views print ----
 
-// The report's `advice` (a missing field reads as none): each entry's code and cause, then its
-// remedy, wrapped; "" without advice.
+// The report's `advice` (a missing field reads as none) as a paragraph to end a view with: a
+// blank line, then each entry's code and cause and its remedy, wrapped; "" without advice.
 std::string AdviceText(const nlohmann::json& advice);
 
 // ---- Tables ----
