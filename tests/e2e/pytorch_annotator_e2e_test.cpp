@@ -203,6 +203,15 @@ TEST_CASE("an unannotated torch training loop gets the PyTorch model's pass tree
   CHECK(leaves_ns <= timed.at("backward"));
 }
 
+// The environment of a torch program on the simulated GPU (`python3 -m simgpu_torch SCRIPT`,
+// train_simulated.py): its fake CUPTI and library, and simgpu_torch itself on PYTHONPATH (the
+// annotator's site goes first).
+std::map<std::string, std::string> SimulatedTorchEnvironment() {
+  return {{"GPUATTR_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY},
+          {"SIMGPU_PYWORK_LIBRARY", SIMGPU_PYWORK_LIBRARY},
+          {"PYTHONPATH", SIMGPU_TORCH_DIR}};
+}
+
 TEST_CASE(
     "every aten op's simulated kernel lands where the program's own bookkeeping says, with "
     "backward on the main thread or on a thread of its own",
@@ -214,11 +223,10 @@ TEST_CASE(
   TempDir dir;
   const std::string report_path = dir.File("report.json");
   const std::string truth_path = dir.File("truth.json");
-  std::vector<std::string> command = {kPython,    PYTORCH_SIMULATED_SCRIPT, "--steps", "3",
-                                      "--simgpu", SIMGPU_PYWORK_LIBRARY,    "--truth", truth_path};
+  std::vector<std::string> command = {
+      kPython, PYTORCH_SIMULATED_SCRIPT, "--steps", "3", "--truth", truth_path};
   if (backward_thread) command.push_back("--backward-thread");
-  const ProcessResult run =
-      RunUnderGpuattr({}, command, report_path, {{"GPUATTR_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY}});
+  const ProcessResult run = RunUnderGpuattr({}, command, report_path, SimulatedTorchEnvironment());
   INFO("backward thread " << backward_thread << ", stderr: " << run.err);
   REQUIRE(ExitStatus(run) == 0);
   REQUIRE(SchemaValid(report_path));
@@ -255,14 +263,6 @@ TEST_CASE(
   CheckAgainstTruth(report, truth);
 }
 
-// The environment `python3 -m simgpu_torch SCRIPT` needs: the simulated GPU's fake CUPTI and
-// library, and simgpu_torch itself on PYTHONPATH (the annotator's site goes first).
-std::map<std::string, std::string> SimulatedTorchEnvironment() {
-  return {{"GPUATTR_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY},
-          {"SIMGPU_PYWORK_LIBRARY", SIMGPU_PYWORK_LIBRARY},
-          {"PYTHONPATH", SIMGPU_TORCH_DIR}};
-}
-
 // What a comparison of two pass trees looks at: each path's instances, phase and device time.
 using PassSummary = std::tuple<uint64_t, json, uint64_t, uint64_t>;
 
@@ -296,13 +296,11 @@ TEST_CASE(
   const std::string names_path = dir.File("module_names.json");
   std::vector<std::string> command = {kPython,          PYTORCH_SIMULATED_SCRIPT,
                                       "--steps",        "3",
-                                      "--simgpu",       SIMGPU_PYWORK_LIBRARY,
                                       "--truth",        dir.File("truth.json"),
                                       "--kineto",       kineto_path,
                                       "--module-names", names_path};
   if (backward_thread) command.push_back("--backward-thread");
-  const ProcessResult run =
-      RunUnderGpuattr({}, command, live_path, {{"GPUATTR_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY}});
+  const ProcessResult run = RunUnderGpuattr({}, command, live_path, SimulatedTorchEnvironment());
   INFO("backward thread " << backward_thread << ", stderr: " << run.err);
   REQUIRE(ExitStatus(run) == 0);
   const std::string imported_path = dir.File("imported.json");

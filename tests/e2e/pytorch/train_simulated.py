@@ -2,9 +2,9 @@
 
 The device side of the Python annotator's test (pytorch_annotator_e2e_test.cpp): a dispatch mode
 launches one simulated kernel per aten op, from the thread that runs the op, through
-libsimgpu_pywork (--simgpu), and this script writes the truth of each kernel (--truth, the
-simulator's truth format, DESIGN §5) from its own bookkeeping, which shares nothing with the
-annotator:
+libsimgpu_pywork (simgpu_torch.SimulatedGpu, SIMGPU_PYWORK_LIBRARY), and this script writes the
+truth of each kernel (--truth, the simulator's truth format, DESIGN §5) from its own
+bookkeeping, which shares nothing with the annotator:
   - the loop says where it is (the batch fetch, zero_grad, the step, optimizer.step);
   - modules: per-module hooks of its own keep a stack of module names (the documented naming:
     `nn.Module: Net_0` for a root, qualified names below it);
@@ -27,7 +27,6 @@ a cpu_op with a `Sequence number` per autograd node at the torch function that m
 its correlation id. --module-names FILE maps torch's names to the annotator's qualified ones.
 """
 import argparse
-import ctypes
 import json
 import os
 import threading
@@ -39,6 +38,8 @@ import torch.utils.checkpoint
 import torch.utils.data
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
+
+import simgpu_torch  # tests/simgpu/python, on PYTHONPATH
 
 STEP = "ProfilerStep#*"
 DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
@@ -72,8 +73,8 @@ class Net(nn.Module):
 class Truth:
     """Where each kernel belongs, from this script's own bookkeeping (see the docstring)."""
 
-    def __init__(self, library):
-        self.library = library
+    def __init__(self, gpu):
+        self.gpu = gpu
         self.activities = []
         self.loop_context = []
         self.local = threading.local()
@@ -97,8 +98,6 @@ class Truth:
         return self.loop_context + local.modules
 
     def launch(self, name):
-        times = (ctypes.c_uint64 * 3)()
-        correlation = ctypes.c_uint32()
         duration_ns = 1000 + 100 * (len(self.activities) % 7)
         path = self.path()
         local = self.thread()
@@ -107,15 +106,15 @@ class Truth:
         own_ranges = (threading.current_thread() is threading.main_thread() or
                       local.node_depth > 0 or local.modules)
         attribution = ("direct" if own_ranges else "inherited") if path else "none"
-        status = self.library.simgpu_launch_kernel(name.encode(), duration_ns, times,
-                                                   ctypes.byref(correlation))
+        launched = self.gpu.launch(name.encode(), duration_ns)
         returned_ns = time.monotonic_ns()
-        if status != 0:
+        if launched is None:
             raise RuntimeError("simgpu_launch_kernel failed")
-        self.trace.launch(name, correlation.value, times[0], returned_ns, times[1], times[2])
+        launch_ns, start_ns, end_ns, correlation = launched
+        self.trace.launch(name, correlation, launch_ns, returned_ns, start_ns, end_ns)
         self.activities.append({
-            "kind": "kernel", "name": name, "correlation_id": correlation.value, "device": 0,
-            "stream": 0, "launch_ns": times[0], "start_ns": times[1], "end_ns": times[2],
+            "kind": "kernel", "name": name, "correlation_id": correlation, "device": 0,
+            "stream": 0, "launch_ns": launch_ns, "start_ns": start_ns, "end_ns": end_ns,
             "thread": threading.current_thread().name, "range_path": path,
             "attribution": attribution,
             "graph_node": None})
@@ -309,7 +308,6 @@ def backward_on_this_thread(truth, loss):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--simgpu", required=True)
     parser.add_argument("--truth", required=True)
     parser.add_argument("--kineto")
     parser.add_argument("--module-names")
@@ -317,11 +315,7 @@ def main():
                         help="run each backward on a thread of its own, as autograd runs CUDA "
                              "backward on its device threads")
     args = parser.parse_args()
-    library = ctypes.CDLL(args.simgpu)
-    library.simgpu_launch_kernel.argtypes = [ctypes.c_char_p, ctypes.c_uint64,
-                                             ctypes.POINTER(ctypes.c_uint64),
-                                             ctypes.POINTER(ctypes.c_uint32)]
-    library.simgpu_launch_kernel.restype = ctypes.c_int
+    gpu = simgpu_torch.SimulatedGpu()
     torch.manual_seed(0)
     inputs = torch.randn(args.steps * 4, 6)
     labels = torch.randint(0, 3, (args.steps * 4,))
@@ -330,7 +324,7 @@ def main():
     model = Net()
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    truth = Truth(library)
+    truth = Truth(gpu)
     truth.watch_modules(model, "Net_0")
     truth.watch_modules(criterion, "CrossEntropyLoss_0")
     tag_checkpoints(truth)
@@ -362,7 +356,7 @@ def main():
             trace.annotation(OPTIMIZER_STEP, optimizer_ns, end_ns)
             trace.annotation("ProfilerStep#%d" % step, step_ns, end_ns)
             truth.loop_context = []
-    library.simgpu_synchronize()
+    gpu.synchronize()
     truth.write(args.truth)
     if args.kineto:
         trace.write(args.kineto)

@@ -8,6 +8,9 @@ runs there, one kernel named after the op through libsimgpu_pywork's simgpu_laun
 (SIMGPU_PYWORK_LIBRARY; the fake CUPTI is GPUATTR_CUPTI_LIBRARY, as for simgpu-run). A kernel
 lasts 2 us plus 1 ns per 16 output elements, four times that for a matrix product or a
 convolution. Only the process that started here launches (forked DataLoader workers do not).
+
+SimulatedGpu is the library's launch and synchronise calls, for this module and for the
+annotator's e2e script (tests/e2e/pytorch/train_simulated.py), which keeps its own truth.
 """
 import ctypes
 import os
@@ -20,16 +23,36 @@ from torch.utils._python_dispatch import TorchDispatchMode
 _HEAVY = ("mm", "addmm", "bmm", "convolution", "convolution_backward", "_convolution")
 
 
-class KernelPerOp(TorchDispatchMode):
-    def __init__(self, library):
-        super().__init__()
-        self._launch = library.simgpu_launch_kernel
+class SimulatedGpu:
+    """libsimgpu_pywork (SIMGPU_PYWORK_LIBRARY): one kernel at a time on device 0, stream 0."""
+
+    def __init__(self):
+        self._library = ctypes.CDLL(os.environ.get("SIMGPU_PYWORK_LIBRARY",
+                                                   "libsimgpu_pywork.so"))
+        self._launch = self._library.simgpu_launch_kernel
         self._launch.argtypes = [ctypes.c_char_p, ctypes.c_uint64,
                                  ctypes.POINTER(ctypes.c_uint64),
                                  ctypes.POINTER(ctypes.c_uint32)]
         self._launch.restype = ctypes.c_int
-        self._times = (ctypes.c_uint64 * 3)()
-        self._correlation = ctypes.c_uint32()
+
+    def launch(self, name, duration_ns):
+        """Launches kernel `name` (bytes) from the calling thread: (the host time the launch was
+        entered, the kernel's device start and end, its correlation id), or None when the
+        simulated driver did not run it."""
+        times = (ctypes.c_uint64 * 3)()
+        correlation = ctypes.c_uint32()
+        if self._launch(name, duration_ns, times, ctypes.byref(correlation)) != 0:
+            return None
+        return times[0], times[1], times[2], correlation.value
+
+    def synchronize(self):
+        self._library.simgpu_synchronize()
+
+
+class KernelPerOp(TorchDispatchMode):
+    def __init__(self, gpu):
+        super().__init__()
+        self._gpu = gpu
         self._names = {}
         self._pid = os.getpid()
 
@@ -43,7 +66,7 @@ class KernelPerOp(TorchDispatchMode):
             duration_ns = 2000 + elements // 16
             if func.overloadpacket.__name__ in _HEAVY:
                 duration_ns *= 4
-            self._launch(name, duration_ns, self._times, ctypes.byref(self._correlation))
+            self._gpu.launch(name, duration_ns)
         return result
 
 
@@ -51,13 +74,13 @@ def main():
     if len(sys.argv) < 2:
         print("usage: python3 -m simgpu_torch SCRIPT [ARGS...]", file=sys.stderr)
         return 2
-    library = ctypes.CDLL(os.environ.get("SIMGPU_PYWORK_LIBRARY", "libsimgpu_pywork.so"))
+    gpu = SimulatedGpu()
     script = sys.argv[1]
     sys.argv = sys.argv[1:]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-    with KernelPerOp(library):
+    with KernelPerOp(gpu):
         runpy.run_path(script, run_name="__main__")
-    library.simgpu_synchronize()
+    gpu.synchronize()
     return 0
 
 
