@@ -66,22 +66,21 @@ per_step = (time.perf_counter_ns() - start) / steps
 print("%.1f %.1f %.1f" % (per_module_call, per_graph_module_call, per_step))
 PY
 
+# keep_best TABLE MODE VALUE: TABLE[MODE] becomes the smaller of itself and VALUE (best of rounds).
+keep_best() {
+  local -n table="$1"
+  if [[ -z "${table[$2]:-}" ]] || awk "BEGIN{exit !($3 < ${table[$2]})}"; then table[$2]=$3; fi
+}
+
 declare -A module_ns graph_ns step_ns
 for round in 1 2 3; do
   for mode in off modules; do
     taskset -c 0 "$gpuattr" run -q --pytorch "$mode" -o "$work/r.json" -- \
       "$python" "$work/bench.py" >"$work/out"
     read -r m g s <"$work/out"
-    # best of the rounds, per mode
-    if [[ -z "${module_ns[$mode]:-}" ]] || awk "BEGIN{exit !($m < ${module_ns[$mode]})}"; then
-      module_ns[$mode]=$m
-    fi
-    if [[ -z "${graph_ns[$mode]:-}" ]] || awk "BEGIN{exit !($g < ${graph_ns[$mode]})}"; then
-      graph_ns[$mode]=$g
-    fi
-    if [[ -z "${step_ns[$mode]:-}" ]] || awk "BEGIN{exit !($s < ${step_ns[$mode]})}"; then
-      step_ns[$mode]=$s
-    fi
+    keep_best module_ns "$mode" "$m"
+    keep_best graph_ns "$mode" "$g"
+    keep_best step_ns "$mode" "$s"
   done
 done
 echo "== machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p'); one core (taskset -c 0); best of 3, alternating"
