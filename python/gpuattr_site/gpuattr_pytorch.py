@@ -236,6 +236,7 @@ class Annotator:
         is_compiling = self._is_compiling
 
         def guarded(*args):
+            # _may_emit, inlined: every module call and every autograd node runs this.
             if not annotator._enabled or (is_compiling is not None and is_compiling()):
                 return None
             try:
