@@ -2,6 +2,11 @@
 
 #include <zlib.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -12,6 +17,108 @@ namespace {
 constexpr size_t kChunkBytes = size_t{1} << 20;
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// An event's bytes are scanned 64 at a time: one bit per byte for quotes, backslashes, opening
+// brackets ('{', '[') and closing ones.
+constexpr size_t kBlockBytes = 64;
+
+struct BlockMasks {
+  uint64_t quote = 0;
+  uint64_t backslash = 0;
+  uint64_t open = 0;
+  uint64_t close = 0;
+};
+
+BlockMasks ClassifyBlock(const char* bytes) {
+  BlockMasks masks;
+#if defined(__SSE2__)
+  // '[' | 0x20 is '{' and ']' | 0x20 is '}', and no other byte folds onto either.
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i fold = _mm_set1_epi8(0x20);
+  const __m128i open = _mm_set1_epi8('{');
+  const __m128i close = _mm_set1_epi8('}');
+  for (size_t part = 0; part < kBlockBytes / 16; ++part) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 16 * part));
+    const __m128i folded = _mm_or_si128(v, fold);
+    const auto bits = [&](__m128i equal) {
+      return uint64_t{static_cast<uint16_t>(_mm_movemask_epi8(equal))} << (16 * part);
+    };
+    masks.quote |= bits(_mm_cmpeq_epi8(v, quote));
+    masks.backslash |= bits(_mm_cmpeq_epi8(v, backslash));
+    masks.open |= bits(_mm_cmpeq_epi8(folded, open));
+    masks.close |= bits(_mm_cmpeq_epi8(folded, close));
+  }
+#else
+  for (size_t i = 0; i < kBlockBytes; ++i) {
+    const uint64_t bit = uint64_t{1} << i;
+    const char c = bytes[i];
+    if (c == '"') masks.quote |= bit;
+    if (c == '\\') masks.backslash |= bit;
+    if (c == '{' || c == '[') masks.open |= bit;
+    if (c == '}' || c == ']') masks.close |= bit;
+  }
+#endif
+  return masks;
+}
+
+// Bit i of the result: the parity of bits 0..i of `bits`.
+uint64_t PrefixXor(uint64_t bits) {
+  for (int shift = 1; shift < 64; shift *= 2) bits ^= bits << shift;
+  return bits;
+}
+
+// Bracket depth through a value that may span several windows, minding strings and escapes.
+// Brackets are only counted; the handler's parser validates.
+struct BracketScan {
+  enum Result { kMore, kDone, kTooDeep };
+
+  size_t depth = 0;
+  bool in_string = false;
+  bool escaped = false;  // in a string, after a backslash: the next byte is escaped
+
+  Result Byte(char c) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      return kMore;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > kMaxJsonDepth) return kTooDeep;
+    } else if ((c == '}' || c == ']') && --depth == 0) {
+      return kDone;
+    }
+    return kMore;
+  }
+
+  // A block without backslashes (and not after one) at *offset: kMore moves *offset past it,
+  // kDone moves it past the closing bracket.
+  Result Block(const BlockMasks& block, size_t* offset) {
+    // A byte is in a string when an odd number of quotes precede it or sit on it (a string's
+    // opening quote is in it, its closing quote is not; brackets are never quotes).
+    const uint64_t in_strings = PrefixXor(block.quote) ^ (in_string ? ~uint64_t{0} : 0);
+    in_string = (in_strings >> 63) != 0;
+    for (uint64_t brackets = (block.open | block.close) & ~in_strings; brackets != 0;
+         brackets &= brackets - 1) {
+      const int bit = std::countr_zero(brackets);
+      if ((block.open >> bit) & 1) {
+        if (++depth > kMaxJsonDepth) return kTooDeep;
+      } else if (--depth == 0) {
+        *offset += static_cast<size_t>(bit) + 1;
+        return kDone;
+      }
+    }
+    *offset += kBlockBytes;
+    return kMore;
+  }
+};
 
 // A sliding window over the source: [begin_, end_) of buffer_ holds bytes not yet consumed.
 class Splitter {
@@ -45,7 +152,9 @@ class Splitter {
         end_ -= begin_;
         begin_ = 0;
       }
-      if (buffer_.size() - end_ < kChunkBytes) buffer_.resize(end_ + kChunkBytes);
+      if (buffer_.size() - end_ < kChunkBytes + kEventPaddingBytes) {
+        buffer_.resize(end_ + kChunkBytes + kEventPaddingBytes);
+      }
       StatusOr<size_t> got = source_->Read(buffer_.data() + end_, kChunkBytes);
       if (!got.ok()) {
         error_ = got.status();
@@ -116,48 +225,41 @@ class Splitter {
       *length = i;
       return Status::Ok();
     }
-    size_t depth = 0;
-    bool in_string = false;
+    BracketScan scan;
     for (;;) {
       if (!Fill(i)) return Truncated();
       if (i > kMaxValueBytes) return Failure("an event or value larger than 64 MiB");
       const char* data = buffer_.data() + begin_;
       const size_t available = end_ - begin_;
       while (i < available) {
-        if (in_string) {
-          // Strings are most of a trace's bytes: jump to the next quote with memchr.
-          const char* quote = static_cast<const char*>(std::memchr(data + i, '"', available - i));
-          const size_t stop = quote == nullptr ? available : static_cast<size_t>(quote - data);
-          const void* escape = std::memchr(data + i, '\\', stop - i);
-          if (escape != nullptr) {
-            i = static_cast<size_t>(static_cast<const char*>(escape) - data) + 2;
-            continue;
+        const bool whole_block = available - i >= kBlockBytes;
+        if (whole_block && !scan.escaped) {
+          const BlockMasks block = ClassifyBlock(data + i);
+          if (block.backslash == 0) {
+            switch (scan.Block(block, &i)) {
+              case BracketScan::kDone:
+                *length = i;
+                return Status::Ok();
+              case BracketScan::kTooDeep:
+                return Failure("JSON nested deeper than 256 levels");
+              case BracketScan::kMore:
+                continue;
+            }
           }
-          i = stop;
-          if (quote == nullptr) break;
-          in_string = false;
-          ++i;
-          continue;
         }
-        switch (data[i]) {
-          case '"':
-            in_string = true;
-            break;
-          case '{':
-          case '[':
-            if (++depth > kMaxJsonDepth) return Failure("JSON nested deeper than 256 levels");
-            break;
-          case '}':
-          case ']':
-            if (--depth == 0) {
+        // Escapes, and the window's last bytes: a byte at a time.
+        const size_t stop = whole_block ? i + kBlockBytes : available;
+        for (; i < stop; ++i) {
+          switch (scan.Byte(data[i])) {
+            case BracketScan::kDone:
               *length = i + 1;
               return Status::Ok();
-            }
-            break;
-          default:
-            break;
+            case BracketScan::kTooDeep:
+              return Failure("JSON nested deeper than 256 levels");
+            case BracketScan::kMore:
+              break;
+          }
         }
-        ++i;
       }
     }
   }

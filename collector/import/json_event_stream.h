@@ -5,7 +5,9 @@
 // A ByteSource yields the decompressed bytes in chunks (GzipFileSource reads .json and .json.gz
 // alike through zlib's gzread; MemorySource serves tests and the fuzz target). The splitter
 // scans those chunks by bracket depth, minding strings and escapes, and hands each event
-// object's text to the handler, which parses it (simdjson On-Demand). Top-level members other
+// object's text to the handler, which parses it (simdjson On-Demand). An event is scanned 64
+// bytes at a time (bit masks of its quotes and brackets; SSE2 where there is SSE2), a byte at a
+// time only where a block holds a backslash and at the end of the window. Top-level members other
 // than traceEvents are handed over whole (they are small: distributedInfo, baseTimeNanoseconds).
 //
 // Hostile input: depth is capped (kMaxJsonDepth) and so is any one value (kMaxValueBytes);
@@ -29,6 +31,10 @@ namespace gpuattr::collector {
 
 inline constexpr size_t kMaxJsonDepth = 256;
 inline constexpr size_t kMaxValueBytes = size_t{64} << 20;
+// Bytes readable past the end of every event handed to TraceEventHandler::OnEvent (their values
+// are whatever follows in the splitter's window), so a parser that reads ahead can parse the
+// event where it lies.
+inline constexpr size_t kEventPaddingBytes = 64;
 
 class ByteSource {
  public:
@@ -63,7 +69,8 @@ class MemorySource : public ByteSource {
 class TraceEventHandler {
  public:
   virtual ~TraceEventHandler() = default;
-  // One element of traceEvents (its text is an object: starts with '{', brackets balanced).
+  // One element of traceEvents (its text is an object: starts with '{', brackets balanced),
+  // followed by kEventPaddingBytes readable bytes.
   virtual Status OnEvent(std::string_view object_text) = 0;
   // A top-level member other than traceEvents; `key` is its raw (escaped) text.
   virtual Status OnTopLevel(std::string_view key, std::string_view value_text) = 0;

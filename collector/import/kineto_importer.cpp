@@ -175,11 +175,10 @@ class KinetoHandler : public TraceEventHandler {
       : trace_(trace), options_(options) {}
 
   Status OnEvent(std::string_view text) override {
-    padded_.assign(text.begin(), text.end());
-    padded_.resize(text.size() + simdjson::SIMDJSON_PADDING);
+    static_assert(simdjson::SIMDJSON_PADDING <= kEventPaddingBytes);
     ondemand::document document;
-    if (parser_.iterate(padded_.data(), text.size(), padded_.size()).get(document) !=
-        simdjson::SUCCESS) {
+    if (parser_.iterate(text.data(), text.size(), text.size() + simdjson::SIMDJSON_PADDING)
+            .get(document) != simdjson::SUCCESS) {
       return DataLossError("malformed JSON in an event");
     }
     ondemand::object object;
@@ -569,7 +568,6 @@ class KinetoHandler : public TraceEventHandler {
   ImportedTrace* trace_;
   KinetoOptions options_;
   ondemand::parser parser_;
-  std::vector<char> padded_;
   // Flow endpoints in file order; indexed only when some event lacks args.correlation (rare:
   // today's Kineto writes the id in args on both sides).
   std::vector<std::pair<FlowKey, uint32_t>> flows_;

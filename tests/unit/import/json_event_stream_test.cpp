@@ -1,7 +1,9 @@
 #include "import/json_event_stream.h"
 
 #include <catch2/catch.hpp>
+#include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpuattr::collector {
@@ -72,6 +74,50 @@ TEST_CASE("Quotes, escapes and brackets in strings are skipped wherever they fal
   for (size_t i = 0; i < events.size(); ++i) text += (i ? "," : "") + events[i];
   text += "]}";
   for (size_t step : {size_t{1}, size_t{7}, size_t{9}, size_t{1} << 20}) {
+    INFO("step " << step);
+    Collect collect;
+    REQUIRE(Split(text, &collect, step).ok());
+    CHECK(collect.events == events);
+  }
+}
+
+// A random JSON value: nested objects and arrays of numbers and of strings full of brackets
+// (and, with `escapes`, of escaped quotes and backslashes), so that every kind of byte falls at
+// every offset of the splitter's 64-byte blocks.
+std::string RandomValue(std::mt19937* random, bool escapes, int depth) {
+  const auto pick = [&](int n) { return static_cast<int>((*random)() % static_cast<unsigned>(n)); };
+  const int kind = depth >= 4 ? pick(2) : pick(4);
+  if (kind == 0) return std::to_string(pick(100000));
+  if (kind == 1) {
+    const std::string_view bytes = escapes ? "ab{}[]:, \"\\" : "ab{}[]:, ";
+    std::string text = "\"";
+    for (int i = pick(90); i > 0; --i) {
+      const char c = bytes[static_cast<size_t>(pick(static_cast<int>(bytes.size())))];
+      if (c == '"' || c == '\\') text += '\\';
+      text += c;
+    }
+    return text + "\"";
+  }
+  std::string text(1, kind == 2 ? '[' : '{');
+  for (int i = pick(5); i > 0; --i) {
+    if (text.size() > 1) text += ", ";
+    if (kind == 3) text += RandomValue(random, escapes, 4) + ": ";  // depth 4: a string or a number
+    text += RandomValue(random, escapes, depth + 1);
+  }
+  return text + (kind == 2 ? ']' : '}');
+}
+
+TEST_CASE("Events of every shape split where they end, at every block offset", "[import][json]") {
+  std::mt19937 random(18);
+  std::vector<std::string> events;
+  for (int i = 0; i < 2000; ++i) {
+    // Half the events without a backslash, so that whole blocks are scanned at once.
+    events.push_back(R"({"name": )" + RandomValue(&random, i % 2 == 1, 1) + "}");
+  }
+  std::string text = R"({"traceEvents": [)";
+  for (size_t i = 0; i < events.size(); ++i) text += (i ? "," : "") + events[i];
+  text += "]}";
+  for (size_t step : {size_t{1}, size_t{63}, size_t{65}, size_t{1000}, size_t{1} << 20}) {
     INFO("step " << step);
     Collect collect;
     REQUIRE(Split(text, &collect, step).ok());
