@@ -99,7 +99,7 @@ struct BracketScan {
   }
 
   // A block without backslashes (and not after one) at *offset: kMore moves *offset past it,
-  // kDone moves it past the closing bracket.
+  // kDone just past the closing bracket (kTooDeep leaves it).
   Result Block(const BlockMasks& block, size_t* offset) {
     // A byte is in a string when an odd number of quotes precede it or sit on it (a string's
     // opening quote is in it, its closing quote is not; brackets are never quotes).
@@ -233,33 +233,22 @@ class Splitter {
       const size_t available = end_ - begin_;
       while (i < available) {
         const bool whole_block = available - i >= kBlockBytes;
-        if (whole_block && !scan.escaped) {
-          const BlockMasks block = ClassifyBlock(data + i);
-          if (block.backslash == 0) {
-            switch (scan.Block(block, &i)) {
-              case BracketScan::kDone:
-                *length = i;
-                return Status::Ok();
-              case BracketScan::kTooDeep:
-                return Failure("JSON nested deeper than 256 levels");
-              case BracketScan::kMore:
-                continue;
-            }
+        const bool by_block = whole_block && !scan.escaped;
+        const BlockMasks block = by_block ? ClassifyBlock(data + i) : BlockMasks{};
+        BracketScan::Result result = BracketScan::kMore;
+        if (by_block && block.backslash == 0) {
+          result = scan.Block(block, &i);
+        } else {
+          // Escapes, and the window's last bytes: a byte at a time.
+          const size_t stop = whole_block ? i + kBlockBytes : available;
+          while (i < stop && (result = scan.Byte(data[i++])) == BracketScan::kMore) {
           }
         }
-        // Escapes, and the window's last bytes: a byte at a time.
-        const size_t stop = whole_block ? i + kBlockBytes : available;
-        for (; i < stop; ++i) {
-          switch (scan.Byte(data[i])) {
-            case BracketScan::kDone:
-              *length = i + 1;
-              return Status::Ok();
-            case BracketScan::kTooDeep:
-              return Failure("JSON nested deeper than 256 levels");
-            case BracketScan::kMore:
-              break;
-          }
+        if (result == BracketScan::kDone) {
+          *length = i;
+          return Status::Ok();
         }
+        if (result == BracketScan::kTooDeep) return Failure("JSON nested deeper than 256 levels");
       }
     }
   }
