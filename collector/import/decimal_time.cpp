@@ -9,9 +9,40 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
+// The text every trace writes, digits with an optional fraction, in one pass: false for any other
+// shape (spaces, signs, an exponent, a negative scale) and for more than 19 digits kept (leading
+// zeros count), which the general path takes. Whatever it accepts, the general path would
+// convert to the same value: the fraction's digits past the scale are truncated.
+bool PlainDecimalToScaledInteger(std::string_view text, int scale_digits, uint64_t* out) {
+  constexpr int kDigitsThatFit = 19;  // any 19 decimal digits fit a uint64_t
+  if (scale_digits < 0 || text.size() > kMaxNumberChars) return false;
+  uint64_t value = 0;
+  int kept = 0;
+  size_t at = 0;
+  for (; at < text.size() && IsDigit(text[at]); ++at, ++kept) {
+    value = value * 10 + static_cast<uint64_t>(text[at] - '0');
+  }
+  if (at == 0 || kept > kDigitsThatFit) return false;
+  int fraction_kept = 0;
+  if (at < text.size() && text[at] == '.') {
+    const size_t fraction_begin = ++at;
+    for (; at < text.size() && IsDigit(text[at]); ++at) {
+      if (fraction_kept == scale_digits) continue;
+      value = value * 10 + static_cast<uint64_t>(text[at] - '0');
+      ++fraction_kept;
+    }
+    if (at == fraction_begin) return false;
+  }
+  if (at != text.size() || kept + scale_digits > kDigitsThatFit) return false;
+  for (; fraction_kept < scale_digits; ++fraction_kept) value *= 10;
+  *out = value;
+  return true;
+}
+
 }  // namespace
 
 std::optional<uint64_t> DecimalToScaledInteger(std::string_view text, int scale_digits) {
+  if (uint64_t value = 0; PlainDecimalToScaledInteger(text, scale_digits, &value)) return value;
   while (!text.empty() && IsSpace(text.front())) text.remove_prefix(1);
   while (!text.empty() && IsSpace(text.back())) text.remove_suffix(1);
   if (text.empty() || text.size() > kMaxNumberChars) return std::nullopt;

@@ -1,6 +1,7 @@
 #include "import/decimal_time.h"
 
 #include <catch2/catch.hpp>
+#include <string>
 
 namespace gpuattr::collector {
 namespace {
@@ -34,6 +35,25 @@ TEST_CASE("Malformed, negative and overflowing numbers are refused", "[import][t
   }
   CHECK(DecimalToScaledInteger("18446744073709551615", 0) == 18446744073709551615u);
   CHECK(MicrosecondsTextToNs(std::string(200, '1')) == std::nullopt);
+}
+
+// Plain decimals (digits, an optional fraction) take a one-pass path; a leading space sends the
+// same text the general way, so each pair below compares the two, across the 19-digit boundary
+// where the plain path hands over.
+TEST_CASE("The plain-decimal path agrees with the general one", "[import][time]") {
+  for (const char* text :
+       {"0", "7", "00012", "12.5", "1695835542514261.483", "1695835542514261.4839", "1.000000001",
+        "9999999999999999", "9999999999999999.999", "99999999999999999", "18446744073709551.615",
+        "18446744073709551.616", "0000000000000000000012", "0.0004", "1.", ".5", "1.2.3", "12a"}) {
+    for (int scale_digits : {0, 3, 9}) {
+      INFO(text << " scale " << scale_digits);
+      CHECK(DecimalToScaledInteger(text, scale_digits) ==
+            DecimalToScaledInteger(std::string(" ") + text, scale_digits));
+    }
+  }
+  CHECK(MicrosecondsTextToNs("9999999999999999.999") == 9999999999999999999u);
+  CHECK(MicrosecondsTextToNs("18446744073709551.615") == 18446744073709551615u);
+  CHECK(MicrosecondsTextToNs("18446744073709551.616") == std::nullopt);
 }
 
 }  // namespace
