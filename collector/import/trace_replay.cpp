@@ -406,6 +406,8 @@ StatusOr<std::vector<std::unique_ptr<ProcessTrace>>> ReplayTrace(const ImportedT
   std::unordered_map<uint64_t, uint32_t> first_call;
   std::unordered_map<uint32_t, uint32_t> pid_of_correlation;
   std::map<uint32_t, uint64_t> calls_per_pid;
+  first_call.reserve(trace.api_calls.size());
+  pid_of_correlation.reserve(trace.api_calls.size());
   for (uint32_t i = 0; i < trace.api_calls.size(); ++i) {
     const ImportedApiCall& call = trace.api_calls[i];
     ++calls_per_pid[call.pid];
@@ -426,6 +428,7 @@ StatusOr<std::vector<std::unique_ptr<ProcessTrace>>> ReplayTrace(const ImportedT
 
   std::map<uint32_t, ProcessParts> processes;
   std::unordered_map<uint64_t, std::pair<uint32_t, DeviceWork>> work;  // key -> (count, kind)
+  work.reserve(trace.activities.size());
   for (uint32_t i = 0; i < trace.activities.size(); ++i) {
     const ImportedActivity& activity = trace.activities[i];
     uint32_t pid = activity.pid;
