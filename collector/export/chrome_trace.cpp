@@ -66,10 +66,6 @@ void AppendWhere(std::string& out, uint32_t pid, uint32_t tid, uint64_t ts_ns) {
   AppendMicros(out, ts_ns);
 }
 
-uint64_t Middle(uint64_t start, uint64_t end) {
-  return end > start ? start + (end - start) / 2 : start;
-}
-
 const char* LaunchName(const LaunchRecord& launch) {
   switch (static_cast<wire::ApiKind>(launch.kind)) {
     case wire::ApiKind::kKernel:
@@ -84,6 +80,15 @@ const char* LaunchName(const LaunchRecord& launch) {
       break;
   }
   return "launch";
+}
+
+// Perfetto reads sort indices as int32: ranked processes sort by rank, unranked ones after
+// every rank by pid (Linux pids stay below 2^22).
+constexpr int64_t kUnrankedSortIndexBase = int64_t{1} << 30;
+
+int64_t ProcessSortIndex(int32_t rank, uint32_t pid) {
+  if (rank >= 0) return std::min<int64_t>(rank, kUnrankedSortIndexBase - 1);
+  return kUnrankedSortIndexBase + std::min<int64_t>(pid, (int64_t{1} << 30) - 1);
 }
 
 std::string Basename(const std::string& path) {
@@ -192,17 +197,21 @@ void ChromeTraceWriter::ActivityReleased(const ObservedActivity& observed) {
   buffer_ += ",\"device\":" + std::to_string(activity.device) +
              ",\"stream\":" + std::to_string(activity.stream) + "}}";
   if (observed.launch) {
+    // The arrow leaves its launch slice at the slice's start and enters the device slice at its
+    // start, each with its slice's category: Chrome DevTools binds a flow event only to a slice
+    // of the same timestamp and category, and catapult and Perfetto drop an arrow that ends
+    // before it starts (a slice's middle could: a short kernel inside a long launch call).
     const LaunchRecord& launch = *observed.launch;
     const std::string id = std::to_string(next_flow_id_++);
     BeginEvent();
-    buffer_ += "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":" + id + ",";
-    AppendWhere(buffer_, observed.pid, launch.tid,
-                Middle(launch.enter_ns, std::max(launch.exit_ns, launch.enter_ns)));
+    buffer_ += "{\"ph\":\"s\",\"cat\":\"cuda_api\",\"name\":\"launch\",\"id\":" + id + ",";
+    AppendWhere(buffer_, observed.pid, launch.tid, launch.enter_ns);
     buffer_ += "}";
     BeginEvent();
-    buffer_ +=
-        "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":" + id + ",";
-    AppendWhere(buffer_, observed.pid, tid, Middle(activity.start_ns, activity.end_ns));
+    buffer_ += "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"";
+    buffer_ += kind;
+    buffer_ += "\",\"name\":\"launch\",\"id\":" + id + ",";
+    AppendWhere(buffer_, observed.pid, tid, activity.start_ns);
     buffer_ += "}";
   }
   if (buffer_.size() >= kFlushBytes) Flush();
@@ -248,8 +257,7 @@ void ChromeTraceWriter::ProcessFinished(const TraceData& data, const ProcessAnal
   metadata("process_name", 0, name_arg);
   if (rank >= 0) metadata("process_labels", 0, "\"labels\":\"rank " + std::to_string(rank) + "\"");
   metadata("process_sort_index", 0,
-           "\"sort_index\":" +
-               std::to_string(rank >= 0 ? static_cast<int64_t>(rank) : int64_t{1} << 31 | pid));
+           "\"sort_index\":" + std::to_string(ProcessSortIndex(rank, pid)));
 
   // Host threads first (main thread on top), then the streams by device and stream.
   for (const auto& [tid, name] : data.thread_names) tracks.host_tids.insert(tid);

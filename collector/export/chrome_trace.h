@@ -15,8 +15,9 @@
 // decimals ("ts": 1234.567 is 1234567 ns), so nothing is rounded. A stream's track is a thread
 // of its process with a made-up tid at or above kDeviceTrackTidBase (Linux tids stay below
 // 2^22), numbered in order of first appearance; its thread name says which device and stream.
-// Flow starts sit in the middle of their API slice and flow ends ("bp": "e") in the middle of
-// their device slice, so both viewers bind them to the right slice.
+// A flow starts at its launch slice's start with the slice's category ("cuda_api") and ends
+// ("bp": "e") at its device slice's start with that slice's category, which is how Chrome
+// DevTools, catapult and Perfetto all bind it. Process sort indices fit in int32 (Perfetto).
 //
 // Memory: events are written as they are observed, through an AtomicTextFile (renamed onto the
 // path at Commit), with a buffer of about 1 MiB; what is kept is one entry per thread and per

@@ -9,7 +9,6 @@
 #include <cctype>
 #include <cstdio>
 #include <fstream>
-#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -165,15 +164,55 @@ Tracks SlicesByTrack(const json& events) {
   return tracks;
 }
 
-// The slice of `track` whose [start, end] holds `ts` and whose name satisfies `accept`.
-const Slice* Enclosing(const Tracks& tracks, uint64_t pid, uint64_t tid, uint64_t ts,
-                       const std::function<bool(const Slice&)>& accept) {
-  auto it = tracks.find({pid, tid});
+// The slice a flow event at `ts` with category `cat` binds to in every viewer: Chrome DevTools
+// binds only a slice of the same start and category, on the event's track.
+const Slice* BoundSlice(const Tracks& tracks, const json& flow_event) {
+  auto it = tracks.find({flow_event["pid"].get<uint64_t>(), flow_event["tid"].get<uint64_t>()});
   if (it == tracks.end()) return nullptr;
   for (const Slice& slice : it->second) {
-    if (slice.start <= ts && ts <= slice.end && accept(slice)) return &slice;
+    if (slice.start == flow_event["ts"].get<uint64_t>() && slice.cat == flow_event["cat"]) {
+      return &slice;
+    }
   }
   return nullptr;
+}
+
+// One launch arrow as a viewer draws it: the launch call and the device slice its two flow
+// events bind to.
+struct BoundFlow {
+  const Slice* call;
+  const Slice* device;
+};
+
+// Every flow of the trace, bound: each `s` binds to a `cuda_api` slice at its start, each `f`
+// ("bp": "e") to a kernel, memcpy or memset slice at its start, one of each per id, and no arrow
+// ends before it starts (catapult and Perfetto drop those).
+std::vector<BoundFlow> BindFlows(const json& events, const Tracks& tracks) {
+  std::map<uint64_t, const Slice*> calls;  // by flow id
+  for (const json& event : events) {
+    if (event["ph"] != "s") continue;
+    INFO("flow start " << event.dump());
+    const Slice* call = BoundSlice(tracks, event);
+    REQUIRE(call != nullptr);
+    CHECK(call->cat == "cuda_api");
+    CHECK(calls.emplace(event["id"].get<uint64_t>(), call).second);
+  }
+  std::vector<BoundFlow> flows;
+  for (const json& event : events) {
+    if (event["ph"] != "f") continue;
+    INFO("flow end " << event.dump());
+    CHECK(event["bp"] == "e");
+    const Slice* device = BoundSlice(tracks, event);
+    REQUIRE(device != nullptr);
+    CHECK((device->cat == "kernel" || device->cat == "memcpy" || device->cat == "memset"));
+    auto call = calls.find(event["id"].get<uint64_t>());
+    REQUIRE(call != calls.end());
+    CHECK(device->start >= call->second->start);
+    flows.push_back({call->second, device});
+    calls.erase(call);
+  }
+  CHECK(calls.empty());  // every start has its end
+  return flows;
 }
 
 // Folded text -> (frames, weight) per line.
@@ -344,14 +383,8 @@ TEST_CASE(
   CHECK(span_begins == truth_spans);
   CHECK(span_ends == truth_spans);
 
-  // Flows: one per activity with a launch, from inside its launch call to inside the activity;
-  // each graph launch fans out to the graph's three kernels.
-  std::map<uint64_t, const json*> starts;
-  std::map<uint64_t, const json*> ends;
-  for (const json& event : events) {
-    if (event["ph"] == "s") starts[event["id"].get<uint64_t>()] = &event;
-    if (event["ph"] == "f") ends[event["id"].get<uint64_t>()] = &event;
-  }
+  // Flows: one per activity with a launch, bound as viewers bind them (BindFlows), ending on a
+  // stream track; each graph launch fans out to the graph's three kernels.
   size_t joined = 0;
   std::set<uint64_t> graph_launches;
   for (const json& activity : expected["activities"]) {
@@ -359,23 +392,18 @@ TEST_CASE(
     if (!activity["graph_node"].is_null())
       graph_launches.insert(activity["correlation_id"].get<uint64_t>());
   }
-  CHECK(starts.size() == joined);
-  CHECK(ends.size() == joined);
+  const std::vector<BoundFlow> flows = BindFlows(events, tracks);
+  CHECK(flows.size() == joined);
   std::map<std::string, size_t> flows_by_launch;
-  for (const auto& [id, end] : ends) {
-    INFO("flow " << id);
-    REQUIRE(starts.count(id) == 1);
-    const json& start = *starts[id];
-    CHECK((*end)["bp"] == "e");
-    const uint64_t end_tid = (*end)["tid"].get<uint64_t>();
-    CHECK(stream_of_tid.count(end_tid) == 1);
-    CHECK(Enclosing(tracks, pid, end_tid, (*end)["ts"].get<uint64_t>(),
-                    [](const Slice& s) { return s.cat != "nvtx"; }));
-    const Slice* call =
-        Enclosing(tracks, pid, start["tid"].get<uint64_t>(), start["ts"].get<uint64_t>(),
-                  [](const Slice& s) { return s.cat == "cuda_api"; });
-    REQUIRE(call != nullptr);
-    ++flows_by_launch[std::to_string(call->start)];
+  std::set<const Slice*> stream_slices;
+  for (const auto& [tid, stream] : stream_of_tid) {
+    auto track = tracks.find({pid, tid});
+    if (track == tracks.end()) continue;
+    for (const Slice& slice : track->second) stream_slices.insert(&slice);
+  }
+  for (const BoundFlow& flow : flows) {
+    CHECK(stream_slices.count(flow.device) == 1);
+    ++flows_by_launch[std::to_string(flow.call->start)];
   }
   size_t graph_launch_slices = 0;
   for (const json& event : events) {
@@ -386,6 +414,30 @@ TEST_CASE(
   }
   CHECK(graph_launch_slices == graph_launches.size());
   CHECK(graph_launches.size() == 2);
+}
+
+TEST_CASE("Every launch arrow of the graph microstep binds as viewers bind it",
+          "[visualization][timeline]") {
+  TempDir dir;
+  const ProcessResult run =
+      RunProcess({GPUATTR_BIN, "run", "--quiet", "-o", dir.File("report.json"), "--trace",
+                  dir.File("trace.json"), "--", SIMGPU_RUN,
+                  std::string(GPUATTR_SCENARIO_DIR) + "/graph_microstep.json", "--truth",
+                  dir.File("truth.json")});
+  INFO("gpuattr stderr: " << run.err);
+  REQUIRE(ExitStatus(run) == 0);
+  const json truth = ReadJson(dir.File("truth.json"));
+  size_t joined = 0;
+  for (const json& process : truth["processes"]) {
+    for (const json& activity : process["activities"]) {
+      joined += !activity["correlation_id"].is_null();
+    }
+  }
+  const json trace = ReadTrace(dir.File("trace.json"));
+  const std::vector<BoundFlow> flows =
+      BindFlows(trace["traceEvents"], SlicesByTrack(trace["traceEvents"]));
+  CHECK(joined > 0);
+  CHECK(flows.size() == joined);
 }
 
 TEST_CASE(
@@ -522,28 +574,19 @@ TEST_CASE(
     attributed += AttributedNs(process);
   }
   size_t device_slices = 0;
-  size_t flow_starts = 0;
-  size_t flow_ends = 0;
   const Tracks tracks = SlicesByTrack(trace["traceEvents"]);
-  std::map<const Slice*, size_t> flows_per_graph_call;
-  for (const json& event : trace["traceEvents"]) {
-    device_slices += IsDeviceSlice(event);
-    flow_ends += event["ph"] == "f";
-    if (event["ph"] != "s") continue;
-    ++flow_starts;
-    const Slice* call =
-        Enclosing(tracks, event["pid"].get<uint64_t>(), event["tid"].get<uint64_t>(),
-                  event["ts"].get<uint64_t>(), [](const Slice& s) { return s.cat == "cuda_api"; });
-    REQUIRE(call != nullptr);
-    if (call->name == "launch graph") ++flows_per_graph_call[call];
-  }
+  for (const json& event : trace["traceEvents"]) device_slices += IsDeviceSlice(event);
   CHECK(device_slices == activities);
-  CHECK(flow_starts == activities - orphans);
-  CHECK(flow_ends == flow_starts);
+  const std::vector<BoundFlow> flows = BindFlows(trace["traceEvents"], tracks);
+  CHECK(flows.size() == activities - orphans);
+  std::map<const Slice*, size_t> flows_per_graph_call;
+  for (const BoundFlow& flow : flows) {
+    if (flow.call->name == "launch graph") ++flows_per_graph_call[flow.call];
+  }
   // Graph launches fan out: at least one launch call starts several flows.
   REQUIRE_FALSE(flows_per_graph_call.empty());
   size_t widest = 0;
-  for (const auto& [call, flows] : flows_per_graph_call) widest = std::max(widest, flows);
+  for (const auto& [call, count] : flows_per_graph_call) widest = std::max(widest, count);
   CHECK(widest > 1);
 
   uint64_t folded = 0;

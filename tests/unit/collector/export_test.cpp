@@ -2,9 +2,11 @@
 // tree, the Chrome trace writer fed observer calls directly, and the HTML page's embedding of
 // the report (no URL, no early </script>, the report round-trips).
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "export/chrome_trace.h"
@@ -148,12 +150,47 @@ TEST_CASE("The Chrome trace writer writes exact times, tracks, metadata and one 
   CHECK(kernel["name"] == name);
   CHECK(kernel["args"]["family"] == "gemm");
   CHECK(kernel["args"]["path"] == Json(attributed));
+  // The flow starts at the launch call's start and ends at the kernel's start, each with its
+  // slice's category (how Chrome DevTools binds flow events).
   CHECK(by_phase["s"]["tid"] == 70);
-  CHECK(by_phase["s"]["ts"].get<double>() == Approx(1.6));  // inside the launch call
+  CHECK(text.find("{\"ph\":\"s\",\"cat\":\"cuda_api\",\"name\":\"launch\",\"id\":1,"
+                  "\"pid\":7,\"tid\":70,\"ts\":1.500}") != std::string::npos);
   CHECK(by_phase["f"]["tid"] == kDeviceTrackTidBase);
   CHECK(by_phase["f"]["bp"] == "e");
+  CHECK(by_phase["f"]["cat"] == "kernel");
+  CHECK(text.find("\"tid\":" + std::to_string(kDeviceTrackTidBase) + ",\"ts\":3.005}") !=
+        std::string::npos);
   CHECK(by_phase["f"]["id"] == by_phase["s"]["id"]);
   CHECK(by_phase["Xcuda_api"]["name"] == "launch kernel");
+}
+
+TEST_CASE("Process sort indices put every rank first and fit in int32", "[export][timeline]") {
+  test_support::TempDir dir;
+  const std::string path = dir.File("trace.json");
+  auto writer = ChromeTraceWriter::Create(path, "gpuattr test");
+  REQUIRE(writer.ok());
+  for (const auto& [pid, rank] : {std::pair<uint32_t, int32_t>{4194303, -1}, {12, 3}, {5, -1}}) {
+    TraceData data;
+    wire::Hello hello{};
+    hello.pid = pid;
+    hello.rank = rank;
+    data.hello = hello;
+    (*writer)->ProcessFinished(data, ProcessAnalysis{});
+  }
+  REQUIRE((*writer)->Commit().ok());
+  const Json trace = Json::parse(test_support::ReadFile(path), nullptr, false);
+  REQUIRE_FALSE(trace.is_discarded());
+  std::map<uint64_t, int64_t> sort_index;  // by pid
+  for (const Json& event : trace["traceEvents"]) {
+    if (event["name"] == "process_sort_index") {
+      sort_index[event["pid"].get<uint64_t>()] = event["args"]["sort_index"].get<int64_t>();
+    }
+  }
+  REQUIRE(sort_index.size() == 3);
+  CHECK(sort_index[12] == 3);
+  CHECK(sort_index[5] > sort_index[12]);
+  CHECK(sort_index[4194303] > sort_index[5]);
+  for (const auto& [pid, index] : sort_index) CHECK(index <= INT32_MAX);
 }
 
 TEST_CASE("The HTML report embeds the report without URLs or an early end of script",
