@@ -149,7 +149,7 @@ void ChromeTraceWriter::LaunchDone(uint32_t pid, uint32_t correlation_id,
   tracks_[pid].host_tids.insert(launch.tid);
   const uint64_t end = std::max(launch.exit_ns, launch.enter_ns);
   BeginEvent();
-  buffer_ += "{\"ph\":\"X\",\"cat\":\"cuda_api\",\"name\":";
+  buffer_ += "{\"ph\":\"X\",\"cat\":\"gpu\",\"name\":";
   AppendString(buffer_, LaunchName(launch));
   buffer_.push_back(',');
   AppendWhere(buffer_, pid, launch.tid, launch.enter_ns);
@@ -171,15 +171,15 @@ void ChromeTraceWriter::ActivityReleased(const ObservedActivity& observed) {
                      : activity.kind == ActivityKind::kMemcpy ? "memcpy"
                                                               : "memset";
   BeginEvent();
-  buffer_ += "{\"ph\":\"X\",\"cat\":\"";
-  buffer_ += kind;
-  buffer_ += "\",\"name\":";
+  buffer_ += "{\"ph\":\"X\",\"cat\":\"gpu\",\"name\":";
   AppendString(buffer_, observed.kernel_name ? *observed.kernel_name : std::string(kind));
   buffer_.push_back(',');
   AppendWhere(buffer_, observed.pid, tid, activity.start_ns);
   buffer_ += ",\"dur\":";
   AppendMicros(buffer_, activity.end_ns - activity.start_ns);
-  buffer_ += ",\"args\":{\"family\":";
+  buffer_ += ",\"args\":{\"kind\":\"";
+  buffer_ += kind;
+  buffer_ += "\",\"family\":";
   AppendString(buffer_, observed.family ? *observed.family : "[" + std::string(kind) + "]");
   buffer_ += ",\"path\":";
   AppendPath(buffer_, *observed.path);
@@ -198,19 +198,18 @@ void ChromeTraceWriter::ActivityReleased(const ObservedActivity& observed) {
              ",\"stream\":" + std::to_string(activity.stream) + "}}";
   if (observed.launch) {
     // The arrow leaves its launch slice at the slice's start and enters the device slice at its
-    // start, each with its slice's category: Chrome DevTools binds a flow event only to a slice
-    // of the same timestamp and category, and catapult and Perfetto drop an arrow that ends
-    // before it starts (a slice's middle could: a short kernel inside a long launch call).
+    // start, all three in category "gpu": Chrome DevTools pairs flow events by category, name
+    // and id, and binds each only to a slice of the same timestamp and category; catapult and
+    // Perfetto drop an arrow that ends before it starts (a slice's middle could: a short kernel
+    // inside a long launch call).
     const LaunchRecord& launch = *observed.launch;
     const std::string id = std::to_string(next_flow_id_++);
     BeginEvent();
-    buffer_ += "{\"ph\":\"s\",\"cat\":\"cuda_api\",\"name\":\"launch\",\"id\":" + id + ",";
+    buffer_ += "{\"ph\":\"s\",\"cat\":\"gpu\",\"name\":\"launch\",\"id\":" + id + ",";
     AppendWhere(buffer_, observed.pid, launch.tid, launch.enter_ns);
     buffer_ += "}";
     BeginEvent();
-    buffer_ += "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"";
-    buffer_ += kind;
-    buffer_ += "\",\"name\":\"launch\",\"id\":" + id + ",";
+    buffer_ += "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"gpu\",\"name\":\"launch\",\"id\":" + id + ",";
     AppendWhere(buffer_, observed.pid, tid, activity.start_ns);
     buffer_ += "}";
   }

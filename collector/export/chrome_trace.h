@@ -5,8 +5,9 @@
 //
 //   process "simgpu-run (pid 4242, rank 0)"        one per traced process, labelled by rank
 //     thread "main (4242)"      X nvtx      the NVTX push/pop ranges, nested
-//                               X cuda_api  the launch API calls, inside them
-//     thread "GPU 0 stream 7"   X kernel | memcpy | memset, args: family, path, attribution
+//                               X gpu       the launch API calls, inside them
+//     thread "GPU 0 stream 7"   X gpu       kernels, memcpys, memsets; args: kind, family, path,
+//                                           attribution
 //     async  "nvtx"             b/e         NVTX start/end ranges (they may cross threads)
 //   flow "launch" (s → f)       from each launch call to each device activity it made: one
 //                               arrow per activity, so a graph launch fans out to its N kernels
@@ -15,9 +16,9 @@
 // decimals ("ts": 1234.567 is 1234567 ns), so nothing is rounded. A stream's track is a thread
 // of its process with a made-up tid at or above kDeviceTrackTidBase (Linux tids stay below
 // 2^22), numbered in order of first appearance; its thread name says which device and stream.
-// A flow starts at its launch slice's start with the slice's category ("cuda_api") and ends
-// ("bp": "e") at its device slice's start with that slice's category, which is how Chrome
-// DevTools, catapult and Perfetto all bind it. Process sort indices fit in int32 (Perfetto).
+// A flow starts at its launch slice's start and ends ("bp": "e") at its device slice's start,
+// the flow and both slices in category "gpu", which is how Chrome DevTools, catapult and Perfetto
+// all bind it. Process sort indices fit in int32 (Perfetto).
 //
 // Memory: events are written as they are observed, through an AtomicTextFile (renamed onto the
 // path at Commit), with a buffer of about 1 MiB; what is kept is one entry per thread and per

@@ -137,9 +137,15 @@ json ReadTrace(const std::string& path) {
   return trace;
 }
 
+// A device slice's kind (kernel, memcpy, memset); empty for any other event.
+std::string DeviceKind(const json& event) {
+  if (event["ph"] != "X" || event["cat"] != "gpu" || !event["args"].contains("kind")) return "";
+  return event["args"]["kind"].get<std::string>();
+}
+
 bool IsDeviceSlice(const json& event) {
-  return event["ph"] == "X" &&
-         (event["cat"] == "kernel" || event["cat"] == "memcpy" || event["cat"] == "memset");
+  const std::string kind = DeviceKind(event);
+  return kind == "kernel" || kind == "memcpy" || kind == "memset";
 }
 
 struct Slice {
@@ -147,6 +153,7 @@ struct Slice {
   uint64_t end = 0;
   std::string cat;
   std::string name;
+  std::string kind;  // DeviceKind
 };
 
 // Every X slice of the trace by track, with times already in nanoseconds (ReadTrace).
@@ -159,7 +166,7 @@ Tracks SlicesByTrack(const json& events) {
     const uint64_t start = event["ts"].get<uint64_t>();
     tracks[{event["pid"].get<uint64_t>(), event["tid"].get<uint64_t>()}].push_back(
         {start, start + event["dur"].get<uint64_t>(), event["cat"].get<std::string>(),
-         event["name"].get<std::string>()});
+         event["name"].get<std::string>(), DeviceKind(event)});
   }
   return tracks;
 }
@@ -184,9 +191,9 @@ struct BoundFlow {
   const Slice* device;
 };
 
-// Every flow of the trace, bound: each `s` binds to a `cuda_api` slice at its start, each `f`
-// ("bp": "e") to a kernel, memcpy or memset slice at its start, one of each per id, and no arrow
-// ends before it starts (catapult and Perfetto drop those).
+// Every flow of the trace, bound: each `s` binds to a launch slice (no device kind) at its start,
+// each `f` ("bp": "e") to a kernel, memcpy or memset slice at its start, one of each per id, and
+// no arrow ends before it starts (catapult and Perfetto drop those).
 std::vector<BoundFlow> BindFlows(const json& events, const Tracks& tracks) {
   std::map<uint64_t, const Slice*> calls;  // by flow id
   for (const json& event : events) {
@@ -194,7 +201,7 @@ std::vector<BoundFlow> BindFlows(const json& events, const Tracks& tracks) {
     INFO("flow start " << event.dump());
     const Slice* call = BoundSlice(tracks, event);
     REQUIRE(call != nullptr);
-    CHECK(call->cat == "cuda_api");
+    CHECK(call->kind.empty());
     CHECK(calls.emplace(event["id"].get<uint64_t>(), call).second);
   }
   std::vector<BoundFlow> flows;
@@ -204,7 +211,7 @@ std::vector<BoundFlow> BindFlows(const json& events, const Tracks& tracks) {
     CHECK(event["bp"] == "e");
     const Slice* device = BoundSlice(tracks, event);
     REQUIRE(device != nullptr);
-    CHECK((device->cat == "kernel" || device->cat == "memcpy" || device->cat == "memset"));
+    CHECK((device->kind == "kernel" || device->kind == "memcpy" || device->kind == "memset"));
     auto call = calls.find(event["id"].get<uint64_t>());
     REQUIRE(call != calls.end());
     CHECK(device->start >= call->second->start);
@@ -326,7 +333,7 @@ TEST_CASE(
     CHECK(event["args"]["device"] == device);
     CHECK(event["args"]["stream"] == stream);
     CHECK_FALSE(event["args"]["family"].get<std::string>().empty());
-    const DeviceKey key{device, stream, start, end, event["cat"].get<std::string>()};
+    const DeviceKey key{device, stream, start, end, DeviceKind(event)};
     trace_activities.insert(key);
     if (truth_paths.count(key) == 1) {
       CHECK(event["args"]["path"] == truth_paths[key].first);

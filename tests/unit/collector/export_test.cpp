@@ -136,7 +136,9 @@ TEST_CASE("The Chrome trace writer writes exact times, tracks, metadata and one 
   std::map<std::string, std::string> names;
   for (const Json& event : trace["traceEvents"]) {
     by_phase[event["ph"].get<std::string>() +
-             (event["ph"] == "X" ? event["cat"].get<std::string>() : "")] = event;
+             (event["ph"] == "X" ? event["cat"].get<std::string>() +
+                                       (event["args"].contains("kind") ? "/kind" : "")
+                                 : "")] = event;
     if (event["ph"] == "M" && event["args"].contains("name")) {
       names[event["name"].get<std::string>() + ":" + std::to_string(event["tid"].get<uint64_t>())] =
           event["args"]["name"];
@@ -145,23 +147,25 @@ TEST_CASE("The Chrome trace writer writes exact times, tracks, metadata and one 
   CHECK(names["process_name:0"] == "process (pid 7, rank 2)");
   CHECK(names["thread_name:70"] == "main (70)");
   CHECK(names["thread_name:" + std::to_string(kDeviceTrackTidBase)] == "GPU 1 stream 13");
-  const Json& kernel = by_phase["Xkernel"];
+  const Json& kernel = by_phase["Xgpu/kind"];
   CHECK(kernel["tid"] == kDeviceTrackTidBase);
   CHECK(kernel["name"] == name);
+  CHECK(kernel["args"]["kind"] == "kernel");
   CHECK(kernel["args"]["family"] == "gemm");
   CHECK(kernel["args"]["path"] == Json(attributed));
-  // The flow starts at the launch call's start and ends at the kernel's start, each with its
-  // slice's category (how Chrome DevTools binds flow events).
+  // The flow starts at the launch call's start and ends at the kernel's start, the flow and both
+  // slices of one category (how Chrome DevTools pairs and binds flow events).
   CHECK(by_phase["s"]["tid"] == 70);
-  CHECK(text.find("{\"ph\":\"s\",\"cat\":\"cuda_api\",\"name\":\"launch\",\"id\":1,"
+  CHECK(text.find("{\"ph\":\"s\",\"cat\":\"gpu\",\"name\":\"launch\",\"id\":1,"
                   "\"pid\":7,\"tid\":70,\"ts\":1.500}") != std::string::npos);
   CHECK(by_phase["f"]["tid"] == kDeviceTrackTidBase);
   CHECK(by_phase["f"]["bp"] == "e");
-  CHECK(by_phase["f"]["cat"] == "kernel");
+  CHECK(by_phase["f"]["cat"] == "gpu");
+  CHECK(by_phase["Xgpu"]["cat"] == kernel["cat"]);
   CHECK(text.find("\"tid\":" + std::to_string(kDeviceTrackTidBase) + ",\"ts\":3.005}") !=
         std::string::npos);
   CHECK(by_phase["f"]["id"] == by_phase["s"]["id"]);
-  CHECK(by_phase["Xcuda_api"]["name"] == "launch kernel");
+  CHECK(by_phase["Xgpu"]["name"] == "launch kernel");
 }
 
 TEST_CASE("Process sort indices put every rank first and fit in int32", "[export][timeline]") {
