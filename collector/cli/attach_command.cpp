@@ -24,6 +24,7 @@
 #include "base/os.h"
 #include "cli/cli.h"
 #include "cli/daemon_socket.h"
+#include "cli/output_names.h"
 #include "cli/run.h"
 #include "ingest/daemon_server.h"
 #include "report/atomic_write.h"
@@ -52,6 +53,10 @@ wire::AttachRequest RequestFor(const AttachOptions& options) {
 // with `refusal` (its cause followed by what was seen). The entry is what the report builder
 // makes of a process that said Hello and nothing else (status "refused", nothing measured), its
 // refusals replaced by the attach refusal: one analysis, one builder, one shape of entry.
+ExistingFile ExistingOutput(const AttachOptions& options) {
+  return options.force_overwrite ? ExistingFile::kReplace : ExistingFile::kRefuse;
+}
+
 Status WriteRefusalReport(const AttachOptions& options, const RefusalEntry& refusal,
                           const std::string& seen) {
   const uint32_t pid =
@@ -81,7 +86,7 @@ Status WriteRefusalReport(const AttachOptions& options, const RefusalEntry& refu
   inputs.window_request = WindowRequestFromWire(RequestFor(options), options.step_name);
   inputs.processes.push_back(std::move(analysis));
   const Report report = BuildReport(inputs);
-  return WriteReportAtomically(report, options.output);
+  return WriteReportAtomically(report, options.output, ExistingOutput(options));
 }
 
 int Refuse(const AttachOptions& options, const RefusalEntry& refusal, const std::string& seen) {
@@ -240,7 +245,15 @@ StatusOr<uint64_t> ParseDuration(const std::string& text) {
   return static_cast<uint64_t>(std::llround(value));
 }
 
-int RunAttach(const AttachOptions& options) {
+int RunAttach(const AttachOptions& requested) {
+  AttachOptions options = requested;
+  ExportPaths no_exports;
+  if (StatusOr<ExistingFile> resolved =
+          ResolveOutputNames(&options.output, &no_exports, options.force_overwrite,
+                             /*report_to_stdout=*/false, ProcessOutputNameContext());
+      !resolved.ok()) {
+    return Fail(ExitCodeFor(resolved.status()), resolved.status().message());
+  }
   if (Status ok = CheckOutputPath(options.output, "the report path (-o)"); !ok.ok()) {
     return Fail(ExitCodeFor(ok), ok.message());
   }
@@ -313,7 +326,8 @@ int RunAttach(const AttachOptions& options) {
   }
   StatusOr<std::string> report = ReadDaemonReport(reply->report_path);
   if (!report.ok()) return Fail(kExitInternal, report.status().message());
-  if (Status written = WriteTextAtomically(*report, options.output); !written.ok()) {
+  if (Status written = WriteTextAtomically(*report, options.output, ExistingOutput(options));
+      !written.ok()) {
     return Fail(kExitInternal, written.message());
   }
   if (!options.quiet) {
@@ -363,8 +377,12 @@ Subcommand AddAttachSubcommand(CLI::App& app) {
   command->add_option("--socket", line->options.socket_path,
                       "The daemon's socket; default: $XDG_RUNTIME_DIR/gpuattr/daemon.sock, else "
                       "/tmp/gpuattr-$UID/daemon.sock");
-  command->add_option("-o,--output", line->options.output, "Where to write the JSON report")
+  command
+      ->add_option("-o,--output", line->options.output,
+                   "Where to write the JSON report (%p %h %q{VAR} %n expand: docs/jobs.md)")
       ->required();
+  command->add_flag("--force-overwrite", line->options.force_overwrite,
+                    "Replace a report that exists (otherwise an existing name is refused)");
   command->add_option("--timeout", line->timeout,
                       "How long to wait for the daemon's reply (default 630s)");
   command->add_flag("-q,--quiet", line->options.quiet, "No summary on stderr");

@@ -38,9 +38,10 @@ struct AttachOptions {
   int32_t value = 0;         // the pid or the rank
   uint64_t duration_ns = 0;  // exactly one of duration_ns and steps is > 0
   uint32_t steps = 0;
-  std::string step_name;    // with steps only; empty: the shim's built-in step names
-  std::string socket_path;  // empty: DefaultDaemonSocketPath()
-  std::string output;
+  std::string step_name;         // with steps only; empty: the shim's built-in step names
+  std::string socket_path;       // empty: DefaultDaemonSocketPath()
+  std::string output;            // expanded by RunAttach (output_names.h)
+  bool force_overwrite = false;  // replace an existing report
   uint64_t timeout_ns = 600'000'000'000 + 30'000'000'000;  // the daemon's default, and a margin
   bool quiet = false;                                      // no summary line
 };

@@ -47,7 +47,9 @@ Subcommand AddExportSubcommand(CLI::App& app) {
         options->import.output = path;
         options->write_report = true;
       },
-      "Also write the JSON report here");
+      "Also write the JSON report here (- for stdout; %p %h %q{VAR} %n expand)");
+  command->add_flag("--force-overwrite", import.force_overwrite,
+                    "Replace outputs that exist (otherwise an existing name is refused)");
   AddTraceReadingFlags(command, import);
   AddAnalysisFlags(command,
                    {&import.analysis, &import.phase_rules_path, &import.family_rules_path});

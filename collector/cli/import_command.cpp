@@ -16,6 +16,7 @@
 #include "analysis/refusal_catalogue.h"
 #include "cli/analysis_flags.h"
 #include "cli/cli.h"
+#include "cli/output_names.h"
 #include "gpuattr_version.h"
 #include "import/kineto_importer.h"
 #include "import/nsys_importer.h"
@@ -121,8 +122,8 @@ nlohmann::json PyTorchJson(const PyTorchCounts& counts) {
 // process's exit instead of being freed node by node, which took 4 % of importing a 200 MB trace:
 // RunImport is the process's last work. Held from a static, so leak checkers see it reachable.
 void KeepUntilExit(Report report) {
-  static auto* const kept = new std::vector<Report>();
-  kept->push_back(std::move(report));
+  static auto* const kKeptReports = new std::vector<Report>();
+  kKeptReports->push_back(std::move(report));
 }
 
 }  // namespace
@@ -218,13 +219,22 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
   return result;
 }
 
-StatusOr<ImportResult> WriteImport(const ImportOptions& options, bool write_report) {
+StatusOr<ImportResult> WriteImport(const ImportOptions& requested, bool write_report) {
+  ImportOptions options = requested;
+  GPUATTR_ASSIGN_OR_RETURN(
+      const ExistingFile existing,
+      ResolveOutputNames(write_report ? &options.output : nullptr, &options.exports,
+                         options.force_overwrite, /*report_to_stdout=*/true,
+                         ProcessOutputNameContext()));
   std::shared_ptr<Exports> exports;
   if (options.exports.any()) {
     GPUATTR_ASSIGN_OR_RETURN(exports, Exports::Create(options.exports, "gpuattr " GPUATTR_VERSION));
   }
   GPUATTR_ASSIGN_OR_RETURN(ImportResult result, BuildImportReport(options, exports));
-  if (write_report) GPUATTR_RETURN_IF_ERROR(WriteReportAtomically(result.report, options.output));
+  if (write_report) {
+    GPUATTR_RETURN_IF_ERROR(WriteReport(result.report, options.output, existing));
+    result.output = options.output;
+  }
   if (exports) GPUATTR_RETURN_IF_ERROR(exports->Commit());
   return result;
 }
@@ -240,7 +250,9 @@ Status RunImport(const ImportOptions& options) {
                    static_cast<unsigned long long>(result.skipped_events),
                    static_cast<unsigned long long>(result.clipped_ranges));
     }
-    std::fprintf(stderr, "gpuattr: report written to %s\n", options.output.c_str());
+    if (result.output != "-") {
+      std::fprintf(stderr, "gpuattr: report written to %s\n", result.output.c_str());
+    }
   }
   KeepUntilExit(std::move(result.report));
   return Status::Ok();
@@ -265,7 +277,9 @@ Subcommand AddImportSubcommand(CLI::App& app) {
   CLI::App* import = app.add_subcommand(
       "import", "Write a report from PyTorch profiler (Kineto) JSON or Nsight Systems SQLite");
   import->add_option("files", options->files, "FILE...: traces, one per rank")->required();
-  import->add_option("-o,--output", options->output, "Where to write the JSON report")
+  import
+      ->add_option("-o,--output", options->output,
+                   "Where to write the JSON report (- for stdout; %p %h %q{VAR} %n expand)")
       ->capture_default_str();
   AddTraceReadingFlags(import, *options);
   AddAnalysisFlags(import,
@@ -273,6 +287,8 @@ Subcommand AddImportSubcommand(CLI::App& app) {
   import->add_option("--activities", options->exports.activities,
                      "Also write one JSON line per device activity to this file");
   import->add_flag("-q,--quiet", options->quiet, "No summary on stderr");
+  import->add_flag("--force-overwrite", options->force_overwrite,
+                   "Replace outputs that exist (otherwise an existing name is refused)");
   import->footer(kImportFooter);
   return {import, [options] {
             const Status status = RunImport(*options);

@@ -33,11 +33,12 @@ namespace gpuattr::collector {
 
 struct ImportOptions {
   std::vector<std::string> files;
-  std::string output = "gpuattr-report.json";
-  std::string format = "auto";         // auto | kineto | nsys
-  std::string ranges = "annotations";  // annotations | ops (Kineto: cpu_op ranges too)
-  bool modules = true;                 // --no-modules: Kineto nn.Module events are not ranges
+  std::string output = "gpuattr-report%n.json";  // output_names.h
+  std::string format = "auto";                   // auto | kineto | nsys
+  std::string ranges = "annotations";            // annotations | ops (Kineto: cpu_op ranges too)
+  bool modules = true;  // --no-modules: Kineto nn.Module events are not ranges
   bool quiet = false;
+  bool force_overwrite = false;  // replace existing outputs
   AnalysisOptions analysis;
   std::string phase_rules_path;
   std::string family_rules_path;
@@ -46,6 +47,7 @@ struct ImportOptions {
 
 struct ImportResult {
   Report report;
+  std::string output;           // where the report went, its name expanded ("-": stdout)
   uint64_t json_bytes = 0;      // uncompressed JSON read (Kineto inputs)
   uint64_t skipped_events = 0;  // events with fields of the wrong type
   uint64_t clipped_ranges = 0;  // ranges clipped to nest (trace_replay.h)
@@ -56,8 +58,9 @@ struct ImportResult {
 StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
                                          std::shared_ptr<TraceObserver> observer = nullptr);
 
-// Builds the report with the exports `options` names, writes the report atomically when
-// `write_report`, then publishes the exports.
+// Resolves the output names (output_names.h), builds the report with the exports `options`
+// names, writes the report atomically (or to stdout) when `write_report`, then publishes the
+// exports.
 StatusOr<ImportResult> WriteImport(const ImportOptions& options, bool write_report);
 
 // The whole subcommand: build, write atomically, print the summary unless quiet.

@@ -24,6 +24,7 @@
 #include "cli/child_process.h"
 #include "cli/cli.h"
 #include "cli/daemon_socket.h"
+#include "cli/output_names.h"
 #include "cli/private_dir.h"
 #include "cli/shim_locator.h"
 #include "gpuattr_version.h"
@@ -245,8 +246,11 @@ Examples:
 Subcommand AddRunSubcommand(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* run = app.add_subcommand("run", "Run a command under gpuattr and write a report");
-  run->add_option("-o,--output", options->output, "Where to write the JSON report")
+  run->add_option("-o,--output", options->output,
+                  "Where to write the JSON report (%p %h %q{VAR} %n expand: docs/jobs.md)")
       ->capture_default_str();
+  run->add_flag("--force-overwrite", options->force_overwrite,
+                "Replace outputs that exist (otherwise an existing name is refused)");
   run->add_flag("--armed", options->armed,
                 "Collect nothing now: run CMD armed for the gpuattr daemon, to be attached to "
                 "later with `gpuattr attach` (docs/attach.md); writes no report itself");
@@ -290,7 +294,8 @@ Subcommand AddRunSubcommand(CLI::App& app) {
           }};
 }
 
-StatusOr<int> RunCapture(const RunOptions& options) {
+StatusOr<int> RunCapture(const RunOptions& requested) {
+  RunOptions options = requested;
   if (options.command.empty() || options.command[0].empty()) {
     return InvalidArgumentError("no command given: gpuattr run [options] -- CMD ARGS...");
   }
@@ -301,6 +306,11 @@ StatusOr<int> RunCapture(const RunOptions& options) {
     return InvalidArgumentError("--drain-timeout must be between 0 and " +
                                 std::to_string(static_cast<int>(kMaxDrainTimeoutS)) + " seconds");
   }
+  // Names expanded and checked before CMD starts; CMD's stdout is its own, so no "-o -".
+  GPUATTR_ASSIGN_OR_RETURN(
+      const ExistingFile existing,
+      ResolveOutputNames(&options.output, &options.exports, options.force_overwrite,
+                         /*report_to_stdout=*/false, ProcessOutputNameContext()));
   GPUATTR_RETURN_IF_ERROR(CheckOutputPath(options.output, "the report path (-o)"));
   AnalysisOptions analysis = options.analysis;
   GPUATTR_RETURN_IF_ERROR(
@@ -376,7 +386,7 @@ StatusOr<int> RunCapture(const RunOptions& options) {
   inputs.rejected_connections = server->stats().rejected_connections;
   inputs.rejected_messages = server->stats().rejected_messages;
   const Report report = BuildReport(inputs);
-  GPUATTR_RETURN_IF_ERROR(WriteReportAtomically(report, options.output));
+  GPUATTR_RETURN_IF_ERROR(WriteReportAtomically(report, options.output, existing));
   if (exports) GPUATTR_RETURN_IF_ERROR(exports->Commit());
 
   if (!options.quiet) {

@@ -47,10 +47,11 @@ namespace gpuattr::collector {
 inline constexpr double kMaxDrainTimeoutS = 3600.0;
 
 struct RunOptions {
-  std::vector<std::string> command;  // CMD ARGS...; never empty
-  std::string output = "gpuattr-report.json";
+  std::vector<std::string> command;              // CMD ARGS...; never empty
+  std::string output = "gpuattr-report%n.json";  // output_names.h
   AnalysisOptions analysis;
-  bool quiet = false;  // no summary on stderr
+  bool quiet = false;            // no summary on stderr
+  bool force_overwrite = false;  // replace existing outputs
   double drain_timeout_s = 5.0;
   // Rule tables replacing the built-in ones, read and checked before CMD starts; empty: built-in.
   std::string phase_rules_path;

@@ -50,9 +50,9 @@ std::string ActivityLine(const ObservedActivity& observed) {
   return line.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-StatusOr<std::unique_ptr<ActivityLinesWriter>> ActivityLinesWriter::Create(
-    const std::string& path) {
-  GPUATTR_ASSIGN_OR_RETURN(AtomicTextFile file, AtomicTextFile::Create(path));
+StatusOr<std::unique_ptr<ActivityLinesWriter>> ActivityLinesWriter::Create(const std::string& path,
+                                                                           ExistingFile existing) {
+  GPUATTR_ASSIGN_OR_RETURN(AtomicTextFile file, AtomicTextFile::Create(path, existing));
   return std::unique_ptr<ActivityLinesWriter>(new ActivityLinesWriter(std::move(file)));
 }
 

@@ -22,7 +22,8 @@ std::string ActivityLine(const ObservedActivity& activity);
 
 class ActivityLinesWriter {
  public:
-  static StatusOr<std::unique_ptr<ActivityLinesWriter>> Create(const std::string& path);
+  static StatusOr<std::unique_ptr<ActivityLinesWriter>> Create(const std::string& path,
+                                                               ExistingFile existing);
 
   void ActivityReleased(const ObservedActivity& activity);
   // Writes what is buffered and renames the file onto its path; the first write error.

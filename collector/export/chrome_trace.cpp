@@ -100,9 +100,10 @@ std::string Basename(const std::string& path) {
 
 ChromeTraceWriter::ChromeTraceWriter(AtomicTextFile file) : file_(std::move(file)) {}
 
-StatusOr<std::unique_ptr<ChromeTraceWriter>> ChromeTraceWriter::Create(
-    const std::string& path, const std::string& generator) {
-  GPUATTR_ASSIGN_OR_RETURN(AtomicTextFile file, AtomicTextFile::Create(path));
+StatusOr<std::unique_ptr<ChromeTraceWriter>> ChromeTraceWriter::Create(const std::string& path,
+                                                                       const std::string& generator,
+                                                                       ExistingFile existing) {
+  GPUATTR_ASSIGN_OR_RETURN(AtomicTextFile file, AtomicTextFile::Create(path, existing));
   std::unique_ptr<ChromeTraceWriter> writer(new ChromeTraceWriter(std::move(file)));
   writer->buffer_ = "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":";
   AppendString(writer->buffer_, generator);

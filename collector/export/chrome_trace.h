@@ -45,9 +45,11 @@ inline constexpr uint32_t kDeviceTrackTidBase = 1u << 30;
 class ChromeTraceWriter : public TraceObserver {
  public:
   // Opens the temporary file beside `path` and writes the document's head. `generator` names
-  // the tool in the file's metadata ("gpuattr " GPUATTR_VERSION).
+  // the tool in the file's metadata ("gpuattr " GPUATTR_VERSION); `existing`: whether Commit
+  // replaces a file of that name (atomic_write.h).
   static StatusOr<std::unique_ptr<ChromeTraceWriter>> Create(const std::string& path,
-                                                             const std::string& generator);
+                                                             const std::string& generator,
+                                                             ExistingFile existing);
 
   void RangeClosed(uint32_t pid, const HostRange& range,
                    const std::vector<std::string>& path) override;

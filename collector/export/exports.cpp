@@ -22,10 +22,12 @@ StatusOr<std::shared_ptr<Exports>> Exports::Create(const ExportPaths& paths,
   exports->paths_ = paths;
   exports->generator_ = generator;
   if (!paths.trace.empty()) {
-    GPUATTR_ASSIGN_OR_RETURN(exports->trace_, ChromeTraceWriter::Create(paths.trace, generator));
+    GPUATTR_ASSIGN_OR_RETURN(exports->trace_,
+                             ChromeTraceWriter::Create(paths.trace, generator, paths.existing));
   }
   if (!paths.activities.empty()) {
-    GPUATTR_ASSIGN_OR_RETURN(exports->activities_, ActivityLinesWriter::Create(paths.activities));
+    GPUATTR_ASSIGN_OR_RETURN(exports->activities_,
+                             ActivityLinesWriter::Create(paths.activities, paths.existing));
   }
   return exports;
 }
@@ -58,11 +60,12 @@ Status Exports::Commit() {
     return ra != rb ? ra < rb : a.pid < b.pid;
   });
   if (!paths_.folded.empty()) {
-    GPUATTR_RETURN_IF_ERROR(WriteTextAtomically(RenderFolded(folded_), paths_.folded));
+    GPUATTR_RETURN_IF_ERROR(
+        WriteTextAtomically(RenderFolded(folded_), paths_.folded, paths_.existing));
   }
   if (!paths_.speedscope.empty()) {
-    GPUATTR_RETURN_IF_ERROR(
-        WriteTextAtomically(RenderSpeedscope(folded_, generator_), paths_.speedscope));
+    GPUATTR_RETURN_IF_ERROR(WriteTextAtomically(RenderSpeedscope(folded_, generator_),
+                                                paths_.speedscope, paths_.existing));
   }
   if (trace_) GPUATTR_RETURN_IF_ERROR(trace_->Commit());
   if (activities_) GPUATTR_RETURN_IF_ERROR(activities_->Commit());

@@ -27,10 +27,11 @@
 namespace gpuattr::collector {
 
 struct ExportPaths {
-  std::string trace;       // Chrome trace-event JSON; empty: none
-  std::string folded;      // folded stacks; empty: none
-  std::string speedscope;  // speedscope JSON; empty: none
-  std::string activities;  // per-activity JSON lines; empty: none
+  std::string trace;                               // Chrome trace-event JSON; empty: none
+  std::string folded;                              // folded stacks; empty: none
+  std::string speedscope;                          // speedscope JSON; empty: none
+  std::string activities;                          // per-activity JSON lines; empty: none
+  ExistingFile existing = ExistingFile::kReplace;  // what publishing does with a file of a name
   bool any() const {
     return !trace.empty() || !folded.empty() || !speedscope.empty() || !activities.empty();
   }

@@ -37,9 +37,46 @@ Status WriteAll(int fd, const std::string& bytes, const std::string& path) {
   return Status::Ok();
 }
 
+// Publishes `temp` as `path` unless a file of that name exists; `temp` is gone afterwards.
+Status PublishWithoutReplacing(const std::string& temp, const std::string& path) {
+  if (::link(temp.c_str(), path.c_str()) == 0) {
+    ::unlink(temp.c_str());
+    return Status::Ok();
+  }
+  const int error = errno;
+  if (error == EEXIST) {
+    ::unlink(temp.c_str());
+    return FailedPreconditionError(path +
+                                   " appeared while gpuattr was writing it and is left as "
+                                   "it was; nothing was written (give each writer its own name: "
+                                   "%p, %h, %q{RANK} or %n)");
+  }
+  if (error != EPERM && error != ENOTSUP && error != EOPNOTSUPP) {
+    errno = error;
+    Status status = Errno("cannot link " + temp + " to " + path);
+    ::unlink(temp.c_str());
+    return status;
+  }
+  // No hard links on this file system: check, then rename (a file created between the two is
+  // replaced; the name was checked before the work started as well).
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) == 0) {
+    ::unlink(temp.c_str());
+    return FailedPreconditionError(path +
+                                   " appeared while gpuattr was writing it and is left as "
+                                   "it was; nothing was written");
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    Status status = Errno("cannot rename " + temp + " to " + path);
+    ::unlink(temp.c_str());
+    return status;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
-StatusOr<AtomicTextFile> AtomicTextFile::Create(const std::string& path) {
+StatusOr<AtomicTextFile> AtomicTextFile::Create(const std::string& path, ExistingFile existing) {
   if (path.empty()) return InvalidArgumentError("the output path is empty");
   const size_t slash = path.rfind('/');
   const std::string dir =
@@ -54,6 +91,7 @@ StatusOr<AtomicTextFile> AtomicTextFile::Create(const std::string& path) {
   file.fd_ = fd;
   file.path_ = path;
   file.temp_path_ = temp.data();
+  file.existing_ = existing;
   return file;
 }
 
@@ -61,6 +99,7 @@ AtomicTextFile::AtomicTextFile(AtomicTextFile&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
       path_(std::move(other.path_)),
       temp_path_(std::move(other.temp_path_)),
+      existing_(other.existing_),
       status_(std::move(other.status_)) {}
 
 AtomicTextFile::~AtomicTextFile() {
@@ -83,15 +122,21 @@ Status AtomicTextFile::Commit() {
     status = Errno("cannot set the mode of " + temp_path_);
   if (status.ok() && ::fsync(fd) != 0) status = Errno("cannot fsync " + temp_path_);
   if (::close(fd) != 0 && status.ok()) status = Errno("cannot close " + temp_path_);
-  if (status.ok() && ::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    status = Errno("cannot rename " + temp_path_ + " to " + path_);
+  if (!status.ok()) {
+    ::unlink(temp_path_.c_str());
+    return status;
   }
-  if (!status.ok()) ::unlink(temp_path_.c_str());
+  if (existing_ == ExistingFile::kRefuse) return PublishWithoutReplacing(temp_path_, path_);
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    status = Errno("cannot rename " + temp_path_ + " to " + path_);
+    ::unlink(temp_path_.c_str());
+  }
   return status;
 }
 
-Status WriteTextAtomically(const std::string& text, const std::string& path) {
-  GPUATTR_ASSIGN_OR_RETURN(AtomicTextFile file, AtomicTextFile::Create(path));
+Status WriteTextAtomically(const std::string& text, const std::string& path,
+                           ExistingFile existing) {
+  GPUATTR_ASSIGN_OR_RETURN(AtomicTextFile file, AtomicTextFile::Create(path, existing));
   file.Append(text);
   return file.Commit();
 }

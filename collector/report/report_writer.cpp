@@ -1,12 +1,18 @@
-// SerializeReport and WriteReportAtomically (report_writer.h): the report's text, written the way
-// nlohmann's dump(2) writes a DOM, with each process's step rows rendered in place one at a time.
+// SerializeReport, WriteReportAtomically and WriteReport (report_writer.h): the report's text,
+// written the way nlohmann's dump(2) writes a DOM, with each process's step rows rendered in place
+// one at a time.
 #include "report/report_writer.h"
 
+#include <cerrno>
 #include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "report/atomic_write.h"
 #include "report/report_json.h"
@@ -18,10 +24,12 @@ namespace {
 using Json = nlohmann::json;
 using Output = nlohmann::detail::output_adapter_protocol<char>;
 
-// Collects the text in 1 MiB pieces and appends each to an AtomicTextFile.
-class ChunkedFileOutput final : public Output {
+// Collects the text in 1 MiB pieces and hands each to `sink` (an AtomicTextFile, stdout).
+class ChunkedOutput final : public Output {
  public:
-  explicit ChunkedFileOutput(AtomicTextFile* file) : file_(file) { pending_.reserve(kChunkBytes); }
+  explicit ChunkedOutput(std::function<void(const std::string&)> sink) : sink_(std::move(sink)) {
+    pending_.reserve(kChunkBytes);
+  }
 
   void write_character(char c) override {
     pending_.push_back(c);
@@ -32,13 +40,13 @@ class ChunkedFileOutput final : public Output {
     if (pending_.size() >= kChunkBytes) Flush();
   }
   void Flush() {
-    file_->Append(pending_);
+    sink_(pending_);
     pending_.clear();
   }
 
  private:
   static constexpr size_t kChunkBytes = size_t{1} << 20;
-  AtomicTextFile* file_;
+  std::function<void(const std::string&)> sink_;
   std::string pending_;
 };
 
@@ -148,13 +156,29 @@ std::string SerializeReport(const Report& report) {
   return text;
 }
 
-Status WriteReportAtomically(const Report& report, const std::string& path) {
+Status WriteReportAtomically(const Report& report, const std::string& path, ExistingFile existing) {
   if (path.empty()) return InvalidArgumentError("the report path is empty");
-  GPUATTR_ASSIGN_OR_RETURN(AtomicTextFile file, AtomicTextFile::Create(path));
-  auto output = std::make_shared<ChunkedFileOutput>(&file);
+  GPUATTR_ASSIGN_OR_RETURN(AtomicTextFile file, AtomicTextFile::Create(path, existing));
+  auto output =
+      std::make_shared<ChunkedOutput>([&file](const std::string& text) { file.Append(text); });
   WriteReportText(report, output);
   output->Flush();
   return file.Commit();
+}
+
+Status WriteReport(const Report& report, const std::string& path, ExistingFile existing) {
+  if (path != "-") return WriteReportAtomically(report, path, existing);
+  bool written = true;
+  auto output = std::make_shared<ChunkedOutput>([&written](const std::string& text) {
+    written = written && std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+  });
+  WriteReportText(report, output);
+  output->Flush();
+  if (std::fflush(stdout) != 0 || !written) {
+    return UnavailableError(std::string("cannot write the report to standard output: ") +
+                            std::strerror(errno));
+  }
+  return Status::Ok();
 }
 
 }  // namespace gpuattr::collector

@@ -91,7 +91,9 @@ ProcessResult Attach(const std::string& socket, const std::string& out,
                      std::vector<std::string> args) {
   std::vector<std::string> argv = {GPUATTR_BIN, "attach"};
   argv.insert(argv.end(), args.begin(), args.end());
-  argv.insert(argv.end(), {"--socket", socket, "-o", out});
+  // A refused attempt (exit 3, the job not armed yet) leaves its refusal report at `out`; the
+  // retry replaces it.
+  argv.insert(argv.end(), {"--socket", socket, "-o", out, "--force-overwrite"});
   const double deadline = test_support::MonotonicSeconds() + 20;
   for (;;) {
     ProcessResult result = RunProcess(argv, {}, 60);

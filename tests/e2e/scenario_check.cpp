@@ -35,9 +35,11 @@ std::pair<json, json> RunScenario(const TempDir& dir, const std::string& scenari
                                   const std::map<std::string, std::string>& env) {
   const std::string report_path = dir.File("report.json");
   const std::string truth_path = dir.File("truth.json");
-  const ProcessResult run = RunProcess({GPUATTR_BIN, "run", "--quiet", "-o", report_path, "--",
-                                        SIMGPU_RUN, scenario, "--truth", truth_path},
-                                       env);
+  // A test may run several scenarios in one directory: each run replaces the last report.
+  const ProcessResult run =
+      RunProcess({GPUATTR_BIN, "run", "--quiet", "--force-overwrite", "-o", report_path, "--",
+                  SIMGPU_RUN, scenario, "--truth", truth_path},
+                 env);
   INFO("gpuattr stderr: " << run.err);
   REQUIRE(ExitStatus(run) == 0);
   REQUIRE(SchemaValid(report_path));

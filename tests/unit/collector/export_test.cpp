@@ -84,7 +84,7 @@ TEST_CASE("The Chrome trace writer writes exact times, tracks, metadata and one 
           "[export][timeline]") {
   test_support::TempDir dir;
   const std::string path = dir.File("trace.json");
-  auto writer = ChromeTraceWriter::Create(path, "gpuattr test");
+  auto writer = ChromeTraceWriter::Create(path, "gpuattr test", ExistingFile::kReplace);
   REQUIRE(writer.ok());
 
   TraceData data;
@@ -171,7 +171,7 @@ TEST_CASE("The Chrome trace writer writes exact times, tracks, metadata and one 
 TEST_CASE("Process sort indices put every rank first and fit in int32", "[export][timeline]") {
   test_support::TempDir dir;
   const std::string path = dir.File("trace.json");
-  auto writer = ChromeTraceWriter::Create(path, "gpuattr test");
+  auto writer = ChromeTraceWriter::Create(path, "gpuattr test", ExistingFile::kReplace);
   REQUIRE(writer.ok());
   for (const auto& [pid, rank] : {std::pair<uint32_t, int32_t>{4194303, -1}, {12, 3}, {5, -1}}) {
     TraceData data;
