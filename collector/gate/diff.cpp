@@ -86,21 +86,35 @@ Json DiffProcesses(const Json& before, const Json& after, const char* matched_by
   }
   SortByChange(&passes, "total_ns");
   Json devices = Json::array();
-  std::map<double, std::pair<const Json*, const Json*>> by_id;
-  for (int side = 0; side < 2; ++side) {
-    const Json& list = Field(side == 0 ? before : after, "devices");
-    if (!list.is_array()) continue;
-    for (const Json& device : list) {
-      const std::optional<double> id = NumberAt(device, "id");
-      if (!id) continue;
-      (side == 0 ? by_id[*id].first : by_id[*id].second) = &device;
+  // Devices by id; when each side has exactly one device, those two, whatever their ids (the
+  // same model on rank 3 of one machine and rank 1 of another).
+  std::vector<std::pair<const Json*, const Json*>> pairs;
+  const Json& before_devices = Field(before, "devices");
+  const Json& after_devices = Field(after, "devices");
+  const bool one_each = before_devices.is_array() && after_devices.is_array() &&
+                        before_devices.size() == 1 && after_devices.size() == 1;
+  const char* devices_matched_by = one_each ? "order" : "id";
+  if (one_each) {
+    pairs.emplace_back(&before_devices[0], &after_devices[0]);
+  } else {
+    std::map<double, std::pair<const Json*, const Json*>> by_id;
+    for (int side = 0; side < 2; ++side) {
+      const Json& list = side == 0 ? before_devices : after_devices;
+      if (!list.is_array()) continue;
+      for (const Json& device : list) {
+        const std::optional<double> id = NumberAt(device, "id");
+        if (!id) continue;
+        (side == 0 ? by_id[*id].first : by_id[*id].second) = &device;
+      }
     }
+    for (const auto& [id, pair] : by_id) pairs.push_back(pair);
   }
-  for (const auto& [id, pair] : by_id) {
-    const Json& b = pair.first ? *pair.first : Field(Json(), "");
-    const Json& a = pair.second ? *pair.second : Field(Json(), "");
+  for (const auto& [before_device, after_device] : pairs) {
+    const Json& b = before_device ? *before_device : Field(Json(), "");
+    const Json& a = after_device ? *after_device : Field(Json(), "");
     devices.push_back(
-        {{"id", id},
+        {{"baseline_id", Field(b, "id")},
+         {"current_id", Field(a, "id")},
          {"busy_ns", Delta(NumberAt(b, "busy_ns"), NumberAt(a, "busy_ns"))},
          {"idle_ns", Delta(NumberAt(b, "idle_ns"), NumberAt(a, "idle_ns"))},
          {"idle_fraction", Delta(NumberAt(b, "idle_fraction"), NumberAt(a, "idle_fraction"))},
@@ -126,6 +140,7 @@ Json DiffProcesses(const Json& before, const Json& after, const char* matched_by
           {"new_passes", added},
           {"vanished_passes", vanished},
           {"devices", devices},
+          {"devices_matched_by", devices_matched_by},
           {"step_medians", steps}};
 }
 
@@ -180,7 +195,9 @@ nlohmann::json DiffReports(const nlohmann::json& baseline, const nlohmann::json&
   if (nb == 1 && na == 1) {
     processes.push_back(DiffProcesses(before_processes[0], after_processes[0], "only process"));
   } else {
+    // By rank, then the rest in their order in each report.
     std::vector<bool> used(na, false);
+    std::vector<size_t> left_before;
     for (size_t i = 0; i < nb; ++i) {
       const Json& rank = Field(before_processes[i], "rank");
       bool matched = false;
@@ -192,7 +209,17 @@ nlohmann::json DiffReports(const nlohmann::json& baseline, const nlohmann::json&
           break;
         }
       }
-      if (!matched) unmatched_before.push_back(ProcessIdentity(before_processes[i]));
+      if (!matched) left_before.push_back(i);
+    }
+    size_t next_after = 0;
+    for (const size_t i : left_before) {
+      while (next_after < na && used[next_after]) ++next_after;
+      if (next_after == na) {
+        unmatched_before.push_back(ProcessIdentity(before_processes[i]));
+        continue;
+      }
+      used[next_after] = true;
+      processes.push_back(DiffProcesses(before_processes[i], after_processes[next_after], "order"));
     }
     for (size_t j = 0; j < na; ++j) {
       if (!used[j]) unmatched_after.push_back(ProcessIdentity(after_processes[j]));
@@ -243,7 +270,9 @@ std::string RenderDiff(const nlohmann::json& diff, size_t top) {
       if (who["rank"].is_number()) text += " rank " + who["rank"].dump();
       return text;
     };
-    out += "\nProcess " + id(process["baseline"]) + " -> " + id(process["current"]) + "\n";
+    out += "\nProcess " + id(process["baseline"]) + " -> " + id(process["current"]) +
+           (process["matched_by"] == "order" ? " (paired by order: no rank pairs them)" : "") +
+           "\n";
     std::vector<std::vector<std::string>> rows = {
         {"PASS", "BASELINE", "CURRENT", "DELTA", "REL", "SELF DELTA"}};
     size_t shown = 0;
@@ -261,7 +290,11 @@ std::string RenderDiff(const nlohmann::json& diff, size_t top) {
                                                           "DELTA", "IDLE FRACTION",
                                                           "HOST-BOUND GAPS", "DEPENDENCY GAPS"}};
     for (const Json& device : process["devices"]) {
-      device_rows.push_back({device["id"].dump(), Ms(device["busy_ns"]["current"]),
+      const std::string id =
+          device["baseline_id"] == device["current_id"]
+              ? device["current_id"].dump()
+              : device["baseline_id"].dump() + " -> " + device["current_id"].dump();
+      device_rows.push_back({id, Ms(device["busy_ns"]["current"]),
                              SignedMs(device["busy_ns"]["delta"]), Ms(device["idle_ns"]["current"]),
                              SignedMs(device["idle_ns"]["delta"]),
                              Fraction(device["idle_fraction"]["baseline"]) + " -> " +
@@ -269,7 +302,14 @@ std::string RenderDiff(const nlohmann::json& diff, size_t top) {
                              SignedMs(device["host_bound_gaps_ns"]["delta"]),
                              SignedMs(device["dependency_gaps_ns"]["delta"])});
     }
-    if (device_rows.size() > 1) out += "  Devices (current, change)\n" + Table(device_rows);
+    if (device_rows.size() > 1) {
+      const bool by_order =
+          process["devices_matched_by"] == "order" &&
+          process["devices"][0]["baseline_id"] != process["devices"][0]["current_id"];
+      out += std::string("  Devices (current, change") +
+             (by_order ? "; paired by order: each process has one device" : "") + ")\n" +
+             Table(device_rows);
+    }
     std::vector<std::vector<std::string>> step_rows = {
         {"STEP MEDIAN", "BASELINE", "CURRENT", "DELTA", "REL"}};
     for (const auto& [term, delta] : process["step_medians"].items()) {

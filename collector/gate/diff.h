@@ -5,8 +5,10 @@
 // Pure functions; any thread; no state. Both reports are untrusted: fields of the wrong type read
 // as absent (null in the JSON, "-" in the view).
 //
-// Processes are matched as the only process of each report, else by rank; the rest are listed as
-// unmatched.
+// Processes are matched as the only process of each report, else by rank, then the rest by their
+// order in each report (matched_by says which); what is left over is listed as unmatched. Devices
+// are matched by id, except that two processes with one device each pair those two whatever
+// their ids (devices_matched_by "order": the same model on different machines).
 #ifndef GPUATTR_COLLECTOR_GATE_DIFF_H_
 #define GPUATTR_COLLECTOR_GATE_DIFF_H_
 

@@ -124,6 +124,10 @@ StatusOr<Check> AbsoluteCheck(const Rule& rule, const std::string& metric,
   } else {
     GPUATTR_ASSIGN_OR_RETURN(const MetricValue value,
                              ResolveIn(report, *bound.metric, "current report"));
+    if (!value.measured) {
+      return NotFoundError("current report: the bound " + FormatMetricPath(*bound.metric) + " " +
+                           value.not_measured);
+    }
     limit = value.value;
     from = " (" + FormatMetricPath(*bound.metric) + ")";
   }
@@ -133,6 +137,34 @@ StatusOr<Check> AbsoluteCheck(const Rule& rule, const std::string& metric,
       FormatMetricValue(metric, current.value) +
       (check.passed ? (minimum ? " is at or above the minimum" : " is at or below the maximum")
                     : (minimum ? " is below the minimum" : " is above the maximum"));
+  return check;
+}
+
+// The check of a bound whose metric one report did not measure (null): not applicable when the
+// current report has no number to judge, or no baseline to move from (a relative bound); a failure
+// when the baseline measured what the current report no longer does.
+Check UnmeasuredCheck(const Rule& rule, const std::string& metric, const std::string& bound,
+                      const MetricValue& baseline, const MetricValue& current) {
+  Check check;
+  check.rule = rule.name;
+  check.metric = metric;
+  check.bound = bound;
+  if (baseline.measured) check.baseline = baseline.value;
+  if (current.measured) check.value = current.value;
+  if (baseline.measured && !current.measured) {
+    check.passed = false;
+    check.method = "not measured";
+    check.why = "measured in the baseline, but " + current.not_measured +
+                " (not measured) in the current report: the capture lost what made the number "
+                "(a device, its activity records, the shim's counters)";
+    return check;
+  }
+  check.applicable = false;
+  check.method = "not applicable";
+  check.why = current.measured ? "the baseline did not measure it (" + baseline.not_measured +
+                                     "): no baseline to move from"
+                               : "neither report measured it (" + current.not_measured +
+                                     " in both): nothing to judge";
   return check;
 }
 
@@ -255,9 +287,18 @@ std::string OptionalValue(const std::string& metric, const std::optional<double>
   return value ? FormatMetricValue(metric, *value) : kNotMeasured;
 }
 
+// "pass", "FAIL" or "n/a" (not applicable).
+std::string Verdict(const Check& check) {
+  if (!check.applicable) return kNotMeasured;
+  return check.passed ? "pass" : "FAIL";
+}
+
 std::string Summary(const GateOutcome& outcome) {
+  const size_t not_applicable = outcome.NotApplicable();
   return std::to_string(outcome.checks.size()) + " checks, " + std::to_string(outcome.Failures()) +
-         " failed; alpha = " + Formatted("%g", outcome.alpha) + "; rules: " + outcome.rules_source +
+         " failed" +
+         (not_applicable > 0 ? ", " + std::to_string(not_applicable) + " not applicable" : "") +
+         "; alpha = " + Formatted("%g", outcome.alpha) + "; rules: " + outcome.rules_source +
          (outcome.default_deny ? " (default deny)" : "");
 }
 
@@ -266,6 +307,11 @@ std::string Summary(const GateOutcome& outcome) {
 size_t GateOutcome::Failures() const {
   return static_cast<size_t>(
       std::count_if(checks.begin(), checks.end(), [](const Check& c) { return !c.passed; }));
+}
+
+size_t GateOutcome::NotApplicable() const {
+  return static_cast<size_t>(
+      std::count_if(checks.begin(), checks.end(), [](const Check& c) { return !c.applicable; }));
 }
 
 std::string FormatMetricValue(const std::string& metric, double value) {
@@ -299,12 +345,25 @@ StatusOr<GateOutcome> EvaluateGate(const nlohmann::json& baseline, const nlohman
       GPUATTR_ASSIGN_OR_RETURN(const MetricValue now, ResolveIn(current, path, "current report"));
       const std::string key = CoverageKey(path);
       if (!key.empty()) covered.insert(key);
-      if (rule.min) {
+      // A bound the reports cannot both answer (a null on either side) is judged by
+      // UnmeasuredCheck; an absolute bound needs the current value only.
+      const auto unmeasured = [&](const std::string& bound, bool absolute) {
+        const bool answered = now.measured && (absolute || base.measured);
+        if (answered) return false;
+        outcome.checks.push_back(UnmeasuredCheck(rule, metric, bound, base, now));
+        return true;
+      };
+      const auto absolute_text = [&](const AbsoluteBound& bound, bool minimum) {
+        return std::string(minimum ? ">= " : "<= ") +
+               (bound.number ? FormatMetricValue(metric, *bound.number)
+                             : FormatMetricPath(*bound.metric));
+      };
+      if (rule.min && !unmeasured(absolute_text(*rule.min, true), true)) {
         GPUATTR_ASSIGN_OR_RETURN(Check check,
                                  AbsoluteCheck(rule, metric, base, now, *rule.min, true, current));
         outcome.checks.push_back(std::move(check));
       }
-      if (rule.max) {
+      if (rule.max && !unmeasured(absolute_text(*rule.max, false), true)) {
         GPUATTR_ASSIGN_OR_RETURN(Check check,
                                  AbsoluteCheck(rule, metric, base, now, *rule.max, false, current));
         outcome.checks.push_back(std::move(check));
@@ -315,8 +374,9 @@ StatusOr<GateOutcome> EvaluateGate(const nlohmann::json& baseline, const nlohman
           {rule.max_increase_abs, {true, false, rule.max_increase_abs.value_or(0)}},
           {rule.max_decrease_abs, {false, false, rule.max_decrease_abs.value_or(0)}}};
       for (const auto& [given, relative] : relatives) {
-        if (given)
+        if (given && !unmeasured(relative.Bound(metric), false)) {
           outcome.checks.push_back(RelativeCheck(rule, metric, base, now, relative, alpha));
+        }
       }
     }
   }
@@ -349,7 +409,7 @@ std::string RenderGateTable(const GateOutcome& outcome) {
       "",
       {{"VERDICT", true}, {"METRIC", true}, {"VALUE", true}, {"BASELINE", true}, {"BOUND", true}});
   for (const Check& check : outcome.checks) {
-    table.Add({check.passed ? "pass" : "FAIL", SanitizedText(check.metric),
+    table.Add({Verdict(check), SanitizedText(check.metric),
                OptionalValue(check.metric, check.value),
                OptionalValue(check.metric, check.baseline), SanitizedText(check.bound)});
     table.AddText("    " + SanitizedText(check.rule) + ": [" + check.method + "] " +
@@ -366,8 +426,15 @@ std::string RenderGateMarkdown(const GateOutcome& outcome) {
                     "\n\n" + Summary(outcome) +
                     "\n\n| Verdict | Rule | Metric | Value | Baseline | Bound | Method | Why |\n"
                     "|---|---|---|---|---|---|---|---|\n";
-  for (const Check& check : outcome.checks) {
-    out += "| " + std::string(check.passed ? "pass" : "**FAIL**") + " | " +
+  // Failed checks first: a reviewer reads the top of the comment.
+  std::vector<const Check*> ordered;
+  for (const Check& check : outcome.checks) ordered.push_back(&check);
+  std::stable_partition(ordered.begin(), ordered.end(),
+                        [](const Check* check) { return !check->passed; });
+  for (const Check* check_pointer : ordered) {
+    const Check& check = *check_pointer;
+    const std::string verdict = Verdict(check);
+    out += "| " + (verdict == "FAIL" ? "**FAIL**" : verdict) + " | " +
            MarkdownCell(check.rule, false) + " | " + MarkdownCell(check.metric, true) + " | " +
            MarkdownCell(OptionalValue(check.metric, check.value), false) + " | " +
            MarkdownCell(OptionalValue(check.metric, check.baseline), false) + " | " +
@@ -386,13 +453,16 @@ std::string RenderGateJunit(const GateOutcome& outcome) {
                              std::to_string(outcome.Failures()) + "\" errors=\"0\"";
   std::string out =
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"gpuattr gate\" " + counts +
-      ">\n  <testsuite name=\"gpuattr gate\" " + counts + " skipped=\"0\">\n";
+      ">\n  <testsuite name=\"gpuattr gate\" " + counts + " skipped=\"" +
+      std::to_string(outcome.NotApplicable()) + "\">\n";
   for (const Check& check : outcome.checks) {
     out += "    <testcase classname=\"gpuattr.gate\" name=\"" +
            XmlEscape(check.rule + ": " + check.metric + " " + check.bound) + "\">\n";
     const std::string detail = "value " + OptionalValue(check.metric, check.value) + ", baseline " +
                                OptionalValue(check.metric, check.baseline) + "; " + check.method;
-    if (check.passed) {
+    if (!check.applicable) {
+      out += "      <skipped message=\"" + XmlEscape("not applicable: " + check.why) + "\"/>\n";
+    } else if (check.passed) {
       out += "      <system-out>" + XmlEscape(check.why + " (" + detail + ")") + "</system-out>\n";
     } else {
       out += "      <failure type=\"regression\" message=\"" + XmlEscape(check.why) + "\">" +
@@ -420,7 +490,9 @@ nlohmann::json GateOutcomeJson(const GateOutcome& outcome) {
          {"bound", check.bound},
          {"value", optional(check.value)},
          {"baseline", optional(check.baseline)},
-         {"verdict", check.passed ? "pass" : "fail"},
+         {"verdict", !check.applicable ? "not_applicable"
+                     : check.passed    ? "pass"
+                                       : "fail"},
          {"method", check.method},
          {"why", check.why},
          {"p_value", optional(check.p_value)},
@@ -433,6 +505,7 @@ nlohmann::json GateOutcomeJson(const GateOutcome& outcome) {
           {"verdict", outcome.Passed() ? "pass" : "fail"},
           {"checks_total", outcome.checks.size()},
           {"checks_failed", outcome.Failures()},
+          {"checks_not_applicable", outcome.NotApplicable()},
           {"alpha", outcome.alpha},
           {"default_deny", outcome.default_deny},
           {"rules", outcome.rules_source},

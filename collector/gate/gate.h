@@ -8,7 +8,10 @@
 // the check's method and why say so. Absolute bounds (min, max) always apply to the value.
 //
 // A metric that does not resolve in either report (gate/metric_path.h) makes EvaluateGate fail
-// with kNotFound naming it: a gate never passes over a number it could not read.
+// with kNotFound naming it: a gate never passes over a number it could not read. A metric that
+// resolves to null (not measured) is a check of its own: "not applicable" when neither report
+// measured it (or, for a relative bound, the baseline did not), named in every output but not a
+// failure; a failure with its cause when the baseline measured it and the current report did not.
 #ifndef GPUATTR_COLLECTOR_GATE_GATE_H_
 #define GPUATTR_COLLECTOR_GATE_GATE_H_
 
@@ -26,11 +29,12 @@ namespace gpuattr::collector {
 // One bound of one (expanded) rule.
 struct Check {
   std::string rule;
-  std::string metric;  // canonical, wildcard expanded
-  std::string bound;   // e.g. ">= 0.95 (coverage.threshold)", "<= baseline +5 %"
-  std::optional<double> value, baseline;
+  std::string metric;                     // canonical, wildcard expanded
+  std::string bound;                      // e.g. ">= 0.95 (coverage.threshold)", "<= baseline +5 %"
+  std::optional<double> value, baseline;  // null: not measured in that report
   bool passed = true;
-  std::string method;  // "absolute", "Mann-Whitney U ...", "plain bound"
+  bool applicable = true;  // false: a metric neither report can judge (null); passed, not counted
+  std::string method;      // "absolute", "Mann-Whitney U ...", "plain bound"
   std::string why;
   std::optional<double> p_value;
   std::optional<double> median, baseline_median;  // of the per-step values, when tested
@@ -45,6 +49,7 @@ struct GateOutcome {
   std::vector<std::string> notes;
 
   size_t Failures() const;
+  size_t NotApplicable() const;
   bool Passed() const { return Failures() == 0; }
 };
 

@@ -460,6 +460,16 @@ StatusOr<MetricValue> ResolveMetric(const nlohmann::json& report, const MetricPa
   const auto missing = [&](const std::string& why) {
     return NotFoundError("metric " + where + " " + why);
   };
+  // A number, or null (not measured: resolved, with the reason), or an error.
+  const auto not_a_number = [&](const Json& value,
+                                const std::string& where_in) -> StatusOr<MetricValue> {
+    if (!value.is_null()) return missing(NotNumberWhy(value) + where_in);
+    MetricValue unmeasured;
+    unmeasured.measured = false;
+    unmeasured.not_measured = "null" + where_in;
+    unmeasured.per_step_note = "not measured";
+    return unmeasured;
+  };
   GPUATTR_ASSIGN_OR_RETURN(const Root root, ResolveRoot(report, path, where));
   MetricValue out;
   std::string why;
@@ -472,7 +482,7 @@ StatusOr<MetricValue> ResolveMetric(const nlohmann::json& report, const MetricPa
       const Json* value = process.is_object() ? Walk(&process, path.steps, 0, 2, &why) : nullptr;
       if (value == nullptr) return missing(why);
       const std::optional<double> number = Number(*value);
-      if (!number) return missing(NotNumberWhy(*value) + " in a process");
+      if (!number) return not_a_number(*value, " in a process");
       sum += *number;
     }
     out.value = sum;
@@ -491,7 +501,7 @@ StatusOr<MetricValue> ResolveMetric(const nlohmann::json& report, const MetricPa
       const Json* value = device.is_object() ? Walk(&device, path.steps, 1, 2, &why) : nullptr;
       if (value == nullptr) return missing(why + " on a device");
       const std::optional<double> number = Number(*value);
-      if (!number) return missing(NotNumberWhy(*value) + " on a device");
+      if (!number) return not_a_number(*value, " on a device");
       maximum = std::max(maximum.value_or(*number), *number);
     }
     out.value = *maximum;
@@ -501,7 +511,7 @@ StatusOr<MetricValue> ResolveMetric(const nlohmann::json& report, const MetricPa
   const Json* value = Walk(root.node, path.steps, 0, path.steps.size(), &why);
   if (value == nullptr) return missing(why);
   const std::optional<double> number = Number(*value);
-  if (!number) return missing(NotNumberWhy(*value));
+  if (!number) return not_a_number(*value, "");
   out.value = *number;
   if (!root.is_process) {
     out.per_step_note = "no per-step values for this metric";

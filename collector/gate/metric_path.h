@@ -13,7 +13,8 @@
 // `passes` it is a pass path, names joined by "/" (or a JSON array of names), found in the tree.
 //
 // The report is untrusted: every access is checked and a path that does not lead to a number
-// (absent, null = not measured, another type) is kNotFound naming the path and why.
+// (absent, another type) is kNotFound naming the path and why. A path that leads to null (the
+// report did not measure it; DESIGN's rule) resolves, with `measured` false and the reason.
 #ifndef GPUATTR_COLLECTOR_GATE_METRIC_PATH_H_
 #define GPUATTR_COLLECTOR_GATE_METRIC_PATH_H_
 
@@ -46,6 +47,8 @@ struct MetricPath {
 };
 
 struct MetricValue {
+  bool measured = true;      // false: null in the report (not measured); value is 0
+  std::string not_measured;  // then: "null", "null in a process", "null on a device"
   double value = 0;
   // One value per kept step row, when the rows carry this metric; else why not.
   std::optional<std::vector<double>> per_step;

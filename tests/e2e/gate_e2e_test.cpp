@@ -7,6 +7,7 @@
 // pairs (i, j), i < j, of baseline runs; slow: pairs (baseline i, slow j)), judged in-process
 // by the same EvaluateGate the CLI runs, with the default rules. A handful of pairs also go
 // through the `gpuattr gate` binary, and the outputs and exit statuses are checked there.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -229,6 +230,93 @@ TEST_CASE("diff: a slower forward pass leads the pass list, with its delta", "[e
   CHECK(view.out.find("step/forward") != std::string::npos);
   CHECK(view.out.find("Kernel families") != std::string::npos);
   CHECK(ExitStatus(RunProcess({GPUATTR_BIN, "diff", baseline, dir.File("none.json")})) == 3);
+}
+
+// The TraceDiff pair as the gate meets it in CI: the shared control trace (an A100, rank 3,
+// device 3) and a slower copy made here the way the pair's other half differs: every kernel,
+// copy and set 25 % longer, on rank 1's device 1 (a V100 in HTA's own pair).
+constexpr char kSlowerCopy[] = R"(
+import gzip, json, sys
+trace = json.load(gzip.open(sys.argv[1], "rt"))
+for event in trace["traceEvents"]:
+    if event.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and "dur" in event:
+        event["dur"] = round(event["dur"] * 1.25, 3)
+        event["pid"] = 1
+        event.setdefault("args", {})["device"] = 1
+trace["distributedInfo"]["rank"] = 1
+json.dump(trace, open(sys.argv[2], "w"))
+)";
+
+TEST_CASE("gate on imports: a trace against itself passes, its slower copy fails by name",
+          "[e2e][gate]") {
+  TempDir dir;
+  const std::string control = std::string(GPUATTR_SOURCE_DIR) +
+                              "/../shared/traces/hta_a100_trace_diff_control/control.json.gz";
+  const std::string slower = dir.File("slower.json");
+  const ProcessResult made =
+      RunProcess({GPUATTR_PYTHON, "-c", kSlowerCopy, control, slower}, {}, 120);
+  INFO(made.err);
+  REQUIRE(ExitStatus(made) == 0);
+  for (const auto& [trace, report] : {std::pair{control, dir.File("a.json")},
+                                      {control, dir.File("b.json")},
+                                      {slower, dir.File("slow.json")}}) {
+    const ProcessResult imported =
+        RunProcess({GPUATTR_BIN, "import", "-q", "-o", report, trace}, {}, 120);
+    INFO(imported.err);
+    REQUIRE(ExitStatus(imported) == 0);
+  }
+
+  // Two imports of one trace pass the default rules; what an import cannot measure (the shim's
+  // dropped records) is named as not applicable.
+  const ProcessResult same = Gate({"--baseline", dir.File("a.json"), "--current",
+                                   dir.File("b.json"), "--json", dir.File("same.json")});
+  INFO(same.out << same.err);
+  CHECK(ExitStatus(same) == 0);
+  const Json same_result = test_support::ReadJson(dir.File("same.json"));
+  CHECK(same_result["verdict"] == "pass");
+  CHECK(same_result["checks_not_applicable"].get<int>() >= 1);
+  bool dropped_named = false;
+  for (const Json& check : same_result["checks"]) {
+    if (check["metric"] == "loss.dropped_records") {
+      dropped_named = check["verdict"] == "not_applicable";
+    }
+  }
+  CHECK(dropped_named);
+
+  // The slower copy fails, the regressed passes and families named.
+  const ProcessResult slow = Gate({"--baseline", dir.File("a.json"), "--current",
+                                   dir.File("slow.json"), "--json", dir.File("slow_result.json")});
+  INFO(slow.out << slow.err);
+  CHECK(ExitStatus(slow) == 1);
+  const Json slow_result = test_support::ReadJson(dir.File("slow_result.json"));
+  CHECK(slow_result["verdict"] == "fail");
+  std::vector<std::string> failed;
+  for (const Json& check : slow_result["checks"]) {
+    if (check["verdict"] == "fail") failed.push_back(check["metric"].get<std::string>());
+  }
+  CHECK(std::find(failed.begin(), failed.end(),
+                  "passes[\"ProfilerStep#*/## backward ##\"].device.total_ns") != failed.end());
+  CHECK(std::any_of(failed.begin(), failed.end(),
+                    [](const std::string& metric) { return metric.rfind("families[", 0) == 0; }));
+  CHECK(slow.out.find("FAIL") != std::string::npos);
+
+  // Diff pairs the two processes (ranks 3 and 1) and their one device each (3 and 1).
+  const ProcessResult diff =
+      RunProcess({GPUATTR_BIN, "diff", "--json", dir.File("a.json"), dir.File("slow.json")});
+  REQUIRE(ExitStatus(diff) == 0);
+  const Json diffed = Json::parse(diff.out, nullptr, false);
+  REQUIRE(diffed.is_object());
+  REQUIRE(diffed["processes"].size() == 1);
+  const Json& process = diffed["processes"][0];
+  CHECK(process["devices_matched_by"] == "order");
+  REQUIRE(process["devices"].size() == 1);
+  CHECK(process["devices"][0]["baseline_id"] == 3);
+  CHECK(process["devices"][0]["current_id"] == 1);
+  CHECK(process["devices"][0]["busy_ns"]["delta"].get<double>() > 0);
+  const ProcessResult view =
+      RunProcess({GPUATTR_BIN, "diff", dir.File("a.json"), dir.File("slow.json")});
+  CHECK(view.out.find("3 -> 1") != std::string::npos);
+  CHECK(view.out.find("paired by order") != std::string::npos);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // the outputs (table, markdown, JUnit, JSON) and report diffs, on small synthetic reports.
 #include "gate/gate.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -203,6 +204,48 @@ TEST_CASE("absolute bounds, coverage threshold, missing metrics and default deny
   CHECK_FALSE(Find(denied, "passes[\"step/extra\"]").passed);
 }
 
+TEST_CASE("a metric neither report measured is not applicable, one the current lost fails",
+          "[unit][gate]") {
+  Json baseline = Report(Steps(1000, 20, 10), 1.0, 5000);
+  Json unmeasured = baseline;
+  unmeasured["processes"][0]["loss"]["dropped_records"] = nullptr;  // an import: not measured
+  const GateRules rules = Parse(
+      {{"rules",
+        {{{"metric", "loss.dropped_records"}, {"max", 0}},
+         {{"metric", "passes[\"step/forward\"].device.total_ns"}, {"max_increase_pct", 5}}}}});
+
+  const GateOutcome both = Evaluate(unmeasured, unmeasured, rules);
+  CHECK(both.Passed());
+  CHECK(both.NotApplicable() == 1);
+  const Check& not_applicable = Find(both, "loss.dropped_records");
+  CHECK_FALSE(not_applicable.applicable);
+  CHECK(not_applicable.method == "not applicable");
+  CHECK(not_applicable.why.find("neither report measured it") != std::string::npos);
+  CHECK_FALSE(not_applicable.value);
+  CHECK(RenderGateTable(both).find("1 not applicable") != std::string::npos);
+  CHECK(RenderGateJunit(both).find("skipped=\"1\"") != std::string::npos);
+  CHECK(RenderGateJunit(both).find("<skipped message=\"not applicable: ") != std::string::npos);
+  CHECK(GateOutcomeJson(both)["checks_not_applicable"] == 1);
+  CHECK(GateOutcomeJson(both)["checks"][0]["verdict"] == "not_applicable");
+
+  // Measured in the baseline, null now: a failure that says what was lost.
+  const GateOutcome lost = Evaluate(baseline, unmeasured, rules);
+  CHECK(lost.Failures() == 1);
+  const Check& failed = Find(lost, "loss.dropped_records");
+  CHECK_FALSE(failed.passed);
+  CHECK(failed.applicable);
+  CHECK(failed.why.find("measured in the baseline, but null (not measured) in the current") !=
+        std::string::npos);
+  CHECK(failed.baseline == 0.0);
+  CHECK_FALSE(failed.value);
+
+  // Null in the baseline only: an absolute bound still judges the current value.
+  const GateOutcome gained = Evaluate(unmeasured, baseline, rules);
+  CHECK(gained.Passed());
+  CHECK(Find(gained, "loss.dropped_records").applicable);
+  CHECK(Find(gained, "loss.dropped_records").method == "absolute");
+}
+
 TEST_CASE("outputs: table, markdown, JUnit and JSON agree on the counts", "[unit][gate]") {
   const Json baseline = Report(Steps(1000, 20, 10), 1.0, 5000);
   Json current = Report(Steps(1100, 20, 10), 0.8, 5000);
@@ -224,6 +267,18 @@ TEST_CASE("outputs: table, markdown, JUnit and JSON agree on the counts", "[unit
   const std::string markdown = RenderGateMarkdown(outcome);
   CHECK(markdown.find("## gpuattr gate: **FAIL**") != std::string::npos);
   CHECK(markdown.find("| **FAIL** |") != std::string::npos);
+  // Failed checks come first in the markdown, whatever their order in the outcome.
+  const size_t first_row = markdown.find("|---|");
+  REQUIRE(first_row != std::string::npos);
+  const size_t last_fail = markdown.rfind("| **FAIL** |");
+  const size_t first_pass = markdown.find("| pass |");
+  REQUIRE(first_pass != std::string::npos);
+  CHECK(last_fail < first_pass);
+  // ... and the outcome itself has a passed check before a failed one, so the order was made.
+  const auto first_passed = std::find_if(outcome.checks.begin(), outcome.checks.end(),
+                                         [](const Check& check) { return check.passed; });
+  CHECK(std::any_of(first_passed, outcome.checks.end(),
+                    [](const Check& check) { return !check.passed; }));
   const Json json = GateOutcomeJson(outcome);
   CHECK(json["verdict"] == "fail");
   CHECK(json["checks_failed"] == 3);

@@ -123,9 +123,20 @@ TEST_CASE("metric paths resolve in the summary, the only process, or a scoped on
   CHECK(ambiguous.message().find("ambiguous") != std::string::npos);
   const Status absent = Refusal(one, "passes[\"step/nothing\"].device.total_ns");
   CHECK(absent.message().find("passes[\"step/nothing\"].device.total_ns") != std::string::npos);
+  // A null (not measured) resolves, marked as such: the gate judges it (gate_test.cpp).
   Json nulled = one;
   nulled["processes"][0]["loss"]["dropped_records"] = nullptr;
-  CHECK(Refusal(nulled, "loss.dropped_records").message().find("not measured") !=
+  const MetricValue unmeasured = Resolve(nulled, "loss.dropped_records");
+  CHECK_FALSE(unmeasured.measured);
+  CHECK(unmeasured.not_measured == "null");
+  CHECK(Resolve(one, "loss.dropped_records").measured);
+  Json two_nulled = two;
+  two_nulled["processes"][1]["loss"]["dropped_records"] = nullptr;
+  CHECK(Resolve(two_nulled, "loss.dropped_records").not_measured == "null in a process");
+  nulled["summary"]["coverage"]["attributed_fraction"] = nullptr;
+  CHECK(Resolve(nulled, "coverage.attributed_fraction").not_measured == "null");
+  nulled["summary"]["coverage"]["attributed_fraction"] = "0.9";
+  CHECK(Refusal(nulled, "coverage.attributed_fraction").message().find("not a number") !=
         std::string::npos);
   CHECK(Refusal(one, "process[rank=7].phases.forward_ns").message().find("rank 7") !=
         std::string::npos);
