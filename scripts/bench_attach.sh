@@ -36,7 +36,8 @@ SIMGPU_TRUTH_ACTIVITIES=counts "$gpuattr" run --armed --socket "$out/d.sock" -- 
 job_pid=$!
 for i in $(seq "$windows"); do
   before=$(python3 -c 'import time; print(time.monotonic_ns())')
-  until "$gpuattr" attach --all --duration 200ms --socket "$out/d.sock" -o "$out/w$i.json" \
+  until "$gpuattr" attach --all --duration 200ms --socket "$out/d.sock" --force-overwrite \
+      -o "$out/w$i.json" \
       2>/dev/null; do
     sleep 0.1
     before=$(python3 -c 'import time; print(time.monotonic_ns())')

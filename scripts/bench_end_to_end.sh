@@ -26,7 +26,7 @@ bare=() traced=()
 for ((i = 0; i < runs; ++i)); do
   bare+=("$(SIMGPU_TRUTH_ACTIVITIES=counts elapsed "$simgpu_run" "$scenario" \
     --truth "$work/truth.json")")
-  traced+=("$(SIMGPU_TRUTH_ACTIVITIES=counts elapsed "$build/collector/gpuattr" run --quiet \
+  traced+=("$(SIMGPU_TRUTH_ACTIVITIES=counts elapsed "$build/collector/gpuattr" run --quiet --force-overwrite \
     -o "$work/report.json" -- "$simgpu_run" "$scenario" --truth "$work/truth.json")")
 done
 python3 - "$work/report.json" "${bare[*]}" "${traced[*]}" <<'PY'

@@ -16,7 +16,7 @@ trap 'rm -rf "$work"' EXIT
 for scenario in "${scenarios[@]}"; do
   start=$(date +%s.%N)
   # shellcheck disable=SC2086  # GPUATTR_ARGS is a list of words
-  SIMGPU_TRUTH_ACTIVITIES=counts "$build/collector/gpuattr" run --quiet ${GPUATTR_ARGS:-} \
+  SIMGPU_TRUTH_ACTIVITIES=counts "$build/collector/gpuattr" run --quiet --force-overwrite ${GPUATTR_ARGS:-} \
     -o "$work/report.json" -- \
     "$build/tests/simgpu/simgpu-run" "$repo/tests/scenarios/$scenario.json" \
     --truth "$work/truth.json" &

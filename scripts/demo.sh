@@ -36,20 +36,20 @@ fi
 
 if "${python}" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"; then
   echo "demo: profiling examples/pytorch/train.py on the GPU" >&2
-  "${gpuattr}" run -o "${repo}/out/demo-report.json" -- \
+  "${gpuattr}" run --force-overwrite -o "${repo}/out/demo-report.json" -- \
     "${python}" "${repo}/examples/pytorch/train.py" --device cuda
 else
   echo "demo: profiling examples/pytorch/train.py on the simulated GPU (no GPU here)" >&2
   GPUATTR_CUPTI_LIBRARY="${build}/tests/simgpu/libcupti.so" \
     SIMGPU_PYWORK_LIBRARY="${build}/tests/e2e/libsimgpu_pywork.so" \
     PYTHONPATH="${repo}/tests/simgpu/python${PYTHONPATH:+:${PYTHONPATH}}" \
-    "${gpuattr}" run -o "${repo}/out/demo-report.json" -- \
+    "${gpuattr}" run --force-overwrite -o "${repo}/out/demo-report.json" -- \
     "${python}" -m simgpu_torch "${repo}/examples/pytorch/train.py"
 fi
 "${gpuattr}" report "${repo}/out/demo-report.json"
 
 echo "demo: second example, ${scenario} on the simulated GPU" >&2
-"${gpuattr}" run -o "${repo}/out/demo-scenario-report.json" -- \
+"${gpuattr}" run --force-overwrite -o "${repo}/out/demo-scenario-report.json" -- \
   "${build}/tests/simgpu/simgpu-run" "${scenario}" --truth "${repo}/out/demo-scenario-truth.json"
 echo "demo: reports in out/demo-report.json and out/demo-scenario-report.json, the scenario's" \
   "ground truth in out/demo-scenario-truth.json" >&2

@@ -110,7 +110,7 @@ traced() {
   local name="$1" limit cupti="$3"; limit="$(within "$2")"; shift 3
   echo "== $name (gpuattr run, ${limit} s): $*"
   (( limit > 0 )) || { echo "   skipped: out of time"; status=1; return; }
-  GPUATTR_CUPTI_LIBRARY="$cupti" timeout "$limit" "$gpuattr" run -o "$out/$name.report.json" \
+  GPUATTR_CUPTI_LIBRARY="$cupti" timeout "$limit" "$gpuattr" run --force-overwrite -o "$out/$name.report.json" \
     --activities "$out/$name.activities.jsonl" -- "$@" \
     >"$out/$name.truth.json" 2>"$out/$name.stderr" || { echo "   failed: rc=$?"; status=1; }
 }
@@ -127,7 +127,7 @@ profiled() {
   (( limit > 0 )) || { echo "   skipped: out of time"; status=1; return; }
   if timeout "$limit" "$@" --torch-profiler "$out/$name.torch_trace.json" \
        >"$out/$name.profiler.truth.json" 2>"$out/$name.profiler.stderr"; then
-    "$gpuattr" import "$out/$name.torch_trace.json" -o "$out/$name.import.json" \
+    "$gpuattr" import --force-overwrite "$out/$name.torch_trace.json" -o "$out/$name.import.json" \
       2>"$out/$name.import.stderr" || { echo "   import failed"; status=1; }
   else
     echo "   failed: rc=$?"; status=1

@@ -19,7 +19,7 @@ measure() {  # measure NAME FILE [FLAG...]: best of 3 by CPU time (user + sys; o
   shift 2
   json_bytes=$(gzip -dcf "$file" | wc -c)
   for _ in 1 2 3; do
-    /usr/bin/time -f "%e %U %S %M" -o "$work/time" taskset -c 0 "$gpuattr" import -q \
+    /usr/bin/time -f "%e %U %S %M" -o "$work/time" taskset -c 0 "$gpuattr" import -q --force-overwrite \
       -o "$work/report.json" "$@" "$file"
     read -r seconds user sys rss <"$work/time"
     cpu=$(awk "BEGIN{print $user + $sys}")

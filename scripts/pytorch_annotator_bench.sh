@@ -75,7 +75,7 @@ keep_best() {
 declare -A module_ns graph_ns step_ns
 for round in 1 2 3; do
   for mode in off modules; do
-    taskset -c 0 "$gpuattr" run -q --pytorch "$mode" -o "$work/r.json" -- \
+    taskset -c 0 "$gpuattr" run -q --force-overwrite --pytorch "$mode" -o "$work/r.json" -- \
       "$python" "$work/bench.py" >"$work/out"
     read -r m g s <"$work/out"
     keep_best module_ns "$mode" "$m"

@@ -108,8 +108,11 @@ class DaemonFixture {
 // the process register (attach_requires_shim), at most five seconds.
 ProcessResult AttachPid(const DaemonFixture& daemon, pid_t pid, const std::string& output,
                         std::vector<std::string> extra) {
+  // A refused attempt (the process not armed yet) leaves its refusal report at `output`; the retry
+  // replaces it.
   std::vector<std::string> args = {
-      "attach", "--pid", std::to_string(pid), "--socket", daemon.socket_path(), "-o", output};
+      "attach", "--pid", std::to_string(pid), "--socket", daemon.socket_path(),
+      "-o",     output,  "--force-overwrite"};
   args.insert(args.end(), extra.begin(), extra.end());
   const double deadline = MonotonicSeconds() + 5;
   for (;;) {
