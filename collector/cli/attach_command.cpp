@@ -284,8 +284,7 @@ int RunAttach(const AttachOptions& requested) {
     return Fail(kExitUsage, "--rank must not be negative");
   }
 
-  const std::string socket_path =
-      options.socket_path.empty() ? DefaultDaemonSocketPath() : options.socket_path;
+  const std::string socket_path = DaemonSocketPath(options.socket_path);
   StatusOr<int> connected = ConnectToDaemon(socket_path);
   if (!connected.ok()) {
     if (connected.status().code() == StatusCode::kInvalidArgument) {
@@ -375,8 +374,8 @@ Subcommand AddAttachSubcommand(CLI::App& app) {
   command->add_option("--step", line->options.step_name,
                       "With --steps: the step range's exact name; default: auto-detected");
   command->add_option("--socket", line->options.socket_path,
-                      "The daemon's socket; default: $XDG_RUNTIME_DIR/gpuattr/daemon.sock, else "
-                      "/tmp/gpuattr-$UID/daemon.sock");
+                      "The daemon's socket; default: $GPUATTR_SOCKET, else "
+                      "$XDG_RUNTIME_DIR/gpuattr/daemon.sock, else /tmp/gpuattr-$UID/daemon.sock");
   command
       ->add_option("-o,--output", line->options.output,
                    "Where to write the JSON report (%p %h %q{VAR} %n expand: docs/jobs.md)")

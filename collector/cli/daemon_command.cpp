@@ -96,8 +96,8 @@ Subcommand AddDaemonSubcommand(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "daemon", "Serve armed and traced processes of this user; write reports into a directory");
   command->add_option("--socket", line->options.socket_path,
-                      "The socket to listen on; default: $XDG_RUNTIME_DIR/gpuattr/daemon.sock, "
-                      "else /tmp/gpuattr-$UID/daemon.sock");
+                      "The socket to listen on; default: $GPUATTR_SOCKET, else "
+                      "$XDG_RUNTIME_DIR/gpuattr/daemon.sock, else /tmp/gpuattr-$UID/daemon.sock");
   command
       ->add_option("--reports-dir", line->options.reports_dir,
                    "Directory the reports are written into (created when missing)")
@@ -126,8 +126,7 @@ int DaemonSubcommand(DaemonCommandLine line) {
 int RunDaemon(const DaemonCommandOptions& options) {
   StatusOr<std::string> reports_dir = PrepareReportsDir(options.reports_dir);
   if (!reports_dir.ok()) return Fail(reports_dir.status());
-  const std::string socket_path =
-      options.socket_path.empty() ? DefaultDaemonSocketPath() : options.socket_path;
+  const std::string socket_path = DaemonSocketPath(options.socket_path);
   if (Status claimed = ClaimDaemonSocket(socket_path); !claimed.ok()) return Fail(claimed);
 
   // Blocked before the socket exists, so a signal sent once the daemon is reachable is never

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "base/os.h"
+#include "cli/child_process.h"
 
 namespace gpuattr::collector {
 namespace {
@@ -56,6 +57,13 @@ std::string DefaultDaemonSocketPath() {
     return base + "/gpuattr/daemon.sock";
   }
   return "/tmp/gpuattr-" + std::to_string(geteuid()) + "/daemon.sock";
+}
+
+std::string DaemonSocketPath(const std::string& socket_flag) {
+  if (!socket_flag.empty()) return socket_flag;
+  const char* from_environment = std::getenv(kSocketEnv);
+  if (from_environment != nullptr && from_environment[0] != '\0') return from_environment;
+  return DefaultDaemonSocketPath();
 }
 
 Status ClaimDaemonSocket(const std::string& socket_path) {

@@ -22,6 +22,10 @@ namespace gpuattr::collector {
 // The default socket path from $XDG_RUNTIME_DIR (used when it is an absolute path) and the uid.
 std::string DefaultDaemonSocketPath();
 
+// The socket the daemon, attach and run --armed use, in the shim's order: `--socket` when given
+// (non-empty), else $GPUATTR_SOCKET when set and non-empty, else DefaultDaemonSocketPath().
+std::string DaemonSocketPath(const std::string& socket_flag);
+
 // Makes `socket_path` ready for SocketServer::Listen: its directory created 0700 or checked (see
 // above), a stale socket removed. kPermissionDenied: the directory is not safely ours;
 // kFailedPrecondition: a live daemon listens there, or something that is not our stale socket

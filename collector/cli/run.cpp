@@ -179,8 +179,7 @@ StatusOr<std::vector<std::string>> TracedEnvironment(const std::string& pytorch_
 
 // `gpuattr run --armed`: CMD with the shim armed for the daemon; signals forwarded, no report.
 StatusOr<int> RunArmed(const RunOptions& options, const std::string& pytorch_mode) {
-  const std::string socket_path =
-      options.socket_path.empty() ? DefaultDaemonSocketPath() : options.socket_path;
+  const std::string socket_path = DaemonSocketPath(options.socket_path);
   StatusOr<int> probe = ConnectToDaemon(socket_path);
   if (probe.ok()) {
     close(*probe);
@@ -255,7 +254,8 @@ Subcommand AddRunSubcommand(CLI::App& app) {
                 "Collect nothing now: run CMD armed for the gpuattr daemon, to be attached to "
                 "later with `gpuattr attach` (docs/attach.md); writes no report itself");
   run->add_option("--socket", options->socket_path,
-                  "With --armed: the daemon's socket (default: the daemon's default)");
+                  "With --armed: the daemon's socket (default: $GPUATTR_SOCKET, else the "
+                  "daemon's default)");
   run->add_option("--pytorch", options->pytorch_mode,
                   "The Python annotator for PyTorch programs (docs/pytorch.md): modules (module, "
                   "step, backward, optimizer, loss and dataloader ranges), ops (those and a "

@@ -87,4 +87,20 @@ TEST_CASE("the default daemon socket is under XDG_RUNTIME_DIR, else /tmp/gpuattr
   }
 }
 
+TEST_CASE("daemon, attach and run --armed take --socket, else GPUATTR_SOCKET, as the shim does",
+          "[daemon][cli]") {
+  ScopedEnv runtime("XDG_RUNTIME_DIR", "/run/user/1000");
+  {
+    ScopedEnv socket("GPUATTR_SOCKET", "/tmp/job/gpuattr.sock");
+    CHECK(DaemonSocketPath("") == "/tmp/job/gpuattr.sock");
+    CHECK(DaemonSocketPath("/tmp/flag.sock") == "/tmp/flag.sock");
+  }
+  {
+    ScopedEnv socket("GPUATTR_SOCKET", "");  // set but empty: as if unset
+    CHECK(DaemonSocketPath("") == "/run/user/1000/gpuattr/daemon.sock");
+  }
+  ScopedEnv socket("GPUATTR_SOCKET", nullptr);
+  CHECK(DaemonSocketPath("") == "/run/user/1000/gpuattr/daemon.sock");
+}
+
 }  // namespace gpuattr::collector
