@@ -38,16 +38,16 @@ Status CheckOutputPath(const std::string& output, const std::string& what) {
   if (output.empty()) return InvalidArgumentError(what + " is empty");
   std::error_code error;
   if (fs::is_directory(output, error)) {
-    return InvalidArgumentError(what + " '" + output + "' is a directory");
+    return FailedPreconditionError(what + " '" + output + "' is a directory");
   }
   fs::path parent = fs::path(output).parent_path();
   if (parent.empty()) parent = ".";
   if (!fs::is_directory(parent, error)) {
-    return InvalidArgumentError("the directory of " + what + " '" + output + "' does not exist");
+    return FailedPreconditionError("the directory of " + what + " '" + output + "' does not exist");
   }
   if (access(parent.c_str(), W_OK | X_OK) != 0) {
-    return InvalidArgumentError("cannot write " + what + " into '" + parent.string() +
-                                "': " + std::strerror(errno));
+    return FailedPreconditionError("cannot write " + what + " into '" + parent.string() +
+                                   "': " + std::strerror(errno));
   }
   return Status::Ok();
 }

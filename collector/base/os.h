@@ -24,8 +24,9 @@ std::string HostName();
 // sun_path.
 StatusOr<sockaddr_un> UnixSocketAddress(const std::string& socket_path);
 
-// InvalidArgument unless `output` names a file (not a directory) in an existing directory we may
-// write into. `what` names it in messages ("the report path (-o)").
+// kFailedPrecondition (the commands' one exit status for an output that cannot be written, 4)
+// unless `output` names a file (not a directory) in an existing directory we may write into;
+// kInvalidArgument when it is empty. `what` names it in messages ("the report path (-o)").
 Status CheckOutputPath(const std::string& output, const std::string& what);
 
 }  // namespace gpuattr::collector

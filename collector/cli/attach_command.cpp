@@ -207,7 +207,8 @@ ProfilerStep#N) and end after N of them. The daemon also closes every window aft
 
 Exit status: 0; 3 when the pid does not exist or the attach is refused (a report with the
 refusal is written: attach_requires_shim, attach_other_user, daemon_unreachable) or a selected
-process already has a window open; 2 usage; 4 the daemon failed or no reply came in time.
+process already has a window open; 2 usage; 4 the daemon failed, no reply came in time, or the
+report cannot be written.
 
 Examples:
   gpuattr attach --pid 4242 --duration 30s -o window.json

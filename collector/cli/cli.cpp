@@ -38,7 +38,8 @@ constexpr char kFooter[] = R"(Examples:
   gpuattr run --armed -- python train.py
   gpuattr attach --pid 4242 --duration 30s -o window.json
 
-Exit status: that of the profiled command for `run`; 2 usage, 3 bad input, 4 internal error.
+Exit status: that of the profiled command for `run`; 2 usage, 3 bad input, 4 an output that
+cannot be written (every command) or an internal error.
 Environment: GPUATTR_INJECT_LIBRARY names the injection library when it is not found beside
 the gpuattr executable.)";
 

@@ -40,7 +40,8 @@ Kineto's cpu_op ranges. Device work whose launch the file does not hold is unatt
 refusal; events of kinds not used are counted in capture.source.unused_events.
 
 Exit status: 0; 3 when an input is missing, unreadable, truncated, not a trace, or holds no
-event gpuattr can use; 2 usage (a file given twice, too); 4 when the report cannot be written.
+event gpuattr can use; 2 usage (a file given twice, too); 4 when an output cannot be written
+(an existing name without --force-overwrite, too).
 
 Examples:
   gpuattr import -o report.json trace.json.gz

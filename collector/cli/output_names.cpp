@@ -96,9 +96,10 @@ StatusOr<std::string> ExpandOutputName(const std::string& pattern, const std::st
     if (!context.exists(name)) return name;
     if (uses_number) continue;
     if (existing == ExistingFile::kReplace) return name;
-    return InvalidArgumentError(what + " '" + name +
-                                "' exists, and gpuattr never replaces a file unasked: pass "
-                                "--force-overwrite, or put %n in the name for the next free one");
+    return FailedPreconditionError(
+        what + " '" + name +
+        "' exists, and gpuattr never replaces a file unasked: pass "
+        "--force-overwrite, or put %n in the name for the next free one");
   }
   return InvalidArgumentError(what + " '" + pattern + "': numbers 1 to " +
                               std::to_string(kMaxNumber) + " are all taken");

@@ -37,9 +37,10 @@ struct OutputNameContext {
 // This process's context: getpid(), gethostname(), getenv, lstat.
 OutputNameContext ProcessOutputNameContext();
 
-// `pattern` expanded. kInvalidArgument for an unknown %-directive, an unset %q variable, or an
-// expanded name that exists while `existing` is kRefuse; `what` names the option in messages
-// ("the report path (-o)"). "-" comes back unchanged.
+// `pattern` expanded. kInvalidArgument (usage) for an unknown %-directive or an unset %q
+// variable; kFailedPrecondition (an output that cannot be written) for an expanded name that
+// exists while `existing` is kRefuse. `what` names the option in messages ("the report path
+// (-o)"). "-" comes back unchanged.
 StatusOr<std::string> ExpandOutputName(const std::string& pattern, const std::string& what,
                                        ExistingFile existing, const OutputNameContext& context);
 

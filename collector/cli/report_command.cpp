@@ -18,7 +18,7 @@ gaps, the steps, coverage, non-zero loss counters and refusals. Times are in ms;
 number that was not measured. --json prints the report itself instead (pretty-printed).
 
 Exit status: 0; 3 when REPORT is missing, unreadable, not JSON or not gpuattr.report/1; 2 usage
-(including a --process pid that REPORT does not hold).
+(including a --process pid that REPORT does not hold); 4 when --html cannot be written.
 
 Examples:
   gpuattr report gpuattr-report.json

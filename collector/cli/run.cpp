@@ -233,7 +233,8 @@ stdout and stderr are its own; gpuattr prints its summary on stderr afterwards. 
 SIGTERM sent to gpuattr are forwarded to CMD; the report is still written.
 
 Exit status: CMD's, or 128 + the signal that killed it; 127 when CMD is not found, 126 when it
-cannot be executed; 2 usage, 4 internal error.
+cannot be executed; 2 usage; 4 when an output cannot be written (an existing name without
+--force-overwrite, too) or on an internal error.
 
 Examples:
   gpuattr run -o report.json -- python train.py

@@ -41,7 +41,7 @@ class Exports : public TraceObserver {
  public:
   // Opens what `paths` names; `generator` ("gpuattr " GPUATTR_VERSION) goes into the files'
   // metadata.
-  // kInvalidArgument when a path cannot be written (a directory, a missing parent).
+  // kFailedPrecondition when a path cannot be written (a directory, a missing parent).
   static StatusOr<std::shared_ptr<Exports>> Create(const ExportPaths& paths,
                                                    const std::string& generator);
 

@@ -16,10 +16,10 @@ namespace gpuattr::collector {
 
 namespace {
 
+// An output that cannot be written: one exit status for all of them (4), whatever the errno.
 Status Errno(const std::string& what) {
   const int error = errno;
   const std::string message = what + ": " + std::strerror(error);
-  if (error == ENOENT || error == ENOTDIR) return NotFoundError(message);
   if (error == EACCES || error == EPERM || error == EROFS) return PermissionDeniedError(message);
   return UnavailableError(message);
 }

@@ -37,11 +37,13 @@ std::string Expanded(const std::string& pattern, const std::set<std::string>& ta
   return *name;
 }
 
-std::string Refusal(const std::string& pattern, const std::set<std::string>& taken = {}) {
+// The message of a refused name; `code`: the status expected.
+std::string Refusal(const std::string& pattern, const std::set<std::string>& taken = {},
+                    StatusCode code = StatusCode::kInvalidArgument) {
   StatusOr<std::string> name =
       ExpandOutputName(pattern, "-o", ExistingFile::kRefuse, FakeContext(&taken));
   REQUIRE_FALSE(name.ok());
-  CHECK(name.status().code() == StatusCode::kInvalidArgument);
+  CHECK(name.status().code() == code);
   return name.status().message();
 }
 
@@ -61,7 +63,8 @@ TEST_CASE("%n is the smallest number that names no file yet", "[cli][outputs]") 
 }
 
 TEST_CASE("Existing names are refused unless replacing was asked for", "[cli][outputs]") {
-  const std::string message = Refusal("report.json", {"report.json"});
+  const std::string message =
+      Refusal("report.json", {"report.json"}, StatusCode::kFailedPrecondition);
   CHECK(message.find("'report.json' exists") != std::string::npos);
   CHECK(message.find("--force-overwrite") != std::string::npos);
   CHECK(Expanded("report.json", {"report.json"}, ExistingFile::kReplace) == "report.json");
