@@ -81,7 +81,7 @@ OutputNameContext ProcessOutputNameContext() {
   };
   context.exists = [](const std::string& path) {
     struct stat info {};
-    return ::lstat(path.c_str(), &info) == 0;
+    return ::lstat(path.c_str(), &info) == 0 && !IsWrittenInPlace(info.st_mode);
   };
   return context;
 }

@@ -7,7 +7,8 @@
 //             never an empty string that would make two ranks one file
 //   %n        the smallest number from 1 up that makes the name one no file has yet
 //   %%        a literal %
-// An existing file is never replaced unless the command has --force-overwrite: the name is
+// An existing file is never replaced unless the command has --force-overwrite (a character device
+// or FIFO, such as /dev/null, is written in place and does not count as existing): the name is
 // refused before any work starts, and the report is published with a link that fails rather
 // than replace a file that appeared meanwhile (atomic_write.h, ExistingFile::kRefuse).
 // "-" (standard output) is left as it is, for the commands that accept it.

@@ -76,8 +76,23 @@ Status PublishWithoutReplacing(const std::string& temp, const std::string& path)
 
 }  // namespace
 
+bool IsWrittenInPlace(mode_t mode) { return S_ISCHR(mode) || S_ISFIFO(mode); }
+
 StatusOr<AtomicTextFile> AtomicTextFile::Create(const std::string& path, ExistingFile existing) {
   if (path.empty()) return InvalidArgumentError("the output path is empty");
+  if (struct stat info{}; ::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    if (!IsWrittenInPlace(info.st_mode)) {
+      return FailedPreconditionError(path + " is not a regular file, a character device or a FIFO");
+    }
+    // /dev/null, a terminal, a pipe: renaming onto it would replace the node itself.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return Errno("cannot open " + path);
+    AtomicTextFile file;
+    file.fd_ = fd;
+    file.path_ = path;
+    file.existing_ = existing;
+    return file;
+  }
   const size_t slash = path.rfind('/');
   const std::string dir =
       slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
@@ -105,7 +120,7 @@ AtomicTextFile::AtomicTextFile(AtomicTextFile&& other) noexcept
 AtomicTextFile::~AtomicTextFile() {
   if (fd_ < 0) return;
   ::close(fd_);
-  ::unlink(temp_path_.c_str());
+  if (!temp_path_.empty()) ::unlink(temp_path_.c_str());
 }
 
 void AtomicTextFile::Append(const std::string& text) {
@@ -116,6 +131,10 @@ Status AtomicTextFile::Commit() {
   if (fd_ < 0) return FailedPreconditionError("the file was committed already");
   Status status = status_;
   const int fd = std::exchange(fd_, -1);
+  if (temp_path_.empty()) {  // written in place (a device, a FIFO): nothing to publish
+    if (::close(fd) != 0 && status.ok()) status = Errno("cannot close " + path_);
+    return status;
+  }
   // mkstemp creates 0600; a report is an ordinary 0644 file. (Reading the umask means setting
   // it, which races with other threads creating files, so it is not consulted.)
   if (status.ok() && ::fchmod(fd, 0644) != 0)

@@ -4,16 +4,24 @@
 // as it was. With ExistingFile::kRefuse the file is published with link(2) instead, which fails
 // rather than replace a file of that name (one that appeared since the name was chosen: two ranks
 // given one name); where the file system has no hard links, an existence check and rename(2).
+// An existing character device or FIFO (/dev/null, a terminal, a pipe) is written in place
+// instead: renaming onto it would replace the node. Other files that are not regular are refused.
 //
 // Single-threaded objects; no global state.
 #ifndef GPUATTR_COLLECTOR_REPORT_ATOMIC_WRITE_H_
 #define GPUATTR_COLLECTOR_REPORT_ATOMIC_WRITE_H_
+
+#include <sys/types.h>
 
 #include <string>
 
 #include "base/status.h"
 
 namespace gpuattr::collector {
+
+// A character device or a FIFO: written in place, never replaced, never "existing" for the
+// no-overwrite rule (output_names.h).
+bool IsWrittenInPlace(mode_t mode);
 
 // What publishing does when `path` names a file already.
 enum class ExistingFile {

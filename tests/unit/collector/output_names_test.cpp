@@ -4,6 +4,10 @@
 // appeared meanwhile as it was.
 #include "cli/output_names.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
@@ -140,6 +144,32 @@ TEST_CASE("Publishing without replacing leaves a file that appeared meanwhile as
   CHECK(test_support::ReadFile(fresh) == "new\n");
   REQUIRE(WriteTextAtomically("again\n", fresh, ExistingFile::kReplace).ok());
   CHECK(test_support::ReadFile(fresh) == "again\n");
+}
+
+TEST_CASE("A FIFO or a device as the output is written in place, never replaced",
+          "[cli][outputs]") {
+  test_support::TempDir dir;
+  const std::string pipe = dir.File("pipe");
+  REQUIRE(::mkfifo(pipe.c_str(), 0600) == 0);
+  const int reader = ::open(pipe.c_str(), O_RDONLY | O_NONBLOCK);
+  REQUIRE(reader >= 0);
+  // Not "existing" for the no-overwrite rule: a reader is waiting on it, as on /dev/stdout.
+  StatusOr<std::string> name =
+      ExpandOutputName(pipe, "-o", ExistingFile::kRefuse, ProcessOutputNameContext());
+  REQUIRE(name.ok());
+  CHECK(*name == pipe);
+  StatusOr<AtomicTextFile> file = AtomicTextFile::Create(pipe, ExistingFile::kRefuse);
+  REQUIRE(file.ok());
+  file->Append("through the pipe\n");
+  REQUIRE(file->Commit().ok());
+  char text[64] = {};
+  CHECK(::read(reader, text, sizeof(text) - 1) == 17);
+  CHECK(std::string(text) == "through the pipe\n");
+  ::close(reader);
+  struct stat info {};
+  REQUIRE(::stat(pipe.c_str(), &info) == 0);
+  CHECK(S_ISFIFO(info.st_mode));  // still the FIFO, not a file renamed onto it
+  CHECK(dir.Entries() == std::vector<std::string>{"pipe"});
 }
 
 }  // namespace
