@@ -79,6 +79,60 @@ int ExitWithOutput(const char* subcommand, const StatusOr<std::string>& output) 
   return WriteStdout(subcommand, *output) ? 0 : kExitInternal;
 }
 
+namespace {
+
+// `app`'s help, its usage line naming gpuattr (CLI11 names only a subcommand that was not parsed).
+std::string HelpOf(const CLI::App& app) {
+  std::string help = app.help();
+  const std::string bare = "Usage: " + app.get_name() + " ";
+  if (app.get_parent() != nullptr && help.find(bare) != std::string::npos) {
+    help.replace(help.find(bare), bare.size(), "Usage: gpuattr " + app.get_name() + " ");
+  }
+  return help;
+}
+
+// The "Usage: ..." line of `app`'s help, for parse errors.
+std::string UsageLine(const CLI::App& app) {
+  const std::string help = HelpOf(app);
+  const size_t at = help.find("Usage: ");
+  if (at == std::string::npos) return "";
+  const size_t end = help.find('\n', at);
+  return help.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+std::string SubcommandNames(const std::vector<Subcommand>& subcommands) {
+  std::string names;
+  for (const Subcommand& subcommand : subcommands) {
+    names += (names.empty() ? "" : ", ") + subcommand.app->get_name();
+  }
+  return names;
+}
+
+const Subcommand* FindSubcommand(const std::vector<Subcommand>& subcommands,
+                                 const std::string& name) {
+  for (const Subcommand& subcommand : subcommands) {
+    if (subcommand.app->get_name() == name) return &subcommand;
+  }
+  return nullptr;
+}
+
+// `gpuattr help [SUBCOMMAND]`: the help of gpuattr or of SUBCOMMAND, on stdout.
+int PrintHelp(const CLI::App& app, const std::vector<Subcommand>& subcommands, int argc,
+              char** argv) {
+  if (argc <= 2) return WriteStdout("help", app.help()) ? 0 : kExitInternal;
+  const Subcommand* subcommand = FindSubcommand(subcommands, argv[2]);
+  if (subcommand == nullptr || argc > 3) {
+    std::fprintf(stderr, "gpuattr help: %s (usage: gpuattr help [SUBCOMMAND]; subcommands: %s)\n",
+                 argc > 3 ? "one subcommand at a time"
+                          : ("unknown subcommand '" + std::string(argv[2]) + "'").c_str(),
+                 SubcommandNames(subcommands).c_str());
+    return kExitUsage;
+  }
+  return WriteStdout("help", HelpOf(*subcommand->app)) ? 0 : kExitInternal;
+}
+
+}  // namespace
+
 int GpuattrMain(int argc, char** argv) {
   // CLI11 can only report through exceptions; they end here, at the parse.
   try {
@@ -92,25 +146,42 @@ int GpuattrMain(int argc, char** argv) {
         AddDiffSubcommand(app),   AddGateSubcommand(app),   AddExportSubcommand(app),
         AddDaemonSubcommand(app), AddAttachSubcommand(app)};
 
-    if (argc > 1 && argv[1][0] != '-') {
-      std::string names;
-      bool known = false;
-      for (const Subcommand& subcommand : subcommands) {
-        known = known || subcommand.app->get_name() == argv[1];
-        names += (names.empty() ? "" : ", ") + subcommand.app->get_name();
-      }
-      if (!known) {
+    // --version wherever it comes before CMD (run's command keeps its own).
+    for (const Subcommand& subcommand : subcommands) {
+      subcommand.app->set_version_flag("--version", "gpuattr " GPUATTR_VERSION);
+    }
+    const std::string names = SubcommandNames(subcommands);
+    if (argc > 1 && std::string(argv[1]) == "help") return PrintHelp(app, subcommands, argc, argv);
+    if (argc > 1 && argv[1][0] != '-' && FindSubcommand(subcommands, argv[1]) == nullptr) {
+      std::fprintf(stderr, "gpuattr: unknown subcommand '%s' (subcommands: %s; see gpuattr help)\n",
+                   argv[1], names.c_str());
+      return kExitUsage;
+    }
+    if (argc > 1 && argv[1][0] == '-') {
+      const std::string option = argv[1];
+      if (option != "-h" && option != "--help" && option != "--version") {
         std::fprintf(stderr,
-                     "gpuattr: unknown subcommand '%s' (subcommands: %s; see gpuattr --help)\n",
-                     argv[1], names.c_str());
+                     "gpuattr: unknown option '%s'\nUsage: gpuattr [--help | --version] "
+                     "SUBCOMMAND [OPTIONS] (subcommands: %s; gpuattr help SUBCOMMAND)\n",
+                     option.c_str(), names.c_str());
         return kExitUsage;
       }
     }
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {
-      const int code = app.exit(error);  // help and version on stdout, errors on stderr
-      return code == 0 ? 0 : kExitUsage;
+      if (error.get_exit_code() == 0) return app.exit(error);  // help and version, on stdout
+      // The error names what was wrong (an unknown flag by name); then the usage line of the
+      // subcommand it was for.
+      const CLI::App* failed = &app;
+      for (const Subcommand& subcommand : subcommands) {
+        if (subcommand.app->parsed()) failed = subcommand.app;
+      }
+      const std::string who = failed == &app ? "gpuattr" : "gpuattr " + failed->get_name();
+      std::fprintf(stderr, "%s: %s\n%s (gpuattr help%s)\n", who.c_str(), error.what(),
+                   UsageLine(*failed).c_str(),
+                   failed == &app ? "" : (" " + failed->get_name()).c_str());
+      return kExitUsage;
     }
     for (const Subcommand& subcommand : subcommands) {
       if (subcommand.app->parsed()) return subcommand.run();

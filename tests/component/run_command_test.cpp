@@ -173,6 +173,39 @@ TEST_CASE("a command that cannot be executed is answered like a shell", "[run]")
   }
 }
 
+TEST_CASE("gpuattr help SUB, --version anywhere, and unknown options named with a usage line",
+          "[run][usage]") {
+  const ProcessResult help = RunProcess(Gpuattr({"help", "import"}));
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, Catch::Contains("Usage: gpuattr import [OPTIONS] files..."));
+  CHECK(help.out == RunProcess(Gpuattr({"import", "--help"})).out);
+  CHECK(RunProcess(Gpuattr({"help"})).out == RunProcess(Gpuattr({"--help"})).out);
+  const ProcessResult unknown_help = RunProcess(Gpuattr({"help", "frobnicate"}));
+  CHECK(unknown_help.exit_code == 2);
+  CHECK_THAT(unknown_help.err, Catch::Contains("unknown subcommand 'frobnicate'"));
+
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--version"}, {"run", "--version"}, {"import", "--version"}, {"gate", "--version"}}) {
+    const ProcessResult version = RunProcess(Gpuattr(args));
+    INFO(args[0] << " " << (args.size() > 1 ? args[1] : ""));
+    CHECK(version.exit_code == 0);
+    CHECK(version.out == "gpuattr " GPUATTR_VERSION "\n");
+  }
+  // After CMD, --version is CMD's.
+  TempDir dir;
+  CHECK(RunProcess(Gpuattr({"run", "-q", "-o", dir.File("r.json"), "--", "/bin/echo", "--version"}))
+            .out.find("gpuattr") == std::string::npos);
+
+  const ProcessResult top = RunProcess(Gpuattr({"--bogus"}));
+  CHECK(top.exit_code == 2);
+  CHECK_THAT(top.err, Catch::Contains("unknown option '--bogus'") && Catch::Contains("Usage: "));
+  const ProcessResult flag = RunProcess(Gpuattr({"import", "--bogus", "trace.json"}));
+  CHECK(flag.exit_code == 2);
+  CHECK_THAT(flag.err, Catch::Contains("--bogus") &&
+                           Catch::Contains("Usage: gpuattr import [OPTIONS] files...") &&
+                           Catch::Contains("gpuattr help import"));
+}
+
 TEST_CASE("usage errors exit 2 before anything runs", "[run][usage]") {
   TempDir dir;
   SECTION("an unknown subcommand") {
