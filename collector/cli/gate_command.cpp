@@ -1,12 +1,15 @@
 // RunGateCommand (gate_command.h).
 #include "cli/gate_command.h"
 
+#include <time.h>
+
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "base/os.h"
 #include "cli/cli.h"
 #include "gate/gate.h"
 #include "gate/rules.h"
@@ -71,6 +74,8 @@ Status WriteOutput(const std::string& text, const std::string& path, const char*
 }  // namespace
 
 StatusOr<GateCommandResult> RunGateCommand(const GateCommandOptions& options) {
+  const uint64_t started_realtime_ns = NowNs(CLOCK_REALTIME);
+  const uint64_t started_ns = NowNs(CLOCK_MONOTONIC);
   GPUATTR_ASSIGN_OR_RETURN(const Json baseline, LoadReport(options.baseline));
   GPUATTR_ASSIGN_OR_RETURN(const Json current, LoadReport(options.current));
   GateRules rules;
@@ -81,6 +86,8 @@ StatusOr<GateCommandResult> RunGateCommand(const GateCommandOptions& options) {
   }
   StatusOr<GateOutcome> outcome = EvaluateGate(baseline, current, rules);
   if (!outcome.ok()) return AsInputError(outcome.status());
+  outcome->started_realtime_ns = started_realtime_ns;
+  outcome->duration_ns = NowNs(CLOCK_MONOTONIC) - started_ns;
   GPUATTR_RETURN_IF_ERROR(
       WriteOutput(RenderGateMarkdown(*outcome), options.markdown, "markdown summary"));
   GPUATTR_RETURN_IF_ERROR(WriteOutput(RenderGateJunit(*outcome), options.junit, "JUnit XML"));

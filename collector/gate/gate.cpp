@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "gate/statistics.h"
+#include "report/report_json.h"
 #include "views/text.h"
 
 namespace gpuattr::collector {
@@ -449,11 +450,17 @@ std::string RenderGateMarkdown(const GateOutcome& outcome) {
 }
 
 std::string RenderGateJunit(const GateOutcome& outcome) {
-  const std::string counts = "tests=\"" + std::to_string(outcome.checks.size()) + "\" failures=\"" +
-                             std::to_string(outcome.Failures()) + "\" errors=\"0\"";
+  std::string counts = "tests=\"" + std::to_string(outcome.checks.size()) + "\" failures=\"" +
+                       std::to_string(outcome.Failures()) + "\" errors=\"0\"";
+  if (outcome.duration_ns) counts += Formatted(" time=\"%.3f\"", *outcome.duration_ns / 1e9);
+  // JUnit's timestamp: ISO 8601 without a zone (the Jenkins xunit schema's pattern); UTC.
+  const std::string timestamp =
+      outcome.started_realtime_ns
+          ? " timestamp=\"" + UtcSeconds(*outcome.started_realtime_ns, "%Y-%m-%dT%H:%M:%S") + "\""
+          : "";
   std::string out =
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"gpuattr gate\" " + counts +
-      ">\n  <testsuite name=\"gpuattr gate\" " + counts + " skipped=\"" +
+      ">\n  <testsuite name=\"gpuattr gate\" " + counts + timestamp + " skipped=\"" +
       std::to_string(outcome.NotApplicable()) + "\">\n";
   for (const Check& check : outcome.checks) {
     out += "    <testcase classname=\"gpuattr.gate\" name=\"" +

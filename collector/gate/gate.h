@@ -16,6 +16,7 @@
 #define GPUATTR_COLLECTOR_GATE_GATE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -47,6 +48,10 @@ struct GateOutcome {
   std::string rules_source;
   std::vector<Check> checks;
   std::vector<std::string> notes;
+  // When the gate began (wall clock) and how long reading the reports and judging them took, as
+  // the command measured them; null when not measured (the JUnit file then carries neither).
+  std::optional<uint64_t> started_realtime_ns;
+  std::optional<uint64_t> duration_ns;
 
   size_t Failures() const;
   size_t NotApplicable() const;

@@ -284,6 +284,21 @@ TEST_CASE("outputs: table, markdown, JUnit and JSON agree on the counts", "[unit
   CHECK(json["checks_failed"] == 3);
 }
 
+TEST_CASE("JUnit carries the gate's time and timestamp when they were measured", "[unit][gate]") {
+  const Json report = Report(Steps(1000, 20, 10), 1.0, 5000);
+  GateOutcome outcome = Evaluate(report, report, DefaultGateRules(report));
+  const std::string unmeasured = RenderGateJunit(outcome);
+  CHECK(unmeasured.find("time=") == std::string::npos);  // never a made-up 0
+  CHECK(unmeasured.find("timestamp=") == std::string::npos);
+  outcome.started_realtime_ns = 1700000000123456789u;  // 2023-11-14T22:13:20.123 UTC
+  outcome.duration_ns = 1500000000u;
+  const std::string junit = RenderGateJunit(outcome);
+  CHECK(junit.find("<testsuites name=\"gpuattr gate\" tests=\"") != std::string::npos);
+  CHECK(junit.find("errors=\"0\" time=\"1.500\">") != std::string::npos);
+  CHECK(junit.find("time=\"1.500\" timestamp=\"2023-11-14T22:13:20\" skipped=\"0\">") !=
+        std::string::npos);
+}
+
 TEST_CASE("hostile names cannot break the markdown table or the XML", "[unit][gate]") {
   GateOutcome outcome;
   Check check;
