@@ -175,6 +175,9 @@ WorkResult Driver::Submit(const DeviceWork& work, const CaptureSite& site) {
   const char* symbol = work.type == SIMGPU_ACTIVITY_KERNEL ? work.name.c_str() : nullptr;
   const uint32_t id =
       Enter(CUPTI_CB_DOMAIN_RUNTIME_API, RuntimeCbid(work), symbol, work.device, work.stream);
+  // The device cannot start the work before the call was entered, which the subscriber stamps
+  // inside Enter: on a loaded machine that can be later than launch_ns + the launch latency.
+  const uint64_t entered_ns = Now();
   if (has_cupti()) result.correlation_id = id;
   if (!graph.empty()) {
     // Captured: the node is created inside the launch call, on this thread; no device work.
@@ -191,7 +194,7 @@ WorkResult Driver::Submit(const DeviceWork& work, const CaptureSite& site) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       uint64_t& stream_end = stream_end_[{work.device, work.stream}];
-      result.start_ns = std::max(result.launch_ns + launch_latency_ns_, stream_end);
+      result.start_ns = std::max({result.launch_ns + launch_latency_ns_, entered_ns, stream_end});
       result.end_ns = result.start_ns + work.duration_ns;
       stream_end = result.end_ns;
     }
@@ -319,12 +322,13 @@ GraphLaunchResult Driver::GraphLaunch(const std::string& graph, uint32_t stream,
   const uint32_t id =
       Enter(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, nullptr,
             g.device, stream);
+  const uint64_t entered_ns = Now();  // as in Submit: no node starts before the call was entered
   if (has_cupti()) result.correlation_id = id;
   {
     // The nodes run back to back on the launch stream, as one unit of work on it.
     std::lock_guard<std::mutex> lock(mu_);
     uint64_t& stream_end = stream_end_[{g.device, stream}];
-    uint64_t t = std::max(result.launch_ns + launch_latency_ns_, stream_end);
+    uint64_t t = std::max({result.launch_ns + launch_latency_ns_, entered_ns, stream_end});
     for (const Node& node : g.nodes) {
       GraphNodeRun run;
       run.work = node.work;
