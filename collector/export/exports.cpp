@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <utility>
 
+#include "analysis/path_names.h"
 #include "base/os.h"
 #include "report/atomic_write.h"
 
@@ -44,12 +47,54 @@ void Exports::LaunchDone(uint32_t pid, uint32_t correlation_id, const LaunchReco
 void Exports::ActivityReleased(const ObservedActivity& activity) {
   if (trace_) trace_->ActivityReleased(activity);
   if (activities_) activities_->ActivityReleased(activity);
+  if (!paths_.folded.empty() || !paths_.speedscope.empty()) NoteFirstStart(activity);
+}
+
+// The key of the folded stack `activity` falls in: its pass (each name by StepRangeKey, as the
+// pass tree names it) and leaf frame, or its unattributed reason's frame.
+std::string Exports::StackKey(const ObservedActivity& activity) {
+  std::string key;
+  if (activity.path == nullptr || activity.path->empty()) {
+    return UnattributedFrame(activity.reason != nullptr ? activity.reason : "");
+  }
+  for (const std::string& name : *activity.path) {
+    key += StepRangeKey(name);
+    key.push_back('\x1f');
+  }
+  if (activity.family != nullptr) return key + *activity.family;
+  return key + (activity.activity->kind == ActivityKind::kMemcpy ? "[memcpy]" : "[memset]");
+}
+
+void Exports::NoteFirstStart(const ObservedActivity& activity) {
+  auto [first, inserted] =
+      first_start_ns_[activity.pid].try_emplace(StackKey(activity), activity.activity->start_ns);
+  if (!inserted) first->second = std::min(first->second, activity.activity->start_ns);
 }
 
 void Exports::ProcessFinished(const TraceData& data, const ProcessAnalysis& analysis) {
   if (trace_) trace_->ProcessFinished(data, analysis);
   if (!data.hello) return;
-  folded_.push_back(FoldPasses(data.hello->pid, data.hello->rank, analysis.passes));
+  FoldedProcess folded =
+      FoldPasses(data.hello->pid, data.hello->rank, analysis.passes, analysis.unattributed);
+  // In the order the stacks' first activities started (speedscope's time-order view); stacks no
+  // activity was noted for keep their place after the others.
+  const auto& first_starts = first_start_ns_[data.hello->pid];
+  const auto first_start = [&](const FoldedStack& stack) {
+    std::string key;
+    if (stack.frames.size() == 1) {
+      key = stack.frames[0];
+    } else {
+      for (size_t i = 0; i + 1 < stack.frames.size(); ++i) key += stack.frames[i] + '\x1f';
+      key += stack.frames.back();
+    }
+    auto found = first_starts.find(key);
+    return found == first_starts.end() ? std::numeric_limits<uint64_t>::max() : found->second;
+  };
+  std::stable_sort(
+      folded.stacks.begin(), folded.stacks.end(),
+      [&](const FoldedStack& a, const FoldedStack& b) { return first_start(a) < first_start(b); });
+  first_start_ns_.erase(data.hello->pid);
+  folded_.push_back(std::move(folded));
 }
 
 Status Exports::Commit() {

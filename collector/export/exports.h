@@ -16,6 +16,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/trace_observer.h"
@@ -59,12 +60,17 @@ class Exports : public TraceObserver {
 
  private:
   Exports() = default;
+  static std::string StackKey(const ObservedActivity& activity);
+  void NoteFirstStart(const ObservedActivity& activity);
 
   ExportPaths paths_;
   std::string generator_;
   std::unique_ptr<ChromeTraceWriter> trace_;
   std::unique_ptr<ActivityLinesWriter> activities_;
   std::vector<FoldedProcess> folded_;
+  // Per pid, per folded stack (StackKey): the earliest start of its device activities, while the
+  // process runs (--folded and --speedscope only; one entry per stack).
+  std::unordered_map<uint32_t, std::unordered_map<std::string, uint64_t>> first_start_ns_;
 };
 
 }  // namespace gpuattr::collector

@@ -31,7 +31,12 @@ std::string FoldedFrame(const std::string& name) {
 
 }  // namespace
 
-FoldedProcess FoldPasses(uint32_t pid, int32_t rank, const std::vector<PassNode>& roots) {
+std::string UnattributedFrame(const std::string& reason) {
+  return "[unattributed: " + reason + "]";
+}
+
+FoldedProcess FoldPasses(uint32_t pid, int32_t rank, const std::vector<PassNode>& roots,
+                         const std::vector<Unattributed>& unattributed) {
   FoldedProcess process;
   process.pid = pid;
   process.rank = rank;
@@ -39,6 +44,9 @@ FoldedProcess FoldPasses(uint32_t pid, int32_t rank, const std::vector<PassNode>
                   std::to_string(pid) + (rank >= 0 ? ")" : "");
   std::vector<std::string> frames;
   for (const PassNode& root : roots) FoldNode(root, frames, process.stacks);
+  for (const Unattributed& entry : unattributed) {
+    if (entry.ns > 0) process.stacks.push_back({{UnattributedFrame(entry.reason)}, entry.ns});
+  }
   return process;
 }
 

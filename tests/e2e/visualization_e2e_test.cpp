@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -482,27 +483,43 @@ TEST_CASE(
   }
 
   // Per process (the first frame names it when there are several), and per pass: the stacks
-  // ending under a pass path sum to its self time.
+  // ending under a pass path sum to its self time; the "[unattributed: REASON]" stacks are the
+  // report's unattributed time by reason. Together: the process's device time.
   uint64_t report_total = 0;
   uint64_t folded_total = 0;
   for (const json& process : report["processes"]) {
     const uint64_t attributed = AttributedNs(process);
+    std::map<std::string, uint64_t> unattributed_by_reason;  // of the report
+    for (const json& entry : process["coverage"]["unattributed"]) {
+      if (entry["ns"].get<uint64_t>() > 0) {
+        unattributed_by_reason["[unattributed: " + entry["reason"].get<std::string>() + "]"] =
+            entry["ns"].get<uint64_t>();
+      }
+    }
     report_total += attributed;
+    for (const auto& [reason, ns] : unattributed_by_reason) report_total += ns;
     const std::string label =
         (process["rank"].is_null()
              ? "pid "
              : "rank " + std::to_string(process["rank"].get<int>()) + " (pid ") +
         std::to_string(process["pid"].get<uint64_t>()) + (process["rank"].is_null() ? "" : ")");
     std::map<std::vector<std::string>, uint64_t> self_by_path;
+    std::map<std::string, uint64_t> folded_unattributed;
     uint64_t process_sum = 0;
     for (const auto& [frames, ns] : stacks) {
       if (prefixed && frames.front() != label) continue;
+      if (frames.size() == (prefixed ? 2u : 1u) && frames.back().rfind("[unattributed: ", 0) == 0) {
+        folded_unattributed[frames.back()] += ns;
+        folded_total += ns;
+        continue;
+      }
       REQUIRE(frames.size() >= (prefixed ? 3u : 2u));
       std::vector<std::string> path(frames.begin() + (prefixed ? 1 : 0), frames.end() - 1);
       self_by_path[path] += ns;
       process_sum += ns;
     }
     CHECK(process_sum == attributed);
+    CHECK(folded_unattributed == unattributed_by_reason);
     folded_total += process_sum;
     std::vector<const json*> passes;
     for (const json& root : process["passes"]) CollectPasses(root, passes);
@@ -550,6 +567,22 @@ TEST_CASE(
     speedscope_total += profile_total;
   }
   CHECK(speedscope_total == report_total);
+  if (scenario == "two ranks (inline)") {
+    // Samples in time order: rank 0's forward ran before its backward (alphabetically the other
+    // way round), so speedscope's time-order view reads as the step ran.
+    const json& rank0 = speedscope["profiles"][0];
+    std::optional<size_t> first_forward, first_backward;
+    for (size_t i = 0; i < rank0["samples"].size(); ++i) {
+      for (const json& index : rank0["samples"][i]) {
+        const std::string name = frames[index.get<size_t>()]["name"];
+        if (name == "forward" && !first_forward) first_forward = i;
+        if (name == "backward" && !first_backward) first_backward = i;
+      }
+    }
+    REQUIRE(first_forward);
+    REQUIRE(first_backward);
+    CHECK(*first_forward < *first_backward);
+  }
 }
 
 TEST_CASE(
@@ -596,9 +629,20 @@ TEST_CASE(
   for (const auto& [call, count] : flows_per_graph_call) widest = std::max(widest, count);
   CHECK(widest > 1);
 
+  // Attributed stacks sum to the attributed time; the unattributed ones to the rest.
   uint64_t folded = 0;
-  for (const auto& [frames, ns] : ParseFolded(ReadFile(dir.File("device.folded")))) folded += ns;
+  uint64_t unattributed = 0;
+  for (const auto& [frames, ns] : ParseFolded(ReadFile(dir.File("device.folded")))) {
+    (frames.back().rfind("[unattributed: ", 0) == 0 ? unattributed : folded) += ns;
+  }
   CHECK(folded == attributed);
+  uint64_t report_unattributed = 0;
+  for (const json& process : report["processes"]) {
+    for (const json& entry : process["coverage"]["unattributed"]) {
+      report_unattributed += entry["ns"].get<uint64_t>();
+    }
+  }
+  CHECK(unattributed == report_unattributed);
 
   const ProcessResult nothing = RunProcess({GPUATTR_BIN, "export", trace_file});
   CHECK(ExitStatus(nothing) == 2);

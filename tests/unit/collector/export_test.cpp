@@ -40,7 +40,7 @@ std::vector<PassNode> Tree() {
 
 TEST_CASE("Folded stacks put the family last, skip zero weights and escape the separator",
           "[export][folded]") {
-  const FoldedProcess process = FoldPasses(42, -1, Tree());
+  const FoldedProcess process = FoldPasses(42, -1, Tree(), {});
   CHECK(process.label == "pid 42");
   REQUIRE(process.stacks.size() == 4);
   CHECK(RenderFolded({process}) ==
@@ -53,16 +53,28 @@ TEST_CASE("Folded stacks put the family last, skip zero weights and escape the s
   CHECK(sum == Tree()[0].total_ns);
 }
 
+TEST_CASE("Unattributed time is a stack per reason, so no flame graph is empty without a word",
+          "[export][folded]") {
+  const std::vector<Unattributed> unattributed = {{"launch_not_seen", 30, 30, 3},
+                                                  {"outside_any_range", 0, 0, 0}};
+  CHECK(RenderFolded({FoldPasses(42, -1, {}, unattributed)}) ==
+        "[unattributed: launch_not_seen] 30\n");
+  const FoldedProcess both = FoldPasses(42, -1, Tree(), unattributed);
+  REQUIRE(both.stacks.size() == 5);
+  CHECK(both.stacks.back().frames == std::vector<std::string>{"[unattributed: launch_not_seen]"});
+}
+
 TEST_CASE("Folded stacks of several processes start with a frame naming each", "[export][folded]") {
-  const std::string text = RenderFolded({FoldPasses(42, 0, Tree()), FoldPasses(43, 1, Tree())});
+  const std::string text =
+      RenderFolded({FoldPasses(42, 0, Tree(), {}), FoldPasses(43, 1, Tree(), {})});
   CHECK(text.find("rank 0 (pid 42);step;opt;adam 5\n") != std::string::npos);
   CHECK(text.find("rank 1 (pid 43);step;fwd:bwd;gemm 100\n") != std::string::npos);
 }
 
 TEST_CASE("The speedscope profile holds one sampled profile per process with shared frames",
           "[export][speedscope]") {
-  const Json document = Json::parse(
-      RenderSpeedscope({FoldPasses(42, 0, Tree()), FoldPasses(43, -1, Tree())}, "gpuattr test"));
+  const Json document = Json::parse(RenderSpeedscope(
+      {FoldPasses(42, 0, Tree(), {}), FoldPasses(43, -1, Tree(), {})}, "gpuattr test"));
   CHECK(document["exporter"] == "gpuattr test");
   REQUIRE(document["profiles"].size() == 2);
   const Json& frames = document["shared"]["frames"];
