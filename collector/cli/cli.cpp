@@ -1,11 +1,16 @@
 #include "cli/cli.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cli/attach_command.h"
@@ -69,6 +74,49 @@ bool WriteStdout(const char* subcommand, const std::string& text) {
   std::fprintf(stderr, "gpuattr %s: cannot write to stdout: %s\n", subcommand,
                std::strerror(errno));
   return false;
+}
+
+bool ColourWanted(bool is_terminal, const char* no_color, const char* term) {
+  if (!is_terminal) return false;
+  if (no_color != nullptr && no_color[0] != '\0') return false;
+  return term == nullptr || std::strcmp(term, "dumb") != 0;
+}
+
+bool StdoutWantsColour() {
+  return ColourWanted(isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR"), std::getenv("TERM"));
+}
+
+std::string ColourVerdicts(const std::string& text) {
+  static constexpr std::pair<const char*, const char*> kColours[] = {
+      {"FAIL", "\x1b[1;31m"}, {"pass", "\x1b[32m"}, {"n/a", "\x1b[2m"}};
+  constexpr char kReset[] = "\x1b[0m";
+  constexpr char kHeader[] = "gpuattr gate: ";
+  std::string out;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    end = end == std::string::npos ? text.size() : end + 1;
+    std::string_view line(text.data() + begin, end - begin);
+    const size_t prefix = line.rfind(kHeader, 0) == 0 ? sizeof(kHeader) - 1 : 0;
+    bool coloured = false;
+    for (const auto& [word, colour] : kColours) {
+      const std::string_view rest = line.substr(prefix);
+      const size_t length = std::strlen(word);
+      if (rest.rfind(word, 0) == 0 && rest.size() > length &&
+          (rest[length] == ' ' || rest[length] == '\n')) {
+        out.append(line.substr(0, prefix));
+        out += colour;
+        out += word;
+        out += kReset;
+        out.append(rest.substr(length));
+        coloured = true;
+        break;
+      }
+    }
+    if (!coloured) out.append(line);
+    begin = end;
+  }
+  return out;
 }
 
 int ExitWithOutput(const char* subcommand, const StatusOr<std::string>& output) {

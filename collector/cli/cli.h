@@ -8,7 +8,7 @@
 //   0  success, or --help / --version
 //   2  usage: a bad flag or value, an unknown subcommand, a missing command, no shim found
 //   3  input or data: a named input is malformed
-//   4  internal: gpuattr failed (socket, spawn, writing the report)
+//   4  an output that cannot be written, or internal: gpuattr failed (socket, spawn)
 #ifndef GPUATTR_COLLECTOR_CLI_CLI_H_
 #define GPUATTR_COLLECTOR_CLI_CLI_H_
 
@@ -28,6 +28,17 @@ int ExitCodeFor(const Status& status);
 
 // Writes `text` to stdout; false, with a message naming `subcommand`, when it cannot.
 bool WriteStdout(const char* subcommand, const std::string& text);
+
+// Whether output to a stream should be coloured: it is a terminal, NO_COLOR is unset or empty
+// (no-color.org), and TERM is not "dumb". `no_color` and `term` are the variables' values (null:
+// unset).
+bool ColourWanted(bool is_terminal, const char* no_color, const char* term);
+// ColourWanted for stdout, from this process's environment.
+bool StdoutWantsColour();
+
+// `text` with the verdict words that begin its lines (and the "gpuattr gate: " header) in ANSI
+// colour: FAIL bold red, pass green, n/a dim. The rest of each line is left as it is.
+std::string ColourVerdicts(const std::string& text);
 
 // A subcommand's ending when its output is text: the text on stdout and 0, or the error on stderr
 // ("gpuattr SUBCOMMAND: ...") and its exit code.

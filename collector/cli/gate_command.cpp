@@ -118,7 +118,9 @@ Subcommand AddGateSubcommand(CLI::App& app) {
               std::fprintf(stderr, "gpuattr gate: %s\n", result.status().message().c_str());
               return ExitCodeFor(result.status());
             }
-            return WriteStdout("gate", result->table) ? result->exit_status : kExitInternal;
+            const std::string table =
+                StdoutWantsColour() ? ColourVerdicts(result->table) : result->table;
+            return WriteStdout("gate", table) ? result->exit_status : kExitInternal;
           }};
 }
 

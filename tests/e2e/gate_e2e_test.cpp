@@ -299,6 +299,7 @@ TEST_CASE("gate on imports: a trace against itself passes, its slower copy fails
   CHECK(std::any_of(failed.begin(), failed.end(),
                     [](const std::string& metric) { return metric.rfind("families[", 0) == 0; }));
   CHECK(slow.out.find("FAIL") != std::string::npos);
+  CHECK(slow.out.find('\x1b') == std::string::npos);  // not a terminal: no colour
 
   // Diff pairs the two processes (ranks 3 and 1) and their one device each (3 and 1).
   const ProcessResult diff =
