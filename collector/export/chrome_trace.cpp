@@ -251,7 +251,8 @@ void ChromeTraceWriter::ProcessFinished(const TraceData& data, const ProcessAnal
   };
   std::string label = data.hello->exe_string ? Basename(StringOr(data, data.hello->exe_string))
                                              : std::string("process");
-  label += " (pid " + pid_text + (rank >= 0 ? ", rank " + std::to_string(rank) : "") + ")";
+  // Viewers add the pid (and a thread's tid) themselves; the rank is ours to say.
+  if (rank >= 0) label += " rank " + std::to_string(rank);
   std::string name_arg = "\"name\":";
   AppendString(name_arg, label);
   metadata("process_name", 0, name_arg);
@@ -275,15 +276,16 @@ void ChromeTraceWriter::ProcessFinished(const TraceData& data, const ProcessAnal
     auto name = data.thread_names.find(tid);
     const std::string thread =
         name != data.thread_names.end() ? StringOr(data, name->second) : std::string("thread");
-    thread_metadata(tid, thread + " (" + std::to_string(tid) + ")", order++);
+    thread_metadata(tid, thread, order++);
   }
   for (const auto& [key, tid] : tracks.device_tids) {
     const auto [device, stream] = key;
-    std::string track = "GPU " + std::to_string(device);
+    // The stream first: viewers cut long track names at the end.
+    std::string track = "stream " + std::to_string(stream) + " (GPU " + std::to_string(device);
     if (auto name = data.device_names.find(device); name != data.device_names.end()) {
-      track += " (" + StringOr(data, name->second) + ")";
+      track += ", " + StringOr(data, name->second);
     }
-    track += " stream " + std::to_string(stream);
+    track += ")";
     thread_metadata(tid, track, order++);
   }
   tracks_.erase(pid);

@@ -3,10 +3,10 @@
 //
 // Layout of the file (docs/visualization.md §Timeline):
 //
-//   process "simgpu-run (pid 4242, rank 0)"        one per traced process, labelled by rank
-//     thread "main (4242)"      X nvtx      the NVTX push/pop ranges, nested
+//   process "simgpu-run rank 0"                    one per traced process, labelled by rank
+//     thread "main"             X nvtx      the NVTX push/pop ranges, nested
 //                               X gpu       the launch API calls, inside them
-//     thread "GPU 0 stream 7"   X gpu       kernels, memcpys, memsets; args: kind, family, path,
+//     thread "stream 7 (GPU 0)" X gpu       kernels, memcpys, memsets; args: kind, family, path,
 //                                           attribution
 //     async  "nvtx"             b/e         NVTX start/end ranges (they may cross threads)
 //   flow "launch" (s → f)       from each launch call to each device activity it made: one

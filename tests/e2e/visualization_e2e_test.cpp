@@ -285,12 +285,11 @@ TEST_CASE(
     if (event["name"] == "process_labels") rank_labelled = event["args"]["labels"] == "rank 3";
     if (event["name"] == "thread_name") {
       thread_names[event["tid"].get<uint64_t>()] = name;
-      // "GPU D stream S", or "GPU D (device name) stream S".
+      // "stream S (GPU D)", or "stream S (GPU D, device name)".
+      unsigned stream = 0;
       unsigned device = 0;
-      const size_t stream_at = name.rfind(" stream ");
-      if (std::sscanf(name.c_str(), "GPU %u", &device) == 1 && stream_at != std::string::npos) {
-        stream_of_tid[event["tid"].get<uint64_t>()] = {device,
-                                                       std::stoull(name.substr(stream_at + 8))};
+      if (std::sscanf(name.c_str(), "stream %u (GPU %u", &stream, &device) == 2) {
+        stream_of_tid[event["tid"].get<uint64_t>()] = {device, stream};
       }
     }
   }
@@ -305,9 +304,8 @@ TEST_CASE(
   CHECK(stream_of_tid.size() == truth_streams.size());
   CHECK(trace_streams == truth_streams);
   for (const char* thread : {"main", "worker"}) {
-    CHECK(std::any_of(thread_names.begin(), thread_names.end(), [&](const auto& entry) {
-      return entry.second.rfind(std::string(thread) + " (", 0) == 0;
-    }));
+    CHECK(std::any_of(thread_names.begin(), thread_names.end(),
+                      [&](const auto& entry) { return entry.second == thread; }));
   }
 
   // Device slices: the truth's activities, exactly, on their streams' tracks, with the truth's

@@ -156,9 +156,10 @@ TEST_CASE("The Chrome trace writer writes exact times, tracks, metadata and one 
           event["args"]["name"];
     }
   }
-  CHECK(names["process_name:0"] == "process (pid 7, rank 2)");
-  CHECK(names["thread_name:70"] == "main (70)");
-  CHECK(names["thread_name:" + std::to_string(kDeviceTrackTidBase)] == "GPU 1 stream 13");
+  // Viewers add pids and tids to names themselves; the stream leads its track's name.
+  CHECK(names["process_name:0"] == "process rank 2");
+  CHECK(names["thread_name:70"] == "main");
+  CHECK(names["thread_name:" + std::to_string(kDeviceTrackTidBase)] == "stream 13 (GPU 1)");
   const Json& kernel = by_phase["Xgpu/kind"];
   CHECK(kernel["tid"] == kDeviceTrackTidBase);
   CHECK(kernel["name"] == name);
