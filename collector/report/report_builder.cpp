@@ -113,24 +113,28 @@ ProcessEntry BuildProcess(const ProcessAnalysis& analysis, const ReportInputs& i
 
   uint64_t busy = 0;
   uint64_t idle = 0;
+  uint64_t exposed_communication = 0;
   for (const DeviceStats& device : analysis.devices) {
     busy += device.busy_ns;
     idle += device.idle_ns;
+    exposed_communication += device.categories.communication_exposed_ns;
   }
   // The rank table's step time (§Ranks): the lower median of the kept step rows' host_ns.
   Json step_ns = nullptr;
   if (process["steps"].is_object()) step_ns = process["steps"]["summary"]["host_ns"];
   ProcessEntry entry;
   entry.analysis = &analysis;
-  entry.rank_row = {{"rank", process["rank"]},
-                    {"local_rank", process["local_rank"]},
-                    {"pid", identity.pid},
-                    {"ppid", identity.ppid},
-                    {"status", status},
-                    {"step_ns", std::move(step_ns)},
-                    {"busy_ns", measured ? Json(busy) : Json(nullptr)},
-                    {"idle_ns", measured ? Json(idle) : Json(nullptr)},
-                    {"coverage", process["coverage"]["attributed_fraction"]}};
+  entry.rank_row = {
+      {"rank", process["rank"]},
+      {"local_rank", process["local_rank"]},
+      {"pid", identity.pid},
+      {"ppid", identity.ppid},
+      {"status", status},
+      {"step_ns", std::move(step_ns)},
+      {"busy_ns", measured ? Json(busy) : Json(nullptr)},
+      {"idle_ns", measured ? Json(idle) : Json(nullptr)},
+      {"communication_exposed_ns", measured ? Json(exposed_communication) : Json(nullptr)},
+      {"coverage", process["coverage"]["attributed_fraction"]}};
   entry.json = std::move(process);
   return entry;
 }

@@ -465,14 +465,32 @@ std::string Header(const Json& report) {
   out += "  coverage: " + CoverageLine(Field(summary, "coverage")) + "\n";
   const std::vector<const Json*> ranks = ElementsOf(Field(summary, "ranks"));
   if (ranks.size() > 1) {
-    TextTable table(
-        "  ", {{"rank", true}, {"pid"}, {"status", true}, {"busy ms"}, {"idle ms"}, {"coverage"}});
+    // The rank table: per rank the median step, busy, idle and exposed communication; then the
+    // straggler (docs/attribution.md §Ranks).
+    TextTable table("  ", {{"rank", true},
+                           {"pid"},
+                           {"status", true},
+                           {"step ms"},
+                           {"busy ms"},
+                           {"idle ms"},
+                           {"exposed comm ms"},
+                           {"coverage"}});
     for (const Json* rank : ranks) {
       table.Add({CountText(Field(*rank, "rank")), CountText(Field(*rank, "pid")),
-                 StringText(Field(*rank, "status")), MsText(Field(*rank, "busy_ns")),
-                 MsText(Field(*rank, "idle_ns")), Percent(Field(*rank, "coverage"))});
+                 StringText(Field(*rank, "status")), MsText(Field(*rank, "step_ns")),
+                 MsText(Field(*rank, "busy_ns")), MsText(Field(*rank, "idle_ns")),
+                 MsText(Field(*rank, "communication_exposed_ns")),
+                 Percent(Field(*rank, "coverage"))});
     }
     out += table.Render();
+    const Json& slowest = Field(summary, "slowest");
+    if (slowest.is_object()) {
+      const Json& fastest = Field(summary, "fastest");
+      out += "  straggler: rank " + CountText(Field(slowest, "rank")) + " (median step " +
+             MsText(Field(slowest, "step_ns")) + " ms) against rank " +
+             CountText(Field(fastest, "rank")) + " (" + MsText(Field(fastest, "step_ns")) +
+             " ms): spread " + Percent(Field(summary, "straggler_spread")) + "\n";
+    }
   }
   const std::string diagnostics = NonZeroCounters(Field(report, "diagnostics"));
   if (!diagnostics.empty()) out += WrapText(diagnostics, "  collector diagnostics: ", "    ");

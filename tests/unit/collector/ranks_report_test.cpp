@@ -7,6 +7,7 @@
 #include "report/report_writer.h"
 #include "report_test_util.h"
 #include "test_files.h"
+#include "views/report_view.h"
 #include "views/run_summary.h"
 #include "wire_test_util.h"
 
@@ -87,6 +88,14 @@ TEST_CASE("the rank table: median step time, slowest, fastest and straggler spre
   CHECK_THAT(text, Contains("step time: slowest rank 1 (pid 301) 0.000 ms, fastest rank 0"));
   CHECK_THAT(text, Contains("spread 100.0%"));
   CHECK_THAT(text, Contains("launcher pid 100 (exit 0, not traced): children 300, 301, 302, 303"));
+
+  // The report view's rank table: per rank the median step, busy, idle and exposed
+  // communication (measured: 0, no communication kernels here), then the straggler.
+  CHECK(ranks[0]["communication_exposed_ns"] == 0);
+  const std::string view = RenderReportView(report, ReportViewOptions{});
+  CHECK_THAT(view, Contains("step ms") && Contains("exposed comm ms"));
+  CHECK_THAT(view, Contains("straggler: rank 1 (median step 0.000 ms) against rank 0 (0.000 ms): "
+                            "spread 100.00%"));
 }
 
 TEST_CASE("with fewer than two processes with steps there is no straggler", "[unit][report]") {
