@@ -294,6 +294,11 @@ TEST_CASE("The HTML report of a PyTorch trace shows its modules with backward an
   }
   CHECK(modules.find(Ms(rows[0]["recompute_ns"])) != std::string::npos);
   CHECK(modules.find("1.000") != std::string::npos);  // Linear_1: r = recompute / forward
+  // The header names the import's format and file, where a run names its command.
+  const size_t meta = dom_run.out.find("id=\"meta\">");
+  REQUIRE(meta != std::string::npos);
+  const std::string header = dom_run.out.substr(meta, dom_run.out.find("</div>", meta) - meta);
+  CHECK(header.find("import: kineto · pytorch_checkpointed.json") != std::string::npos);
 }
 
 // A synthetic report: 10 roots x 10 x 100 = 10,110 passes, each with device time.
