@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "scenario_check.h"
@@ -173,6 +174,33 @@ Image DecodePng(const std::string& png) {
   return image;
 }
 
+// The overview's cards as (label, value) pairs, from --dump-dom's text of #overview.
+std::map<std::string, std::string> OverviewCards(const std::string& dom) {
+  std::map<std::string, std::string> cards;
+  const size_t start = dom.find("id=\"overview\"");
+  if (start == std::string::npos) return cards;
+  const size_t end = dom.find("</section>", start);
+  for (size_t at = dom.find("<div class=\"card\">", start); at < end && at != std::string::npos;
+       at = dom.find("<div class=\"card\">", at + 1)) {
+    const auto text_of = [&](const std::string& cls) {
+      const size_t open = dom.find("class=\"" + cls, at);
+      const size_t begin = dom.find('>', open) + 1;
+      return dom.substr(begin, dom.find('<', begin) - begin);
+    };
+    cards[text_of("k")] = text_of("v");
+  }
+  return cards;
+}
+
+// The page's laid-out width and the window's, from the attributes the page sets when rendered.
+std::pair<int, int> LaidOutWidth(const std::string& dom) {
+  const auto attribute = [&](const std::string& name) {
+    const size_t at = dom.find(name + "=\"");
+    return at == std::string::npos ? -1 : std::stoi(dom.substr(at + name.size() + 2));
+  };
+  return {attribute("data-scroll-width"), attribute("data-window-width")};
+}
+
 void CollectPasses(const json& pass, std::vector<const json*>& out) {
   out.push_back(&pass);
   for (const json& child : pass["children"]) CollectPasses(child, out);
@@ -245,6 +273,33 @@ TEST_CASE(
                 process["coverage"]["attributed_fraction"].get<double>() * 100);
   CHECK(Block(dom, "coverage").find(coverage) != std::string::npos);
 
+  // The overview answers first: how idle the GPU was and why, then coverage and losses.
+  const std::map<std::string, std::string> cards = OverviewCards(dom);
+  INFO("overview cards: " << cards.size());
+  char idle[32];
+  std::snprintf(idle, sizeof(idle), "%.1f %%",
+                100.0 * device["idle_ns"].get<double>() / device["span_ns"].get<double>());
+  CHECK(cards.at("GPU idle") == idle);
+  const json& gaps = device["gaps"];
+  std::pair<std::string, uint64_t> cause{"", 0};
+  for (const auto& [label, key] : {std::pair{"host-bound", "host_bound_ns"},
+                                   {"dependency", "dependency_ns"},
+                                   {"unclassified", "unclassified_ns"}}) {
+    if (gaps[key].get<uint64_t>() > cause.second) cause = {label, gaps[key].get<uint64_t>()};
+  }
+  REQUIRE(cause.second > 0);
+  CHECK(cards.at("largest cause of idle time") == cause.first + " " + Ms(cause.second));
+  CHECK(cards.at("coverage") == coverage);
+  CHECK(cards.at("records lost") == "none");  // measured: 0
+  CHECK(cards.at("status") == "complete");
+
+  // At 800 px the page is no wider than the window: wide tables scroll inside their sections.
+  const ProcessResult narrow = RunChromium(dir, page, {"--window-size=800,1000", "--dump-dom"});
+  REQUIRE(ExitStatus(narrow) == 0);
+  const auto [laid_out, window] = LaidOutWidth(narrow.out);
+  CHECK(window == 800);
+  CHECK(laid_out <= window);
+
   const std::string screenshot = dir.File("report.png");
   const ProcessResult shot =
       RunChromium(dir, page, {"--screenshot=" + screenshot, "--window-size=1400,1000"});
@@ -294,6 +349,11 @@ TEST_CASE("The HTML report of a PyTorch trace shows its modules with backward an
   }
   CHECK(modules.find(Ms(rows[0]["recompute_ns"])) != std::string::npos);
   CHECK(modules.find("1.000") != std::string::npos);  // Linear_1: r = recompute / forward
+  // What an import does not measure is said so, never a number: no shim, no records lost.
+  const std::map<std::string, std::string> cards = OverviewCards(dom_run.out);
+  CHECK(report["processes"][0]["loss"]["dropped_records"].is_null());
+  CHECK(cards.at("records lost") == "not measured");
+  CHECK(cards.at("imported") == "kineto");
   // The header names the import's format and file, where a run names its command.
   const size_t meta = dom_run.out.find("id=\"meta\">");
   REQUIRE(meta != std::string::npos);
