@@ -361,6 +361,36 @@ TEST_CASE("The HTML report of a PyTorch trace shows its modules with backward an
   CHECK(header.find("import: kineto · pytorch_checkpointed.json") != std::string::npos);
 }
 
+TEST_CASE("The HTML report of a multi-rank run has the rank table and names the straggler",
+          "[visualization][html]") {
+  RequireChromium();
+  TempDir dir;
+  const auto [report, truth] =
+      RunScenario(dir, std::string(GPUATTR_SCENARIO_DIR) + "/four_ranks.json");
+  const std::string page = dir.File("report.html");
+  REQUIRE(ExitStatus(
+              RunProcess({GPUATTR_BIN, "report", dir.File("report.json"), "--html", page})) == 0);
+  const ProcessResult dom_run = RunChromium(dir, page, {"--window-size=800,1000", "--dump-dom"});
+  INFO("chromium stderr: " << dom_run.err);
+  REQUIRE(ExitStatus(dom_run) == 0);
+  const std::string ranks = Block(dom_run.out, "ranks");
+  REQUIRE_FALSE(ranks.empty());
+  const json& summary = report["summary"];
+  REQUIRE(summary["ranks"].size() == 4);
+  for (const json& row : summary["ranks"]) {
+    INFO("rank " << row["rank"]);
+    CHECK(ranks.find(Ms(row["step_ns"])) != std::string::npos);
+    CHECK(ranks.find(Ms(row["busy_ns"])) != std::string::npos);
+    CHECK(ranks.find(Ms(row["idle_ns"])) != std::string::npos);
+  }
+  const size_t straggler = dom_run.out.find("Straggler: rank ");
+  REQUIRE(straggler != std::string::npos);
+  CHECK(dom_run.out.compare(straggler, 18,
+                            "Straggler: rank " + summary["slowest"]["rank"].dump() + " ") == 0);
+  const auto [laid_out, window] = LaidOutWidth(dom_run.out);
+  CHECK(laid_out <= window);
+}
+
 // A synthetic report: 10 roots x 10 x 100 = 10,110 passes, each with device time.
 json TenThousandPassReport() {
   auto pass = [](const std::vector<std::string>& path, uint64_t self, json children) {
