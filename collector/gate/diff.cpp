@@ -290,11 +290,11 @@ std::string RenderDiff(const nlohmann::json& diff, size_t top) {
                                                           "DELTA", "IDLE FRACTION",
                                                           "HOST-BOUND GAPS", "DEPENDENCY GAPS"}};
     for (const Json& device : process["devices"]) {
-      const std::string id =
+      const std::string device_ids =
           device["baseline_id"] == device["current_id"]
               ? device["current_id"].dump()
               : device["baseline_id"].dump() + " -> " + device["current_id"].dump();
-      device_rows.push_back({id, Ms(device["busy_ns"]["current"]),
+      device_rows.push_back({device_ids, Ms(device["busy_ns"]["current"]),
                              SignedMs(device["busy_ns"]["delta"]), Ms(device["idle_ns"]["current"]),
                              SignedMs(device["idle_ns"]["delta"]),
                              Fraction(device["idle_fraction"]["baseline"]) + " -> " +
