@@ -53,10 +53,6 @@ wire::AttachRequest RequestFor(const AttachOptions& options) {
 // with `refusal` (its cause followed by what was seen). The entry is what the report builder
 // makes of a process that said Hello and nothing else (status "refused", nothing measured), its
 // refusals replaced by the attach refusal: one analysis, one builder, one shape of entry.
-ExistingFile ExistingOutput(const AttachOptions& options) {
-  return options.force_overwrite ? ExistingFile::kReplace : ExistingFile::kRefuse;
-}
-
 Status WriteRefusalReport(const AttachOptions& options, const RefusalEntry& refusal,
                           const std::string& seen) {
   const uint32_t pid =
@@ -86,7 +82,7 @@ Status WriteRefusalReport(const AttachOptions& options, const RefusalEntry& refu
   inputs.window_request = WindowRequestFromWire(RequestFor(options), options.step_name);
   inputs.processes.push_back(std::move(analysis));
   const Report report = BuildReport(inputs);
-  return WriteReportAtomically(report, options.output, ExistingOutput(options));
+  return WriteReportAtomically(report, options.output, ExistingFileFor(options.force_overwrite));
 }
 
 int Refuse(const AttachOptions& options, const RefusalEntry& refusal, const std::string& seen) {
@@ -326,7 +322,8 @@ int RunAttach(const AttachOptions& requested) {
   }
   StatusOr<std::string> report = ReadDaemonReport(reply->report_path);
   if (!report.ok()) return Fail(kExitInternal, report.status().message());
-  if (Status written = WriteTextAtomically(*report, options.output, ExistingOutput(options));
+  if (Status written =
+          WriteTextAtomically(*report, options.output, ExistingFileFor(options.force_overwrite));
       !written.ok()) {
     return Fail(kExitInternal, written.message());
   }

@@ -86,6 +86,10 @@ OutputNameContext ProcessOutputNameContext() {
   return context;
 }
 
+ExistingFile ExistingFileFor(bool force_overwrite) {
+  return force_overwrite ? ExistingFile::kReplace : ExistingFile::kRefuse;
+}
+
 StatusOr<std::string> ExpandOutputName(const std::string& pattern, const std::string& what,
                                        ExistingFile existing, const OutputNameContext& context) {
   if (pattern == "-") return pattern;
@@ -108,7 +112,7 @@ StatusOr<std::string> ExpandOutputName(const std::string& pattern, const std::st
 StatusOr<ExistingFile> ResolveOutputNames(std::string* report_path, ExportPaths* exports,
                                           bool force_overwrite, bool report_to_stdout,
                                           const OutputNameContext& context) {
-  const ExistingFile existing = force_overwrite ? ExistingFile::kReplace : ExistingFile::kRefuse;
+  const ExistingFile existing = ExistingFileFor(force_overwrite);
   if (report_path != nullptr) {
     if (*report_path == "-" && !report_to_stdout) {
       return InvalidArgumentError(

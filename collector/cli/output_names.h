@@ -38,6 +38,9 @@ struct OutputNameContext {
 // This process's context: getpid(), gethostname(), getenv, lstat.
 OutputNameContext ProcessOutputNameContext();
 
+// What publishing does with an existing file: replace it only when --force-overwrite was given.
+ExistingFile ExistingFileFor(bool force_overwrite);
+
 // `pattern` expanded. kInvalidArgument (usage) for an unknown %-directive or an unset %q
 // variable; kFailedPrecondition (an output that cannot be written) for an expanded name that
 // exists while `existing` is kRefuse. `what` names the option in messages ("the report path

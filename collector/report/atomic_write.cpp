@@ -37,6 +37,13 @@ Status WriteAll(int fd, const std::string& bytes, const std::string& path) {
   return Status::Ok();
 }
 
+Status AppearedMeanwhile(const std::string& path) {
+  return FailedPreconditionError(path +
+                                 " appeared while gpuattr was writing it and is left as it was; "
+                                 "nothing was written (give each writer its own name: %p, %h, "
+                                 "%q{RANK} or %n)");
+}
+
 // Publishes `temp` as `path` unless a file of that name exists; `temp` is gone afterwards.
 Status PublishWithoutReplacing(const std::string& temp, const std::string& path) {
   if (::link(temp.c_str(), path.c_str()) == 0) {
@@ -46,10 +53,7 @@ Status PublishWithoutReplacing(const std::string& temp, const std::string& path)
   const int error = errno;
   if (error == EEXIST) {
     ::unlink(temp.c_str());
-    return FailedPreconditionError(path +
-                                   " appeared while gpuattr was writing it and is left as "
-                                   "it was; nothing was written (give each writer its own name: "
-                                   "%p, %h, %q{RANK} or %n)");
+    return AppearedMeanwhile(path);
   }
   if (error != EPERM && error != ENOTSUP && error != EOPNOTSUPP) {
     errno = error;
@@ -62,9 +66,7 @@ Status PublishWithoutReplacing(const std::string& temp, const std::string& path)
   struct stat info {};
   if (::lstat(path.c_str(), &info) == 0) {
     ::unlink(temp.c_str());
-    return FailedPreconditionError(path +
-                                   " appeared while gpuattr was writing it and is left as "
-                                   "it was; nothing was written");
+    return AppearedMeanwhile(path);
   }
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     Status status = Errno("cannot rename " + temp + " to " + path);
