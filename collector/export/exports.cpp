@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "analysis/path_names.h"
 #include "base/os.h"
@@ -50,19 +52,39 @@ void Exports::ActivityReleased(const ObservedActivity& activity) {
   if (!paths_.folded.empty() || !paths_.speedscope.empty()) NoteFirstStart(activity);
 }
 
+namespace {
+
+// A folded stack's key is its frames, each after a '\x1f' (a byte no sanitised name holds), built
+// the same way from a stack's frames and from an activity's pass path and leaf.
+void AppendKeyFrame(std::string_view frame, std::string* key) {
+  key->push_back('\x1f');
+  key->append(frame);
+}
+
+std::string KeyOf(const FoldedStack& stack) {
+  std::string key;
+  for (const std::string& frame : stack.frames) AppendKeyFrame(frame, &key);
+  return key;
+}
+
+}  // namespace
+
 // The key of the folded stack `activity` falls in: its pass (each name by StepRangeKey, as the
 // pass tree names it) and leaf frame, or its unattributed reason's frame.
 std::string Exports::StackKey(const ObservedActivity& activity) {
   std::string key;
   if (activity.path == nullptr || activity.path->empty()) {
-    return UnattributedFrame(activity.reason != nullptr ? activity.reason : "");
+    AppendKeyFrame(UnattributedFrame(activity.reason != nullptr ? activity.reason : ""), &key);
+    return key;
   }
-  for (const std::string& name : *activity.path) {
-    key += StepRangeKey(name);
-    key.push_back('\x1f');
+  for (const std::string& name : *activity.path) AppendKeyFrame(StepRangeKey(name), &key);
+  if (activity.family != nullptr) {
+    AppendKeyFrame(*activity.family, &key);
+  } else {
+    AppendKeyFrame(activity.activity->kind == ActivityKind::kMemcpy ? "[memcpy]" : "[memset]",
+                   &key);
   }
-  if (activity.family != nullptr) return key + *activity.family;
-  return key + (activity.activity->kind == ActivityKind::kMemcpy ? "[memcpy]" : "[memset]");
+  return key;
 }
 
 void Exports::NoteFirstStart(const ObservedActivity& activity) {
@@ -77,22 +99,21 @@ void Exports::ProcessFinished(const TraceData& data, const ProcessAnalysis& anal
   FoldedProcess folded =
       FoldPasses(data.hello->pid, data.hello->rank, analysis.passes, analysis.unattributed);
   // In the order the stacks' first activities started (speedscope's time-order view); stacks no
-  // activity was noted for keep their place after the others.
+  // activity was noted for keep their place after the others. Each stack's start is looked up
+  // once, then the stacks are sorted by it.
   const auto& first_starts = first_start_ns_[data.hello->pid];
-  const auto first_start = [&](const FoldedStack& stack) {
-    std::string key;
-    if (stack.frames.size() == 1) {
-      key = stack.frames[0];
-    } else {
-      for (size_t i = 0; i + 1 < stack.frames.size(); ++i) key += stack.frames[i] + '\x1f';
-      key += stack.frames.back();
-    }
-    auto found = first_starts.find(key);
-    return found == first_starts.end() ? std::numeric_limits<uint64_t>::max() : found->second;
-  };
-  std::stable_sort(
-      folded.stacks.begin(), folded.stacks.end(),
-      [&](const FoldedStack& a, const FoldedStack& b) { return first_start(a) < first_start(b); });
+  std::vector<std::pair<uint64_t, FoldedStack>> by_start;
+  by_start.reserve(folded.stacks.size());
+  for (FoldedStack& stack : folded.stacks) {
+    auto found = first_starts.find(KeyOf(stack));
+    by_start.emplace_back(
+        found == first_starts.end() ? std::numeric_limits<uint64_t>::max() : found->second,
+        std::move(stack));
+  }
+  std::stable_sort(by_start.begin(), by_start.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  folded.stacks.clear();
+  for (auto& [start, stack] : by_start) folded.stacks.push_back(std::move(stack));
   first_start_ns_.erase(data.hello->pid);
   folded_.push_back(std::move(folded));
 }
