@@ -59,16 +59,16 @@ const std::string& FamilyFold::LeafFamily(const ActivityRecord& activity) {
 
 void FamilyFold::Fold(const ActivityRecord& kernel, const LaunchRecord* launch) {
   KernelNames& known = Known(kernel.name_string);
-  if (known.stats == nullptr) {
+  if (known.entry == nullptr) {
     // First kernel of this name (since names last changed): find its family and offer the
     // name as an example once, instead of comparing strings for every kernel.
-    FamilyStats& stats = families_[known.family];
-    stats.family = known.family;
-    stats.AddExample(known.demangled);
-    known.stats = &stats;
+    FamilyEntry& entry = families_[known.family];
+    entry.stats.family = known.family;
+    entry.stats.AddExample(known.demangled);
+    known.entry = &entry;
   }
-  FamilyStats& family = *known.stats;
-  family.AddKernel(data_.shapes[kernel.shape], kernel.duration_ns());
+  FamilyEntry& family = *known.entry;
+  family.stats.AddKernel(data_.shapes[kernel.shape], kernel.duration_ns());
   if (launch == nullptr) return;
   family.latency_samples.Add(SignedDifferenceNs(kernel.start_ns, launch->enter_ns));
   if (launch->exit_ns < launch->enter_ns || launch->exit_ns == 0) return;
@@ -76,8 +76,8 @@ void FamilyFold::Fold(const ActivityRecord& kernel, const LaunchRecord* launch) 
   // they remember which families they already sampled (until the launch leaves the join).
   if (kernel.graph_node_id != 0) {
     std::vector<std::string>& sampled = graph_families_[kernel.correlation_id];
-    if (std::find(sampled.begin(), sampled.end(), family.family) != sampled.end()) return;
-    sampled.push_back(family.family);
+    if (std::find(sampled.begin(), sampled.end(), family.stats.family) != sampled.end()) return;
+    sampled.push_back(family.stats.family);
   }
   family.api_samples.Add(launch->exit_ns - launch->enter_ns);
 }
@@ -88,7 +88,11 @@ void FamilyFold::ForgetLaunch(uint32_t correlation_id) {
 
 std::vector<FamilyStats> FamilyFold::Finish() {
   std::vector<FamilyStats> families;
-  for (auto& [name, family] : families_) families.push_back(std::move(family));
+  for (auto& [name, entry] : families_) {
+    entry.stats.launch_api = SampleSummary<uint64_t>::Of(entry.api_samples);
+    entry.stats.launch_latency = SampleSummary<int64_t>::Of(entry.latency_samples);
+    families.push_back(std::move(entry.stats));
+  }
   std::stable_sort(
       families.begin(), families.end(),
       [](const FamilyStats& a, const FamilyStats& b) { return a.total_ns > b.total_ns; });

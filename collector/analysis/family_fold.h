@@ -22,17 +22,24 @@
 #include "analysis/kernel_family.h"
 #include "analysis/path_names.h"
 #include "analysis/process_analysis.h"
+#include "analysis/samples.h"
 #include "analysis/trace_data.h"
 
 namespace gpuattr::collector {
 
 class FamilyFold {
  public:
+  // A family as it folds: its stats and the samples that Finish summarises into them.
+  struct FamilyEntry {
+    FamilyStats stats;
+    Samples<uint64_t> api_samples;
+    Samples<int64_t> latency_samples;
+  };
   struct KernelNames {
     std::string demangled;
     std::string family;
     bool communication = false;    // a collective (its family rule's category)
-    FamilyStats* stats = nullptr;  // its family's entry (a std::map: stable), once it folded
+    FamilyEntry* entry = nullptr;  // its family's entry (a std::map: stable), once it folded
   };
 
   // `data`, `paths` and `rules` must outlive this.
@@ -61,7 +68,7 @@ class FamilyFold {
   PathNames& paths_;
   const FamilyRules& rules_;
   std::unordered_map<uint32_t, KernelNames> names_;
-  std::map<std::string, FamilyStats> families_;
+  std::map<std::string, FamilyEntry> families_;
   std::unordered_map<uint32_t, std::vector<std::string>> graph_families_;  // by correlation id
 };
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <iterator>
-#include <map>
 #include <string>
+#include <utility>
 
 namespace gpuattr::collector {
 
@@ -61,8 +61,8 @@ void FamilyStats::Merge(const FamilyStats& other) {
     it->total_ns += shape.total_ns;
   }
   std::stable_sort(shapes.begin(), shapes.end(), RanksBefore);
-  api_samples.Merge(other.api_samples);
-  latency_samples.Merge(other.latency_samples);
+  launch_api.Merge(other.launch_api);
+  launch_latency.Merge(other.launch_latency);
 }
 
 const char* ProcessStatusName(ProcessStatus status) {
@@ -77,53 +77,51 @@ const char* ProcessStatusName(ProcessStatus status) {
   return "refused";
 }
 
-MergedAnalysis MergeAnalyses(const std::vector<const ProcessAnalysis*>& processes) {
-  MergedAnalysis merged;
-  std::map<std::string, Unattributed> unattributed;
-  std::map<std::string, Fallback> fallbacks;
-  std::map<std::string, FamilyStats> families;
-  for (const ProcessAnalysis* process : processes) {
-    if (!process->device_measured) continue;
-    merged.any_measured = true;
-    Totals& totals = merged.totals;
-    totals.kernel_ns += process->totals.kernel_ns;
-    totals.memcpy_ns += process->totals.memcpy_ns;
-    totals.memset_ns += process->totals.memset_ns;
-    totals.kernels += process->totals.kernels;
-    totals.memcpys += process->totals.memcpys;
-    totals.memsets += process->totals.memsets;
-    totals.launches += process->totals.launches;
-    merged.attributed_kernel_ns += process->attributed_kernel_ns;
-    for (size_t i = 0; i < kPhaseCount; ++i) {
-      merged.phase_coverage.attributed_kernel_ns[i] +=
-          process->phase_coverage.attributed_kernel_ns[i];
-      merged.phase_coverage.unattributed_kernel_ns[i] +=
-          process->phase_coverage.unattributed_kernel_ns[i];
-    }
-    for (const Unattributed& entry : process->unattributed) {
-      Unattributed& into = unattributed[entry.reason];
-      into.reason = entry.reason;
-      into.ns += entry.ns;
-      into.kernel_ns += entry.kernel_ns;
-      into.activities += entry.activities;
-    }
-    for (const Fallback& entry : process->fallbacks) {
-      Fallback& into = fallbacks[entry.reason];
-      into.reason = entry.reason;
-      into.ns += entry.ns;
-      into.activities += entry.activities;
-    }
-    for (const FamilyStats& family : process->families) {
-      FamilyStats& into = families[family.family];
-      into.family = family.family;
-      into.Merge(family);
-    }
+void AnalysisMerger::Add(const ProcessAnalysis& process) {
+  if (!process.device_measured) return;
+  merged_.any_measured = true;
+  Totals& totals = merged_.totals;
+  totals.kernel_ns += process.totals.kernel_ns;
+  totals.memcpy_ns += process.totals.memcpy_ns;
+  totals.memset_ns += process.totals.memset_ns;
+  totals.kernels += process.totals.kernels;
+  totals.memcpys += process.totals.memcpys;
+  totals.memsets += process.totals.memsets;
+  totals.launches += process.totals.launches;
+  merged_.attributed_kernel_ns += process.attributed_kernel_ns;
+  for (size_t i = 0; i < kPhaseCount; ++i) {
+    merged_.phase_coverage.attributed_kernel_ns[i] +=
+        process.phase_coverage.attributed_kernel_ns[i];
+    merged_.phase_coverage.unattributed_kernel_ns[i] +=
+        process.phase_coverage.unattributed_kernel_ns[i];
   }
-  for (auto& [reason, entry] : unattributed) merged.unattributed.push_back(entry);
+  for (const Unattributed& entry : process.unattributed) {
+    Unattributed& into = unattributed_[entry.reason];
+    into.reason = entry.reason;
+    into.ns += entry.ns;
+    into.kernel_ns += entry.kernel_ns;
+    into.activities += entry.activities;
+  }
+  for (const Fallback& entry : process.fallbacks) {
+    Fallback& into = fallbacks_[entry.reason];
+    into.reason = entry.reason;
+    into.ns += entry.ns;
+    into.activities += entry.activities;
+  }
+  for (const FamilyStats& family : process.families) {
+    FamilyStats& into = families_[family.family];
+    into.family = family.family;
+    into.Merge(family);
+  }
+}
+
+MergedAnalysis AnalysisMerger::Finish() && {
+  MergedAnalysis merged = std::move(merged_);
+  for (auto& [reason, entry] : unattributed_) merged.unattributed.push_back(entry);
   std::stable_sort(merged.unattributed.begin(), merged.unattributed.end(),
                    [](const Unattributed& a, const Unattributed& b) { return a.ns > b.ns; });
-  for (auto& [reason, entry] : fallbacks) merged.fallbacks.push_back(entry);
-  for (auto& [name, family] : families) merged.families.push_back(std::move(family));
+  for (auto& [reason, entry] : fallbacks_) merged.fallbacks.push_back(entry);
+  for (auto& [name, family] : families_) merged.families.push_back(std::move(family));
   std::stable_sort(
       merged.families.begin(), merged.families.end(),
       [](const FamilyStats& a, const FamilyStats& b) { return a.total_ns > b.total_ns; });

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -155,9 +156,10 @@ struct FamilyStats {
   std::vector<ShapeStats> shapes;  // most kernels first
   // Launch statistics (§Kernel families): ApiExit - ApiEnter, one sample per distinct launch
   // (a graph launch running several of the family's kernels counts once); start - launch time,
-  // one sample per kernel. Kernels whose launch was never seen add none.
-  Samples<uint64_t> api_samples;
-  Samples<int64_t> latency_samples;
+  // one sample per kernel. Kernels whose launch was never seen add none. Summaries of the fold's
+  // samples (FamilyFold keeps those), so that a report's families read back whole.
+  SampleSummary<uint64_t> launch_api;
+  SampleSummary<int64_t> launch_latency;
 
   void Merge(const FamilyStats& other);
   // One kernel of `shape` that ran `duration_ns`: what merging a one-kernel FamilyStats without
@@ -341,9 +343,20 @@ struct MergedAnalysis {
   std::vector<FamilyStats> families;       // total_ns descending
 };
 
-// Merges `processes` in the order given (a family's example names, shape ties and sample
-// reservoirs follow it: pass the report's order).
-MergedAnalysis MergeAnalyses(const std::vector<const ProcessAnalysis*>& processes);
+// Merges processes one at a time, in the order given (a family's example names and shape ties
+// follow it: add them in the report's order). Memory: one entry per distinct family, unattributed
+// reason and fallback reason, whatever the number of processes.
+class AnalysisMerger {
+ public:
+  void Add(const ProcessAnalysis& process);
+  MergedAnalysis Finish() &&;
+
+ private:
+  MergedAnalysis merged_;  // every field but the three below
+  std::map<std::string, Unattributed> unattributed_;
+  std::map<std::string, Fallback> fallbacks_;
+  std::map<std::string, FamilyStats> families_;
+};
 
 }  // namespace gpuattr::collector
 

@@ -1,10 +1,16 @@
 // Bounded samples of one statistic (a family's launch costs, a pass's host durations) and the
-// summary the report prints of them.
+// summaries the report prints of them.
 //
 // Samples<T> keeps every sample up to kExactSamples, then a uniform reservoir of that many
 // (Vitter's algorithm R with a fixed seed, so a report is reproducible): memory stays bounded
 // however long the run, count, total, min and max stay exact, and median_exact says whether the
 // median is the exact one (docs/attribution.md §Kernel families, §Passes).
+//
+// SampleSummary is what the report says of a Samples, and all that merging reports can read back:
+// exact count, total, min and max, and the median, which only the samples themselves give. A
+// union of several summaries keeps the exact four and loses the median (the median of a union is
+// no function of its parts' medians), so a summary over several processes says the same whether
+// it was merged from their analyses or from their reports (docs/attribution.md §Kernel families).
 //
 // Plain values; not thread-safe. Used by the fold units on the thread that folds.
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_SAMPLES_H_
@@ -15,6 +21,7 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 namespace gpuattr::collector {
@@ -103,6 +110,44 @@ class Samples {
   T min_ = 0;
   T max_ = 0;
   uint64_t rng_ = 0x9E3779B97F4A7C15ULL;
+};
+
+template <typename T>
+struct SampleSummary {
+  uint64_t count = 0;
+  T total = 0;  // saturating, like Samples::total
+  T min = 0;
+  T max = 0;
+  std::optional<T> median;           // the lower median; empty for a union of several summaries
+  std::optional<bool> median_exact;  // with the median: Samples::exact
+
+  static SampleSummary Of(const Samples<T>& samples) {
+    SampleSummary summary;
+    summary.count = samples.count();
+    summary.total = samples.total();
+    summary.min = samples.min();
+    summary.max = samples.max();
+    if (samples.count() > 0) {
+      summary.median = samples.median();
+      summary.median_exact = samples.exact();
+    }
+    return summary;
+  }
+  // The union with `other`: exact count, total, min and max; the median survives only when one
+  // side has no samples.
+  void Merge(const SampleSummary& other) {
+    if (other.count == 0) return;
+    if (count == 0) {
+      *this = other;
+      return;
+    }
+    count += other.count;
+    total = Samples<T>::SaturatingAdd(total, other.total);
+    min = std::min(min, other.min);
+    max = std::max(max, other.max);
+    median.reset();
+    median_exact.reset();
+  }
 };
 
 // Lower median, min, max and total of `durations` (reordered). Empty input -> count 0.

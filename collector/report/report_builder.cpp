@@ -22,10 +22,10 @@ using Json = nlohmann::json;
 // capture.window: what `gpuattr attach` asked for; null unless the report is an attach's.
 Json WindowRequestJson(const std::optional<WindowRequest>& request) {
   if (!request) return nullptr;
-  auto optional = [](const auto& value) { return value ? Json(*value) : Json(nullptr); };
-  return {{"selector", request->selector},     {"pid", optional(request->pid)},
-          {"rank", optional(request->rank)},   {"duration_ns", optional(request->duration_ns)},
-          {"steps", optional(request->steps)}, {"step_name", optional(request->step_name)}};
+  return {
+      {"selector", request->selector},         {"pid", OptionalJson(request->pid)},
+      {"rank", OptionalJson(request->rank)},   {"duration_ns", OptionalJson(request->duration_ns)},
+      {"steps", OptionalJson(request->steps)}, {"step_name", OptionalJson(request->step_name)}};
 }
 
 // One process's entry, its rank row and its analysis, for BuildReport to order and summarise.
@@ -40,11 +40,12 @@ ProcessEntry BuildProcess(const ProcessAnalysis& analysis, const ReportInputs& i
   const char* status = ProcessStatusName(analysis.status);
 
   Json process;
+  process["host"] = OptionalJson(inputs.capture.host);
   process["pid"] = identity.pid;
   process["ppid"] = identity.ppid;
   process["rank"] = identity.rank >= 0 ? Json(identity.rank) : Json(nullptr);
   process["local_rank"] = identity.local_rank >= 0 ? Json(identity.local_rank) : Json(nullptr);
-  process["exe"] = OptionalString(identity.exe);
+  process["exe"] = OptionalJson(identity.exe);
   auto exit_status = inputs.exit_statuses.find(identity.pid);
   process["exit_status"] =
       exit_status != inputs.exit_statuses.end() ? Json(exit_status->second) : Json(nullptr);
@@ -86,7 +87,7 @@ ProcessEntry BuildProcess(const ProcessAnalysis& analysis, const ReportInputs& i
   Json ranges = Json::array();
   for (const SpanStats& span : analysis.ranges) {
     ranges.push_back({{"name", span.name},
-                      {"domain", OptionalString(span.domain)},
+                      {"domain", OptionalJson(span.domain)},
                       {"instances", span.host.count},
                       {"host_ns",
                        {{"total", span.host.total},
@@ -98,7 +99,7 @@ ProcessEntry BuildProcess(const ProcessAnalysis& analysis, const ReportInputs& i
   Json marks = Json::array();
   for (const MarkStats& mark : analysis.marks) {
     marks.push_back(
-        {{"name", mark.name}, {"domain", OptionalString(mark.domain)}, {"count", mark.count}});
+        {{"name", mark.name}, {"domain", OptionalJson(mark.domain)}, {"count", mark.count}});
   }
   process["marks"] = std::move(marks);
   Json threads = Json::array();
@@ -125,6 +126,7 @@ ProcessEntry BuildProcess(const ProcessAnalysis& analysis, const ReportInputs& i
   ProcessEntry entry;
   entry.analysis = &analysis;
   entry.rank_row = {
+      {"host", process["host"]},
       {"rank", process["rank"]},
       {"local_rank", process["local_rank"]},
       {"pid", identity.pid},
@@ -168,16 +170,19 @@ Report BuildReport(const ReportInputs& inputs) {
   report["capture"] = {{"mode", inputs.capture.mode},
                        {"command", inputs.capture.command},
                        {"source", inputs.capture.source},
-                       {"host", OptionalString(inputs.capture.host)},
+                       {"host", OptionalJson(inputs.capture.host)},
                        {"started_at", inputs.capture.started_at_realtime_ns
                                           ? Json(IsoUtc(*inputs.capture.started_at_realtime_ns))
                                           : Json(nullptr)},
                        {"duration_ns", inputs.capture.duration_ns},
-                       {"clock", OptionalString(inputs.capture.clock)},
+                       {"clock", OptionalJson(inputs.capture.clock)},
                        {"inherit", inputs.inherit},
                        {"window", WindowRequestJson(inputs.window_request)}};
-  report["summary"] = SummaryJson(processes, inputs.coverage_threshold);
-  Json launchers = LaunchersJson(processes, inputs.exit_statuses);
+  SummaryBuilder summary;
+  for (ProcessEntry& process : processes)
+    summary.Add(*process.analysis, std::move(process.rank_row));
+  report["summary"] = std::move(summary).Finish(inputs.coverage_threshold);
+  Json launchers = LaunchersJson(processes, inputs.exit_statuses, inputs.capture.host);
   Json process_json = Json::array();
   for (ProcessEntry& process : processes) {
     process_json.push_back(std::move(process.json));

@@ -42,13 +42,18 @@ const char* GapKindName(GapKind kind) {
   return "unknown";
 }
 
-// {count, mean (rounded toward zero), min, lower median, max, median_exact}; null without samples.
+// {count, total, mean (rounded toward zero), min, lower median, max, median_exact}; null without
+// samples. The median and median_exact are null for a union of several summaries (samples.h).
 template <typename T>
-Json SampleStats(const Samples<T>& samples) {
-  if (samples.count() == 0) return nullptr;
-  return {{"count", samples.count()}, {"mean", samples.total() / static_cast<T>(samples.count())},
-          {"min", samples.min()},     {"median", samples.median()},
-          {"max", samples.max()},     {"median_exact", samples.exact()}};
+Json SampleStats(const SampleSummary<T>& samples) {
+  if (samples.count == 0) return nullptr;
+  return {{"count", samples.count},
+          {"total", samples.total},
+          {"mean", samples.total / static_cast<T>(samples.count)},
+          {"min", samples.min},
+          {"median", OptionalJson(samples.median)},
+          {"max", samples.max},
+          {"median_exact", OptionalJson(samples.median_exact)}};
 }
 
 Json UnattributedJson(const std::vector<Unattributed>& entries) {
@@ -58,6 +63,19 @@ Json UnattributedJson(const std::vector<Unattributed>& entries) {
                    {"ns", entry.ns},
                    {"kernel_ns", entry.kernel_ns},
                    {"activities", entry.activities}});
+  }
+  return out;
+}
+
+// coverage.by_phase's terms in nanoseconds, which merging reports reads back (the fractions do
+// not give them): {P: {attributed_kernel_ns, unattributed_kernel_ns}}.
+Json ByPhaseKernelNsJson(bool measured, const PhaseCoverage& coverage) {
+  if (!measured) return nullptr;
+  Json out = Json::object();
+  for (size_t i = 0; i < kPhaseCount; ++i) {
+    out[PhaseName(static_cast<Phase>(i))] = {
+        {"attributed_kernel_ns", coverage.attributed_kernel_ns[i]},
+        {"unattributed_kernel_ns", coverage.unattributed_kernel_ns[i]}};
   }
   return out;
 }
@@ -128,10 +146,6 @@ std::string IsoUtc(uint64_t realtime_ns) {
   return UtcSeconds(realtime_ns, "%Y-%m-%dT%H:%M:%S") + fraction;
 }
 
-Json OptionalString(const std::optional<std::string>& value) {
-  return value ? Json(*value) : Json(nullptr);
-}
-
 Json PassJson(const PassNode& node, bool device_measured) {
   Json out;
   out["name"] = node.name;
@@ -193,8 +207,8 @@ Json FamilyJson(const FamilyStats& family, uint64_t kernel_ns) {
           {"names", family.names},
           {"shapes", std::move(shapes)},
           {"launch",
-           {{"api_ns", SampleStats(family.api_samples)},
-            {"latency_ns", SampleStats(family.latency_samples)}}}};
+           {{"api_ns", SampleStats(family.launch_api)},
+            {"latency_ns", SampleStats(family.launch_latency)}}}};
 }
 
 Json DeviceJson(const DeviceStats& device) {
@@ -230,7 +244,7 @@ Json DeviceJson(const DeviceStats& device) {
                        {"host_range", PathOrNull(gap.host_range)}});
   }
   return {{"id", device.id},
-          {"name", OptionalString(device.name)},
+          {"name", OptionalJson(device.name)},
           {"first_start_ns", device.first_start_ns},
           {"last_end_ns", device.last_end_ns},
           {"span_ns", device.span_ns},
@@ -324,6 +338,7 @@ Json CoverageJson(bool measured, uint64_t attributed_kernel_ns, uint64_t kernel_
           {"threshold", threshold},
           {"passed", passed},
           {"by_phase", ByPhaseJson(measured, phase_coverage)},
+          {"by_phase_kernel_ns", ByPhaseKernelNsJson(measured, phase_coverage)},
           {"unattributed", measured ? UnattributedJson(unattributed) : Json(nullptr)}};
 }
 

@@ -24,7 +24,11 @@ inline constexpr char kReportSchemaVersion[] = "gpuattr.report/1";
 std::string UtcSeconds(uint64_t realtime_ns, const char* strftime_format);
 // "2025-01-02T03:04:05.123456789Z".
 std::string IsoUtc(uint64_t realtime_ns);
-nlohmann::json OptionalString(const std::optional<std::string>& value);
+// The value, or null when empty.
+template <typename T>
+nlohmann::json OptionalJson(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
 
 // One node of `passes`, with its children.
 nlohmann::json PassJson(const PassNode& node, bool measured);

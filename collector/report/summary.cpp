@@ -47,17 +47,16 @@ void AddStragglers(const Json& ranks, Json* summary) {
 
 }  // namespace
 
-Json SummaryJson(const std::vector<ProcessEntry>& processes, double coverage_threshold) {
-  Json statuses = {{"complete", 0}, {"truncated", 0}, {"refused", 0}};
-  Json ranks = Json::array();
-  std::vector<const ProcessAnalysis*> analyses;
-  for (const ProcessEntry& process : processes) {
-    const char* status = ProcessStatusName(process.analysis->status);
-    statuses[status] = statuses[status].get<int>() + 1;
-    ranks.push_back(process.rank_row);
-    analyses.push_back(process.analysis);
-  }
-  const MergedAnalysis merged = MergeAnalyses(analyses);
+void SummaryBuilder::Add(const ProcessAnalysis& analysis, Json rank_row) {
+  ++processes_;
+  const char* status = ProcessStatusName(analysis.status);
+  statuses_[status] = statuses_[status].get<int>() + 1;
+  ranks_.push_back(std::move(rank_row));
+  merger_.Add(analysis);
+}
+
+Json SummaryBuilder::Finish(double coverage_threshold) && {
+  const MergedAnalysis merged = std::move(merger_).Finish();
   const bool measured = merged.any_measured;
   Json families = nullptr;
   if (measured) {
@@ -67,20 +66,21 @@ Json SummaryJson(const std::vector<ProcessEntry>& processes, double coverage_thr
     }
   }
   Json summary = {
-      {"processes", processes.size()},
-      {"statuses", std::move(statuses)},
+      {"processes", processes_},
+      {"statuses", std::move(statuses_)},
       {"totals", measured ? TotalsJson(merged.totals) : NullTotals()},
       {"coverage", CoverageJson(measured, merged.attributed_kernel_ns, merged.totals.kernel_ns,
                                 merged.unattributed, coverage_threshold, merged.phase_coverage)},
       {"families", std::move(families)}};
   summary["coverage"]["fallbacks"] = FallbacksJson(measured, merged.fallbacks);
-  AddStragglers(ranks, &summary);
-  summary["ranks"] = std::move(ranks);
+  AddStragglers(ranks_, &summary);
+  summary["ranks"] = std::move(ranks_);
   return summary;
 }
 
 Json LaunchersJson(std::vector<ProcessEntry>& processes,
-                   const std::map<uint32_t, int>& exit_statuses) {
+                   const std::map<uint32_t, int>& exit_statuses,
+                   const std::optional<std::string>& host) {
   std::set<uint32_t> traced;
   for (const ProcessEntry& process : processes) traced.insert(process.analysis->process->pid);
   std::map<uint32_t, std::vector<uint32_t>> children;  // launcher pid -> traced children
@@ -98,7 +98,10 @@ Json LaunchersJson(std::vector<ProcessEntry>& processes,
   Json launchers = Json::array();
   for (auto& [pid, pids] : children) {
     std::sort(pids.begin(), pids.end());
-    launchers.push_back({{"pid", pid}, {"exit_status", exit_statuses.at(pid)}, {"children", pids}});
+    launchers.push_back({{"host", OptionalJson(host)},
+                         {"pid", pid},
+                         {"exit_status", exit_statuses.at(pid)},
+                         {"children", pids}});
   }
   return launchers;
 }

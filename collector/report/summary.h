@@ -1,14 +1,20 @@
 // The report's summary and launchers (docs/attribution.md §Ranks): what is said over all of its
-// processes. Totals, coverage and families are merged by the analysis (MergeAnalyses); here they
+// processes. Totals, coverage and families are merged by the analysis (AnalysisMerger); here they
 // are spelled, with the per-rank table, its straggler terms and the parents that never connected.
 //
-// Called once per report by BuildReport, on its thread; pure.
+// The summary is built one process at a time (SummaryBuilder) by the two writers of reports:
+// BuildReport from the analyses it holds, and `gpuattr merge` from the processes it reads back
+// out of reports (report/process_reader.h) one input at a time; the same code gives both the same
+// summary. Single-threaded, on the caller's thread; no I/O.
 #ifndef GPUATTR_COLLECTOR_REPORT_SUMMARY_H_
 #define GPUATTR_COLLECTOR_REPORT_SUMMARY_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "analysis/process_analysis.h"
@@ -22,16 +28,31 @@ struct ProcessEntry {
   nlohmann::json rank_row;                    // its line of summary.ranks
 };
 
-// `summary`, over `processes` in report order; `coverage_threshold` judges the merged coverage.
-nlohmann::json SummaryJson(const std::vector<ProcessEntry>& processes, double coverage_threshold);
+// `summary`, from the processes added in report order.
+class SummaryBuilder {
+ public:
+  // What the summary reads of `analysis`: its status, device_measured and what AnalysisMerger
+  // merges; `rank_row` is its line of summary.ranks.
+  void Add(const ProcessAnalysis& analysis, nlohmann::json rank_row);
+  // `coverage_threshold` judges the merged coverage.
+  nlohmann::json Finish(double coverage_threshold) &&;
+
+ private:
+  size_t processes_ = 0;
+  nlohmann::json statuses_ = {{"complete", 0}, {"truncated", 0}, {"refused", 0}};
+  nlohmann::json ranks_ = nlohmann::json::array();
+  AnalysisMerger merger_;
+};
 
 // `launchers`: the ppid of a traced process that is not itself traced but that gpuattr reaped
 // (`exit_statuses`: the command, or a descendant orphaned to the subreaper), so it was a
 // descendant of the capture with a known exit status. One entry each, {pid, exit_status,
-// children}, by pid; it gets no process entry. Sets every entry's `parent`: kind `traced` (a
-// process of the report), `launcher` (in this list) or `outside` (neither).
+// children} with the capture's `host`, by pid; it gets no process entry. Sets every entry's
+// `parent`: kind `traced` (a process of the report), `launcher` (in this list) or `outside`
+// (neither).
 nlohmann::json LaunchersJson(std::vector<ProcessEntry>& processes,
-                             const std::map<uint32_t, int>& exit_statuses);
+                             const std::map<uint32_t, int>& exit_statuses,
+                             const std::optional<std::string>& host);
 
 }  // namespace gpuattr::collector
 

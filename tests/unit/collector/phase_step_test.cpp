@@ -382,6 +382,7 @@ TEST_CASE("families report launch cost and launch-to-start latency", "[unit][fam
   const Json& launch = process["families"][0]["launch"];
   // api: 10, 5 and the graph launch's 30 once: [5, 10, 30].
   CHECK(launch["api_ns"] == Json({{"count", 3},
+                                  {"total", 45},
                                   {"mean", 15},
                                   {"min", 5},
                                   {"median", 10},
@@ -389,6 +390,7 @@ TEST_CASE("families report launch cost and launch-to-start latency", "[unit][fam
                                   {"median_exact", true}}));
   // latency: 100, 10, 40, 60, 10 -> [10, 10, 40, 60, 100], mean 220 / 5.
   CHECK(launch["latency_ns"] == Json({{"count", 5},
+                                      {"total", 220},
                                       {"mean", 44},
                                       {"min", 10},
                                       {"median", 40},

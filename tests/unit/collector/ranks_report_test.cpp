@@ -124,7 +124,8 @@ TEST_CASE("launchers are reaped parents that never connected, each listed once",
   CHECK(SchemaValid(report));
   const Json& launchers = report["launchers"];
   REQUIRE(launchers.size() == 1);
-  CHECK(launchers[0] == Json({{"pid", 100}, {"exit_status", 3}, {"children", {300, 301}}}));
+  CHECK(launchers[0] ==
+        Json({{"host", "node-a"}, {"pid", 100}, {"exit_status", 3}, {"children", {300, 301}}}));
   REQUIRE(report["processes"].size() == 4);  // no row for the launcher
   std::map<uint32_t, Json> parents;
   for (const Json& process : report["processes"]) parents[process["pid"]] = process["parent"];

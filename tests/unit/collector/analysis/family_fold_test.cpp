@@ -42,7 +42,7 @@ TEST_CASE("kernels of one family fold together with their names and shapes",
   REQUIRE(gemm.shapes.size() == 2);
   CHECK(gemm.shapes[0].shape == trace.data.shapes[1]);  // most kernels first
   CHECK(gemm.shapes[0].kernels == 2);
-  CHECK(gemm.api_samples.count() == 0);  // no launch seen
+  CHECK(gemm.launch_api.count == 0);  // no launch seen
   CHECK(families[1].family == "copy");
 }
 
@@ -66,11 +66,11 @@ TEST_CASE("a graph launch gives each family one api sample until it leaves the j
   const std::vector<FamilyStats> families = fold.Finish();
   REQUIRE(families.size() == 1);
   const FamilyStats& k = families[0];
-  CHECK(k.api_samples.count() == 2);
-  CHECK(k.api_samples.total() == 80);
-  CHECK(k.latency_samples.count() == 4);  // one per kernel with a launch
-  CHECK(k.latency_samples.min() == -50);  // started before its launch's timestamp
-  CHECK(k.latency_samples.max() == 100);
+  CHECK(k.launch_api.count == 2);
+  CHECK(k.launch_api.total == 80);
+  CHECK(k.launch_latency.count == 4);  // one per kernel with a launch
+  CHECK(k.launch_latency.min == -50);  // started before its launch's timestamp
+  CHECK(k.launch_latency.max == 100);
 }
 
 }  // namespace

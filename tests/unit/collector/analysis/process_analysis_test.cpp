@@ -1,9 +1,11 @@
-// The result model's own code: ProcessStatusName, FamilyStats merging, and MergeAnalyses, the
+// The result model's own code: ProcessStatusName, FamilyStats merging, and AnalysisMerger, the
 // summary's merge over processes.
 #include "analysis/process_analysis.h"
 
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gpuattr::collector::testing {
@@ -35,7 +37,12 @@ TEST_CASE("the summary's merge adds what the measured processes measured",
   const ProcessAnalysis c = Measured(50, 50, "copy");
   ProcessAnalysis refused;  // no device time: adds nothing
   refused.totals.kernel_ns = 1000;
-  const MergedAnalysis merged = MergeAnalyses({&a, &refused, &b, &c});
+  auto merge = [](const std::vector<const ProcessAnalysis*>& processes) {
+    AnalysisMerger merger;
+    for (const ProcessAnalysis* process : processes) merger.Add(*process);
+    return std::move(merger).Finish();
+  };
+  const MergedAnalysis merged = merge({&a, &refused, &b, &c});
   CHECK(merged.any_measured);
   CHECK(merged.totals.kernel_ns == 450);
   CHECK(merged.totals.kernels == 3);
@@ -55,8 +62,40 @@ TEST_CASE("the summary's merge adds what the measured processes measured",
   CHECK(merged.families[0].names == std::vector<std::string>{"gemm_kernel"});
   CHECK(merged.families[1].family == "copy");
 
-  CHECK_FALSE(MergeAnalyses({&refused}).any_measured);
-  CHECK(MergeAnalyses({&refused}).totals.kernel_ns == 0);
+  CHECK_FALSE(merge({&refused}).any_measured);
+  CHECK(merge({&refused}).totals.kernel_ns == 0);
+}
+
+TEST_CASE("a union of sample summaries keeps its exact terms and drops the median",
+          "[unit][process_analysis]") {
+  Samples<int64_t> first;
+  for (int64_t value : {5, -3, 9}) first.Add(value);
+  Samples<int64_t> second;
+  for (int64_t value : {20, 1}) second.Add(value);
+  SampleSummary<int64_t> summary = SampleSummary<int64_t>::Of(first);
+  CHECK(summary.median == 5);
+  CHECK(summary.median_exact == true);
+
+  SampleSummary<int64_t> empty;
+  empty.Merge(summary);  // one side without samples: the median survives
+  CHECK(empty.count == 3);
+  CHECK(empty.median == 5);
+  summary.Merge(SampleSummary<int64_t>::Of(Samples<int64_t>{}));
+  CHECK(summary.median == 5);
+
+  summary.Merge(SampleSummary<int64_t>::Of(second));
+  CHECK(summary.count == 5);
+  CHECK(summary.total == 32);
+  CHECK(summary.min == -3);
+  CHECK(summary.max == 20);
+  CHECK_FALSE(summary.median.has_value());
+  CHECK_FALSE(summary.median_exact.has_value());
+
+  SampleSummary<int64_t> near_limit;
+  near_limit.count = 1;
+  near_limit.total = near_limit.min = near_limit.max = INT64_MAX - 1;
+  near_limit.Merge(summary);
+  CHECK(near_limit.total == INT64_MAX);  // saturates like Samples::total
 }
 
 TEST_CASE("statuses have their report names", "[unit][process_analysis]") {
