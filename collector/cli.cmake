@@ -37,6 +37,7 @@ add_library(gpuattr_collector_ingest STATIC
   cli/export_command.cpp
   cli/gate_command.cpp
   cli/import_command.cpp
+  cli/merge_command.cpp
   cli/output_names.cpp
   cli/private_dir.cpp
   cli/report_command.cpp

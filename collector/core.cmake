@@ -40,6 +40,7 @@ add_library(gpuattr_collector_core STATIC
   analysis/step_fold.cpp
   analysis/trace_builder.cpp
   report/atomic_write.cpp
+  report/process_reader.cpp
   report/report_builder.cpp
   report/report_json.cpp
   report/report_reader.cpp

@@ -1,5 +1,6 @@
 #include "cli/cli.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -19,6 +21,7 @@
 #include "cli/export_command.h"
 #include "cli/gate_command.h"
 #include "cli/import_command.h"
+#include "cli/merge_command.h"
 #include "cli/report_command.h"
 #include "cli/run.h"
 #include "cli/subcommand.h"
@@ -49,6 +52,20 @@ Environment: GPUATTR_INJECT_LIBRARY names the injection library when it is not f
 the gpuattr executable.)";
 
 }  // namespace
+
+Status RefuseRepeatedFiles(const std::vector<std::string>& files, const std::string& why) {
+  std::map<std::pair<dev_t, ino_t>, const std::string*> seen;
+  for (const std::string& path : files) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0) continue;
+    auto [earlier, inserted] = seen.try_emplace({info.st_dev, info.st_ino}, &path);
+    if (!inserted) {
+      return InvalidArgumentError(path + " is the same file as " + *earlier->second + ": " + why +
+                                  "; give each file once");
+    }
+  }
+  return Status::Ok();
+}
 
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {
@@ -190,9 +207,9 @@ int GpuattrMain(int argc, char** argv) {
     app.require_subcommand(1);
     app.footer(kFooter);
     const std::vector<Subcommand> subcommands = {
-        AddRunSubcommand(app),    AddImportSubcommand(app), AddReportSubcommand(app),
-        AddDiffSubcommand(app),   AddGateSubcommand(app),   AddExportSubcommand(app),
-        AddDaemonSubcommand(app), AddAttachSubcommand(app)};
+        AddRunSubcommand(app),    AddImportSubcommand(app), AddMergeSubcommand(app),
+        AddReportSubcommand(app), AddDiffSubcommand(app),   AddGateSubcommand(app),
+        AddExportSubcommand(app), AddDaemonSubcommand(app), AddAttachSubcommand(app)};
 
     // --version wherever it comes before CMD (run's command keeps its own).
     for (const Subcommand& subcommand : subcommands) {

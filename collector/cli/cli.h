@@ -13,6 +13,7 @@
 #define GPUATTR_COLLECTOR_CLI_CLI_H_
 
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -43,6 +44,12 @@ std::string ColourVerdicts(const std::string& text);
 // A subcommand's ending when its output is text: the text on stdout and 0, or the error on stderr
 // ("gpuattr SUBCOMMAND: ...") and its exit code.
 int ExitWithOutput(const char* subcommand, const StatusOr<std::string>& output);
+
+// kInvalidArgument when two of `files` are one file (the same device and inode, by any path),
+// with `why` once is the rule; a file stat cannot read is left for its reader to report. For the
+// commands that read several inputs (import, merge), where one file twice would count its
+// processes twice.
+Status RefuseRepeatedFiles(const std::vector<std::string>& files, const std::string& why);
 
 // Parses argv, runs the subcommand and returns the process's exit status. Nothing goes to stdout
 // except --help and --version; messages go to stderr, prefixed "gpuattr: ".

@@ -1,7 +1,5 @@
 #include "cli/import_command.h"
 
-#include <sys/stat.h>
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
@@ -65,23 +63,6 @@ StatusOr<std::string> DetectFormat(const std::string& path) {
   return std::string("kineto");
 }
 
-// One file given twice would be two ranks of the same process: refused. Files are compared by
-// device and inode, so another path to the same file counts too. An input stat cannot read is
-// left for the importer to report.
-Status RefuseRepeatedInputs(const std::vector<std::string>& files) {
-  std::map<std::pair<dev_t, ino_t>, const std::string*> seen;
-  for (const std::string& path : files) {
-    struct stat info {};
-    if (::stat(path.c_str(), &info) != 0) continue;
-    auto [earlier, inserted] = seen.try_emplace({info.st_dev, info.st_ino}, &path);
-    if (!inserted) {
-      return InvalidArgumentError(path + " is the same file as " + *earlier->second +
-                                  ": each input is one process (one rank); give each file once");
-    }
-  }
-  return Status::Ok();
-}
-
 // A file none of whose events is a range, a launch or device work.
 Status NothingUsableError(const ImportedTrace& trace) {
   std::string categories;
@@ -143,7 +124,8 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
       LoadRuleFiles(options.phase_rules_path, options.family_rules_path, &analysis));
   analysis.observer = std::move(observer);
 
-  GPUATTR_RETURN_IF_ERROR(RefuseRepeatedInputs(options.files));
+  GPUATTR_RETURN_IF_ERROR(
+      RefuseRepeatedFiles(options.files, "each input is one process (one rank)"));
 
   ImportResult result;
   // Each process with the refusal of its file when the file measured no device time.

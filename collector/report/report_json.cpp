@@ -8,6 +8,7 @@
 #include <array>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <iterator>
 #include <utility>
@@ -144,6 +145,29 @@ std::string IsoUtc(uint64_t realtime_ns) {
   char fraction[16];
   std::snprintf(fraction, sizeof(fraction), ".%09" PRIu64 "Z", realtime_ns % 1000000000u);
   return UtcSeconds(realtime_ns, "%Y-%m-%dT%H:%M:%S") + fraction;
+}
+
+std::optional<uint64_t> ParseIsoUtc(const std::string& text) {
+  struct tm parts {};
+  char fraction[10] = {};
+  char zone = 0;
+  int consumed = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%9[0-9]%c%n", &parts.tm_year,
+                  &parts.tm_mon, &parts.tm_mday, &parts.tm_hour, &parts.tm_min, &parts.tm_sec,
+                  fraction, &zone, &consumed) != 8 ||
+      zone != 'Z' || static_cast<size_t>(consumed) != text.size() || parts.tm_year < 1970) {
+    return std::nullopt;
+  }
+  parts.tm_year -= 1900;
+  parts.tm_mon -= 1;
+  const time_t seconds = timegm(&parts);
+  if (seconds < 0) return std::nullopt;
+  const size_t digits = std::strlen(fraction);
+  uint64_t nanoseconds = 0;
+  for (size_t i = 0; i < 9; ++i) {
+    nanoseconds = nanoseconds * 10 + (i < digits ? static_cast<uint64_t>(fraction[i] - '0') : 0);
+  }
+  return static_cast<uint64_t>(seconds) * 1000000000u + nanoseconds;
 }
 
 Json PassJson(const PassNode& node, bool device_measured) {

@@ -24,6 +24,8 @@ inline constexpr char kReportSchemaVersion[] = "gpuattr.report/1";
 std::string UtcSeconds(uint64_t realtime_ns, const char* strftime_format);
 // "2025-01-02T03:04:05.123456789Z".
 std::string IsoUtc(uint64_t realtime_ns);
+// IsoUtc's text read back (1 to 9 fraction digits); empty for anything else.
+std::optional<uint64_t> ParseIsoUtc(const std::string& text);
 // The value, or null when empty.
 template <typename T>
 nlohmann::json OptionalJson(const std::optional<T>& value) {

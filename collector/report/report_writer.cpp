@@ -9,11 +9,13 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
 
+#include "base/check.h"
 #include "report/atomic_write.h"
 #include "report/report_json.h"
 
@@ -148,6 +150,47 @@ void WriteReportText(const Report& report, const std::shared_ptr<Output>& output
   output->write_character('\n');
 }
 
+// Where a report's text goes: an AtomicTextFile, published by Commit, or standard output.
+class Destination {
+ public:
+  static StatusOr<Destination> Open(const std::string& path, ExistingFile existing) {
+    if (path.empty()) return InvalidArgumentError("the report path is empty");
+    if (path == "-") return Destination(std::nullopt);
+    GPUATTR_ASSIGN_OR_RETURN(AtomicTextFile file, AtomicTextFile::Create(path, existing));
+    return Destination(std::move(file));
+  }
+
+  void Append(const std::string& text) {
+    if (file_) {
+      file_->Append(text);
+    } else {
+      stdout_written_ =
+          stdout_written_ && std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+    }
+  }
+  Status Commit() {
+    if (file_) return file_->Commit();
+    if (std::fflush(stdout) != 0 || !stdout_written_) {
+      return UnavailableError(std::string("cannot write the report to standard output: ") +
+                              std::strerror(errno));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  explicit Destination(std::optional<AtomicTextFile> file) : file_(std::move(file)) {}
+  std::optional<AtomicTextFile> file_;  // empty: standard output
+  bool stdout_written_ = true;
+};
+
+Status WriteReportTo(const Report& report, Destination destination) {
+  auto output = std::make_shared<ChunkedOutput>(
+      [&destination](const std::string& text) { destination.Append(text); });
+  WriteReportText(report, output);
+  output->Flush();
+  return destination.Commit();
+}
+
 }  // namespace
 
 std::string SerializeReport(const Report& report) {
@@ -157,28 +200,83 @@ std::string SerializeReport(const Report& report) {
 }
 
 Status WriteReportAtomically(const Report& report, const std::string& path, ExistingFile existing) {
-  if (path.empty()) return InvalidArgumentError("the report path is empty");
-  GPUATTR_ASSIGN_OR_RETURN(AtomicTextFile file, AtomicTextFile::Create(path, existing));
-  auto output =
-      std::make_shared<ChunkedOutput>([&file](const std::string& text) { file.Append(text); });
-  WriteReportText(report, output);
-  output->Flush();
-  return file.Commit();
+  if (path == "-") return InvalidArgumentError("the report path \"-\" names no file here");
+  GPUATTR_ASSIGN_OR_RETURN(Destination destination, Destination::Open(path, existing));
+  return WriteReportTo(report, std::move(destination));
 }
 
 Status WriteReport(const Report& report, const std::string& path, ExistingFile existing) {
-  if (path != "-") return WriteReportAtomically(report, path, existing);
-  bool written = true;
-  auto output = std::make_shared<ChunkedOutput>([&written](const std::string& text) {
-    written = written && std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
-  });
-  WriteReportText(report, output);
-  output->Flush();
-  if (std::fflush(stdout) != 0 || !written) {
-    return UnavailableError(std::string("cannot write the report to standard output: ") +
-                            std::strerror(errno));
+  GPUATTR_ASSIGN_OR_RETURN(Destination destination, Destination::Open(path, existing));
+  return WriteReportTo(report, std::move(destination));
+}
+
+// The streamed report's text: dump(2)'s layout of a top-level object, written member by member.
+class StreamedReport::Text {
+ public:
+  explicit Text(Destination destination)
+      : destination_(std::move(destination)),
+        output_(std::make_shared<ChunkedOutput>(
+            [this](const std::string& text) { destination_.Append(text); })),
+        serializer_(output_, ' ', Json::error_handler_t::replace) {}
+
+  void Raw(const char* text) { output_->write_characters(text, std::strlen(text)); }
+  // `"key": ` of a top-level member, after a separator unless it is the first member.
+  void Key(const std::string& key) {
+    Raw(members_++ == 0 ? "\n  " : ",\n  ");
+    serializer_.dump(Json(key), false, false, 0);
+    Raw(": ");
   }
-  return Status::Ok();
+  void Member(const std::string& key, const Json& value) {
+    Key(key);
+    serializer_.dump(value, /*pretty_print=*/true, /*ensure_ascii=*/false, kIndentStep,
+                     kIndentStep);
+  }
+  void Element(const Json& value, bool first) {
+    Raw(first ? "[\n    " : ",\n    ");
+    serializer_.dump(value, true, false, kIndentStep, 2 * kIndentStep);
+  }
+  Status Commit() {
+    output_->Flush();
+    return destination_.Commit();
+  }
+
+ private:
+  static constexpr unsigned kIndentStep = 2;
+  Destination destination_;
+  std::shared_ptr<ChunkedOutput> output_;
+  nlohmann::detail::serializer<Json> serializer_;
+  size_t members_ = 0;
+};
+
+StatusOr<std::unique_ptr<StreamedReport>> StreamedReport::Open(const std::string& path,
+                                                               ExistingFile existing) {
+  GPUATTR_ASSIGN_OR_RETURN(Destination destination, Destination::Open(path, existing));
+  return std::unique_ptr<StreamedReport>(
+      new StreamedReport(std::make_unique<Text>(std::move(destination))));
+}
+
+StreamedReport::StreamedReport(std::unique_ptr<Text> text) : text_(std::move(text)) {}
+StreamedReport::~StreamedReport() = default;
+
+void StreamedReport::Begin(const Json& before) {
+  text_->Raw("{");
+  for (auto member = before.begin(); member != before.end(); ++member) {
+    GPUATTR_DCHECK(member.key() < "processes");
+    text_->Member(member.key(), member.value());
+  }
+  text_->Key("processes");
+}
+
+void StreamedReport::AddProcess(const Json& process) { text_->Element(process, processes_++ == 0); }
+
+Status StreamedReport::Finish(const Json& after) {
+  text_->Raw(processes_ == 0 ? "[]" : "\n  ]");
+  for (auto member = after.begin(); member != after.end(); ++member) {
+    GPUATTR_DCHECK(member.key() > "processes");
+    text_->Member(member.key(), member.value());
+  }
+  text_->Raw("\n}\n");
+  return text_->Commit();
 }
 
 }  // namespace gpuattr::collector

@@ -3,10 +3,14 @@
 // Report (report_builder.h) is a DOM without its step rows plus the rows as the analysis made
 // them; the writer renders the text nlohmann's dump(2) would give of the whole, each row rendered
 // as it is reached, so the whole text never exists at once, and writes it in 1 MiB pieces through
-// an AtomicTextFile (or to stdout). Single-threaded; no state.
+// an AtomicTextFile (or to stdout). StreamedReport writes the same text with the processes handed
+// over one at a time. Single-threaded; no global state.
 #ifndef GPUATTR_COLLECTOR_REPORT_REPORT_WRITER_H_
 #define GPUATTR_COLLECTOR_REPORT_REPORT_WRITER_H_
 
+#include <cstddef>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "base/status.h"
@@ -27,8 +31,34 @@ Status WriteReportAtomically(const Report& report, const std::string& path,
                              ExistingFile existing = ExistingFile::kReplace);
 
 // WriteReportAtomically, or for the path "-" the same text on standard output (the commands
-// whose stdout is theirs: import, export).
+// whose stdout is theirs: import, export, merge).
 Status WriteReport(const Report& report, const std::string& path, ExistingFile existing);
+
+// A report written while it is assembled (`gpuattr merge`): the top-level members that sort
+// before "processes", then each process as it comes, then the members after it, as the same text
+// WriteReport gives of the whole DOM, holding one process at a time. Same destinations as
+// WriteReport ("-": standard output); nothing is published until Finish succeeds.
+class StreamedReport {
+ public:
+  static StatusOr<std::unique_ptr<StreamedReport>> Open(const std::string& path,
+                                                        ExistingFile existing);
+  ~StreamedReport();
+  StreamedReport(const StreamedReport&) = delete;
+  StreamedReport& operator=(const StreamedReport&) = delete;
+
+  // Once, first: `before`'s members, whose keys must all sort before "processes".
+  void Begin(const nlohmann::json& before);
+  // The next element of `processes`.
+  void AddProcess(const nlohmann::json& process);
+  // Once, last: `after`'s members (keys after "processes"); closes and publishes the text.
+  Status Finish(const nlohmann::json& after);
+
+ private:
+  class Text;
+  explicit StreamedReport(std::unique_ptr<Text> text);
+  std::unique_ptr<Text> text_;
+  size_t processes_ = 0;
+};
 
 }  // namespace gpuattr::collector
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,24 +62,34 @@ double TotalNs(const Json& pass) {
   return host.is_number() ? host.get<double>() : 0.0;
 }
 
-// Several processes: one line per summary.ranks row, the slowest/fastest/spread line and the
-// launchers (docs/attribution.md §Ranks). Empty for a single process.
-std::string RankTable(const Json& report) {
+}  // namespace
+
+std::string RenderRankTable(const Json& report) {
   const Json& summary = Field(report, "summary");
   const Json& ranks = Field(summary, "ranks");
   if (!ranks.is_array() || ranks.size() < 2) return "";
+  std::set<Json> hosts;
+  for (const Json& row : ranks) hosts.insert(Field(row, "host"));
+  const bool by_host = hosts.size() > 1;
+  constexpr size_t kHostColumns = 16;
+  auto host_cell = [&](const std::string& text) {
+    if (!by_host) return std::string();
+    const std::string cell = ElideMiddle(text, kHostColumns);
+    return "  " + cell + std::string(kHostColumns - DisplayWidth(cell), ' ');
+  };
   std::string out = "\nranks\n";
   char line[256];
-  std::snprintf(line, sizeof(line), "  %-5s %-5s %8s %8s %-10s %12s %12s %12s %8s\n", "rank",
-                "local", "pid", "ppid", "status", "step ms", "busy ms", "idle ms", "coverage");
+  std::snprintf(line, sizeof(line), "%s  %-5s %-5s %8s %8s %-10s %12s %12s %12s %8s\n",
+                host_cell("host").c_str(), "rank", "local", "pid", "ppid", "status", "step ms",
+                "busy ms", "idle ms", "coverage");
   out += line;
   for (const Json& row : ranks) {
-    std::snprintf(line, sizeof(line), "  %-5s %-5s %8s %8s %-10s %12s %12s %12s %8s\n",
-                  Text(Field(row, "rank")).c_str(), Text(Field(row, "local_rank")).c_str(),
-                  Text(Field(row, "pid")).c_str(), Text(Field(row, "ppid")).c_str(),
-                  Text(Field(row, "status")).c_str(), MsText(Field(row, "step_ns")).c_str(),
-                  MsText(Field(row, "busy_ns")).c_str(), MsText(Field(row, "idle_ns")).c_str(),
-                  Percent(Field(row, "coverage")).c_str());
+    std::snprintf(line, sizeof(line), "%s  %-5s %-5s %8s %8s %-10s %12s %12s %12s %8s\n",
+                  host_cell(Text(Field(row, "host"))).c_str(), Text(Field(row, "rank")).c_str(),
+                  Text(Field(row, "local_rank")).c_str(), Text(Field(row, "pid")).c_str(),
+                  Text(Field(row, "ppid")).c_str(), Text(Field(row, "status")).c_str(),
+                  MsText(Field(row, "step_ns")).c_str(), MsText(Field(row, "busy_ns")).c_str(),
+                  MsText(Field(row, "idle_ns")).c_str(), Percent(Field(row, "coverage")).c_str());
     out += line;
   }
   auto who = [](const Json& entry) {
@@ -107,8 +118,6 @@ std::string RankTable(const Json& report) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string RenderSummary(const nlohmann::json& report) {
   constexpr size_t kTop = 5;
@@ -188,7 +197,7 @@ std::string RenderSummary(const nlohmann::json& report) {
            Text(Field(loss, "orphan_activities")) + ", lost messages " +
            Text(Field(loss, "lost_messages")) + "\n";
   }
-  return out + RankTable(report) + advice;
+  return out + RenderRankTable(report) + advice;
 }
 
 }  // namespace gpuattr::collector

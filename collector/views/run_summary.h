@@ -1,6 +1,7 @@
 // RenderSummary: the short fixed-width table `gpuattr run` and `gpuattr import` print on stderr
 // after writing a report: per process, devices busy and idle, the top passes, coverage and loss;
-// the rank table when there are several. Reads no step row.
+// the rank table when there are several (RenderRankTable, which `gpuattr merge` prints alone).
+// Reads no step row.
 //
 // The document is read defensively (report_reader.h): it renders any gpuattr.report/1 document,
 // including one read back from disk. Pure; any thread.
@@ -13,6 +14,11 @@
 namespace gpuattr::collector {
 
 std::string RenderSummary(const nlohmann::json& report);
+
+// The rank table of `report` (its summary and launchers): one line per summary.ranks row, with
+// a host column when the rows name more than one host, the straggler line and the launchers.
+// Empty for fewer than two rows.
+std::string RenderRankTable(const nlohmann::json& report);
 
 }  // namespace gpuattr::collector
 

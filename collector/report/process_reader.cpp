@@ -1,0 +1,223 @@
+// SummaryTermsOf (process_reader.h): each field read through a FieldReader that keeps the first
+// failure with the field's path, so one pass reads the entry and one error names what was wrong.
+#include "report/process_reader.h"
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include "analysis/phase.h"
+#include "report/report_reader.h"
+
+namespace gpuattr::collector {
+namespace {
+
+using Json = nlohmann::json;
+
+class FieldReader {
+ public:
+  // `value` at `path`, a count: an integer in [0, 2^64).
+  uint64_t Count(const Json& value, const std::string& path) {
+    if (value.is_number_unsigned()) return value.get<uint64_t>();
+    if (value.is_number_integer() && value.get<int64_t>() >= 0) return value.get<uint64_t>();
+    Fail(path, "is not a non-negative integer");
+    return 0;
+  }
+  // A signed integer of int64's range.
+  int64_t Signed(const Json& value, const std::string& path) {
+    if (value.is_number_integer() && !value.is_number_unsigned()) return value.get<int64_t>();
+    if (value.is_number_unsigned() &&
+        value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return value.get<int64_t>();
+    }
+    Fail(path, "is not an integer of 64 bits");
+    return 0;
+  }
+  template <typename T>
+  T Integer(const Json& value, const std::string& path) {
+    if constexpr (std::is_signed_v<T>) {
+      return Signed(value, path);
+    } else {
+      return Count(value, path);
+    }
+  }
+  uint32_t Count32(const Json& value, const std::string& path) {
+    const uint64_t count = Count(value, path);
+    if (count <= std::numeric_limits<uint32_t>::max()) return static_cast<uint32_t>(count);
+    Fail(path, "does not fit 32 bits");
+    return 0;
+  }
+  std::string String(const Json& value, const std::string& path) {
+    if (value.is_string()) return value.get<std::string>();
+    Fail(path, "is not a string");
+    return {};
+  }
+  // The elements of an array (none, and a failure, for anything else).
+  const Json& Array(const Json& value, const std::string& path) {
+    static const Json kEmpty = Json::array();
+    if (value.is_array()) return value;
+    Fail(path, "is not an array");
+    return kEmpty;
+  }
+  const Json& Object(const Json& value, const std::string& path) {
+    static const Json kEmpty = Json::object();
+    if (value.is_object()) return value;
+    Fail(path, "is not an object");
+    return kEmpty;
+  }
+  void Fail(const std::string& path, const char* what) {
+    if (!failure_) failure_ = path + " " + what;
+  }
+  const std::optional<std::string>& failure() const { return failure_; }
+
+ private:
+  std::optional<std::string> failure_;
+};
+
+std::string Indexed(const std::string& path, size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+
+template <typename T>
+SampleSummary<T> ReadSampleSummary(FieldReader& read, const Json& stats, const std::string& path) {
+  SampleSummary<T> summary;
+  if (stats.is_null()) return summary;  // no samples
+  read.Object(stats, path);
+  summary.count = read.Count(Field(stats, "count"), path + ".count");
+  if (summary.count == 0) read.Fail(path + ".count", "is 0 where null means no samples");
+  summary.total = read.Integer<T>(Field(stats, "total"), path + ".total");
+  summary.min = read.Integer<T>(Field(stats, "min"), path + ".min");
+  summary.max = read.Integer<T>(Field(stats, "max"), path + ".max");
+  const Json& median = Field(stats, "median");
+  if (!median.is_null()) {
+    summary.median = read.Integer<T>(median, path + ".median");
+    const Json& exact = Field(stats, "median_exact");
+    if (!exact.is_boolean()) read.Fail(path + ".median_exact", "is not a boolean");
+    summary.median_exact = exact.is_boolean() && exact.get<bool>();
+  }
+  return summary;
+}
+
+std::array<uint32_t, 3> ReadDimensions(FieldReader& read, const Json& value,
+                                       const std::string& path) {
+  std::array<uint32_t, 3> dimensions{};
+  const Json& elements = read.Array(value, path);
+  if (elements.size() != 3) read.Fail(path, "does not have 3 elements");
+  for (size_t i = 0; i < 3 && i < elements.size(); ++i) {
+    dimensions[i] = read.Count32(elements[i], Indexed(path, i));
+  }
+  return dimensions;
+}
+
+FamilyStats ReadFamily(FieldReader& read, const Json& family, const std::string& path) {
+  FamilyStats stats;
+  stats.family = read.String(Field(family, "family"), path + ".family");
+  stats.kernels = read.Count(Field(family, "kernels"), path + ".kernels");
+  stats.total_ns = read.Count(Field(family, "total_ns"), path + ".total_ns");
+  stats.min_ns = read.Count(Field(family, "min_ns"), path + ".min_ns");
+  stats.max_ns = read.Count(Field(family, "max_ns"), path + ".max_ns");
+  const Json& names = read.Array(Field(family, "names"), path + ".names");
+  for (size_t i = 0; i < names.size(); ++i) {
+    stats.names.push_back(read.String(names[i], Indexed(path + ".names", i)));
+  }
+  if (stats.names.size() > kFamilyExamples) read.Fail(path + ".names", "holds too many examples");
+  const Json& shapes = read.Array(Field(family, "shapes"), path + ".shapes");
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const std::string at = Indexed(path + ".shapes", i);
+    ShapeStats shape;
+    shape.shape.grid = ReadDimensions(read, Field(shapes[i], "grid"), at + ".grid");
+    shape.shape.block = ReadDimensions(read, Field(shapes[i], "block"), at + ".block");
+    shape.shape.shared_memory_bytes =
+        read.Count32(Field(shapes[i], "shared_memory_bytes"), at + ".shared_memory_bytes");
+    shape.kernels = read.Count(Field(shapes[i], "kernels"), at + ".kernels");
+    shape.total_ns = read.Count(Field(shapes[i], "total_ns"), at + ".total_ns");
+    stats.shapes.push_back(shape);
+  }
+  const Json& launch = read.Object(Field(family, "launch"), path + ".launch");
+  stats.launch_api = ReadSampleSummary<uint64_t>(read, Field(launch, "api_ns"),
+                                                 path + ".launch.api_ns");
+  stats.launch_latency = ReadSampleSummary<int64_t>(read, Field(launch, "latency_ns"),
+                                                    path + ".launch.latency_ns");
+  return stats;
+}
+
+void ReadCoverage(FieldReader& read, const Json& coverage, ProcessAnalysis& analysis) {
+  read.Object(coverage, "coverage");
+  analysis.attributed_kernel_ns =
+      read.Count(Field(coverage, "attributed_kernel_ns"), "coverage.attributed_kernel_ns");
+  const Json& by_phase =
+      read.Object(Field(coverage, "by_phase_kernel_ns"), "coverage.by_phase_kernel_ns");
+  for (size_t i = 0; i < kPhaseCount; ++i) {
+    const std::string phase = PhaseName(static_cast<Phase>(i));
+    const std::string at = "coverage.by_phase_kernel_ns." + phase;
+    const Json& terms = Field(by_phase, phase.c_str());
+    analysis.phase_coverage.attributed_kernel_ns[i] =
+        read.Count(Field(terms, "attributed_kernel_ns"), at + ".attributed_kernel_ns");
+    analysis.phase_coverage.unattributed_kernel_ns[i] =
+        read.Count(Field(terms, "unattributed_kernel_ns"), at + ".unattributed_kernel_ns");
+  }
+  const Json& unattributed = read.Array(Field(coverage, "unattributed"), "coverage.unattributed");
+  for (size_t i = 0; i < unattributed.size(); ++i) {
+    const std::string at = Indexed("coverage.unattributed", i);
+    const Json& entry = unattributed[i];
+    analysis.unattributed.push_back({read.String(Field(entry, "reason"), at + ".reason"),
+                                     read.Count(Field(entry, "ns"), at + ".ns"),
+                                     read.Count(Field(entry, "kernel_ns"), at + ".kernel_ns"),
+                                     read.Count(Field(entry, "activities"), at + ".activities")});
+  }
+  const Json& fallbacks = read.Array(Field(coverage, "fallbacks"), "coverage.fallbacks");
+  for (size_t i = 0; i < fallbacks.size(); ++i) {
+    const std::string at = Indexed("coverage.fallbacks", i);
+    const Json& entry = fallbacks[i];
+    analysis.fallbacks.push_back({read.String(Field(entry, "reason"), at + ".reason"),
+                                  read.Count(Field(entry, "ns"), at + ".ns"),
+                                  read.Count(Field(entry, "activities"), at + ".activities")});
+  }
+}
+
+}  // namespace
+
+StatusOr<ProcessAnalysis> SummaryTermsOf(const Json& process, const std::string& where) {
+  FieldReader read;
+  ProcessAnalysis analysis;
+  read.Object(process, "the entry");
+  const std::string status = read.String(Field(process, "status"), "status");
+  if (status == "complete") {
+    analysis.status = ProcessStatus::kComplete;
+  } else if (status == "truncated") {
+    analysis.status = ProcessStatus::kTruncated;
+  } else if (status == "refused") {
+    analysis.status = ProcessStatus::kRefused;
+  } else {
+    read.Fail("status", "is none of complete, truncated, refused");
+  }
+  // Device time was measured exactly where the report gives totals (report_json.h).
+  const Json& totals = read.Object(Field(process, "totals"), "totals");
+  analysis.device_measured = !Field(totals, "kernel_ns").is_null();
+  if (analysis.device_measured) {
+    Totals& into = analysis.totals;
+    into.kernel_ns = read.Count(Field(totals, "kernel_ns"), "totals.kernel_ns");
+    into.memcpy_ns = read.Count(Field(totals, "memcpy_ns"), "totals.memcpy_ns");
+    into.memset_ns = read.Count(Field(totals, "memset_ns"), "totals.memset_ns");
+    into.kernels = read.Count(Field(totals, "kernels"), "totals.kernels");
+    into.memcpys = read.Count(Field(totals, "memcpys"), "totals.memcpys");
+    into.memsets = read.Count(Field(totals, "memsets"), "totals.memsets");
+    into.launches = read.Count(Field(totals, "launches"), "totals.launches");
+    ReadCoverage(read, Field(process, "coverage"), analysis);
+    const Json& families = read.Array(Field(process, "families"), "families");
+    for (size_t i = 0; i < families.size(); ++i) {
+      analysis.families.push_back(ReadFamily(read, families[i], Indexed("families", i)));
+    }
+  }
+  if (read.failure()) {
+    return DataLossError(where + ": " + *read.failure() +
+                         " (a report of another gpuattr version, or edited; write it again with "
+                         "this gpuattr's run or import)");
+  }
+  return analysis;
+}
+
+}  // namespace gpuattr::collector
