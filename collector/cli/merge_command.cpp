@@ -298,17 +298,16 @@ Json MergedCapture(const std::vector<InputFacts>& inputs) {
     latest_end = std::max(latest_end, *input.started_ns + input.duration_ns);
   }
   auto common = [&](auto get, Json otherwise) { return Common(inputs, get, std::move(otherwise)); };
-  return {
-      {"mode", common([](const InputFacts& input) { return Json(input.mode); }, "mixed")},
-      {"command", common([](const InputFacts& input) { return input.command; }, Json::array())},
-      {"source", MergedSource(inputs)},
-      {"host", common([](const InputFacts& input) { return input.host; }, nullptr)},
-      {"started_at", started_at},
-      {"duration_ns", every_start_known ? latest_end - earliest : longest},
-      {"clock", common([](const InputFacts& input) { return input.clock; }, nullptr)},
-      {"inherit", inputs.front().inherit},
-      {"window", common([](const InputFacts& input) { return input.window; }, nullptr)},
-      {"merged_from", std::move(merged_from)}};
+  return {{"mode", common([](const InputFacts& input) { return Json(input.mode); }, "mixed")},
+          {"command", common([](const InputFacts& input) { return input.command; }, Json::array())},
+          {"source", MergedSource(inputs)},
+          {"host", common([](const InputFacts& input) { return input.host; }, nullptr)},
+          {"started_at", started_at},
+          {"duration_ns", every_start_known ? latest_end - earliest : longest},
+          {"clock", common([](const InputFacts& input) { return input.clock; }, nullptr)},
+          {"inherit", inputs.front().inherit},
+          {"window", common([](const InputFacts& input) { return input.window; }, nullptr)},
+          {"merged_from", std::move(merged_from)}};
 }
 
 // The members of the merged report that sort before "processes".
@@ -354,10 +353,10 @@ StatusOr<MergeResult> MergeReports(const MergeOptions& requested) {
   MergeOptions options = requested;
   if (options.inputs.empty()) return InvalidArgumentError("no input: gpuattr merge REPORT...");
   ExportPaths no_exports;
-  GPUATTR_ASSIGN_OR_RETURN(const ExistingFile existing,
-                           ResolveOutputNames(&options.output, &no_exports, options.force_overwrite,
-                                              /*report_to_stdout=*/true,
-                                              ProcessOutputNameContext()));
+  GPUATTR_ASSIGN_OR_RETURN(
+      const ExistingFile existing,
+      ResolveOutputNames(&options.output, &no_exports, options.force_overwrite,
+                         /*report_to_stdout=*/true, ProcessOutputNameContext()));
   GPUATTR_RETURN_IF_ERROR(
       RefuseRepeatedFiles(options.inputs, "each report holds its processes once"));
 
@@ -415,7 +414,8 @@ StatusOr<MergeResult> MergeReports(const MergeOptions& requested) {
   Json tail = {{"schema_version", kReportSchemaVersion},
                {"summary", std::move(summary).Finish(threshold)},
                {"tool", {{"name", "gpuattr"}, {"version", GPUATTR_VERSION}}}};
-  result.rank_table = RenderRankTable({{"summary", tail["summary"]}, {"launchers", head["launchers"]}});
+  result.rank_table =
+      RenderRankTable({{"summary", tail["summary"]}, {"launchers", head["launchers"]}});
   GPUATTR_RETURN_IF_ERROR(stream->Finish(tail));
   return result;
 }
@@ -434,8 +434,9 @@ Subcommand AddMergeSubcommand(CLI::App& app) {
                   "Replace an output that exists (otherwise an existing name is refused)");
   merge->add_flag("--allow-mixed-captures", options->allow_mixed_captures,
                   "Merge captures of different modes or import formats (capture.mode \"mixed\")");
-  merge->add_option("--coverage-threshold", options->coverage_threshold,
-                    "Judge the job's coverage against this (default: the inputs' own)")
+  merge
+      ->add_option("--coverage-threshold", options->coverage_threshold,
+                   "Judge the job's coverage against this (default: the inputs' own)")
       ->check(CLI::Range(0.0, 1.0));
   merge->add_flag("-q,--quiet", options->quiet, "No summary on stderr");
   merge->footer(kMergeFooter);

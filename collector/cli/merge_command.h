@@ -48,7 +48,7 @@ struct MergeResult {
   std::string output;  // expanded ("-": stdout)
   size_t inputs = 0;
   size_t processes = 0;
-  size_t hosts = 0;  // distinct known hosts
+  size_t hosts = 0;        // distinct known hosts
   std::string rank_table;  // RenderRankTable of the merged summary
 };
 

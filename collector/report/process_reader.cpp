@@ -137,10 +137,10 @@ FamilyStats ReadFamily(FieldReader& read, const Json& family, const std::string&
     stats.shapes.push_back(shape);
   }
   const Json& launch = read.Object(Field(family, "launch"), path + ".launch");
-  stats.launch_api = ReadSampleSummary<uint64_t>(read, Field(launch, "api_ns"),
-                                                 path + ".launch.api_ns");
-  stats.launch_latency = ReadSampleSummary<int64_t>(read, Field(launch, "latency_ns"),
-                                                    path + ".launch.latency_ns");
+  stats.launch_api =
+      ReadSampleSummary<uint64_t>(read, Field(launch, "api_ns"), path + ".launch.api_ns");
+  stats.launch_latency =
+      ReadSampleSummary<int64_t>(read, Field(launch, "latency_ns"), path + ".launch.latency_ns");
   return stats;
 }
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -447,6 +449,16 @@ std::string Header(const Json& report) {
     command = StringText(Field(source, "format")) + ":";
     for (const Json* file : ElementsOf(Field(source, "files"))) command += " " + StringText(*file);
   }
+  // A merged report whose inputs ran different commands names its inputs instead.
+  const std::vector<const Json*> inputs = ElementsOf(Field(capture, "merged_from"));
+  if (command.empty() && !inputs.empty()) {
+    command = "merged from " + std::to_string(inputs.size()) + " reports:";
+    for (const Json* input : inputs) {
+      const Json& host = Field(*input, "host");
+      command += " " + StringText(Field(*input, "file")) +
+                 (host.is_string() ? " (" + StringText(host) + ")" : "");
+    }
+  }
   out += FitLine("capture " + StringText(Field(capture, "mode")) + ": ",
                  command.empty() ? std::string(kNotMeasured) : command);
   out += ElideMiddle("  host " + StringText(Field(capture, "host")) + ", started " +
@@ -466,21 +478,27 @@ std::string Header(const Json& report) {
   const std::vector<const Json*> ranks = ElementsOf(Field(summary, "ranks"));
   if (ranks.size() > 1) {
     // The rank table: per rank the median step, busy, idle and exposed communication; then the
-    // straggler (docs/attribution.md §Ranks).
-    TextTable table("  ", {{"rank", true},
-                           {"pid"},
-                           {"status", true},
-                           {"step ms"},
-                           {"busy ms"},
-                           {"idle ms"},
-                           {"exposed comm ms"},
-                           {"coverage"}});
+    // straggler (docs/attribution.md §Ranks). The host leads when the rows name several (a
+    // merged job).
+    std::set<Json> hosts;
+    for (const Json* rank : ranks) hosts.insert(Field(*rank, "host"));
+    const bool by_host = hosts.size() > 1;
+    std::vector<TextTable::Column> columns = {{"rank", true},      {"pid"},     {"status", true},
+                                              {"step ms"},         {"busy ms"}, {"idle ms"},
+                                              {"exposed comm ms"}, {"coverage"}};
+    if (by_host) columns.insert(columns.begin(), {"host", true});
+    TextTable table("  ", std::move(columns));
     for (const Json* rank : ranks) {
-      table.Add({CountText(Field(*rank, "rank")), CountText(Field(*rank, "pid")),
-                 StringText(Field(*rank, "status")), MsText(Field(*rank, "step_ns")),
-                 MsText(Field(*rank, "busy_ns")), MsText(Field(*rank, "idle_ns")),
-                 MsText(Field(*rank, "communication_exposed_ns")),
-                 Percent(Field(*rank, "coverage"))});
+      std::vector<std::string> cells = {CountText(Field(*rank, "rank")),
+                                        CountText(Field(*rank, "pid")),
+                                        StringText(Field(*rank, "status")),
+                                        MsText(Field(*rank, "step_ns")),
+                                        MsText(Field(*rank, "busy_ns")),
+                                        MsText(Field(*rank, "idle_ns")),
+                                        MsText(Field(*rank, "communication_exposed_ns")),
+                                        Percent(Field(*rank, "coverage"))};
+      if (by_host) cells.insert(cells.begin(), StringText(Field(*rank, "host")));
+      table.Add(std::move(cells));
     }
     out += table.Render();
     const Json& slowest = Field(summary, "slowest");

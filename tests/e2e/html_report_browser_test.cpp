@@ -389,6 +389,25 @@ TEST_CASE("The HTML report of a multi-rank run has the rank table and names the 
                             "Straggler: rank " + summary["slowest"]["rank"].dump() + " ") == 0);
   const auto [laid_out, window] = LaidOutWidth(dom_run.out);
   CHECK(laid_out <= window);
+
+  // A merged job's rows name two hosts (gpuattr merge): the host leads each row, still in 800 px.
+  json merged = report;
+  for (size_t i = 0; i < merged["summary"]["ranks"].size(); ++i) {
+    merged["summary"]["ranks"][i]["host"] = i < 2 ? "node-a" : "node-b";
+  }
+  test_support::WriteFile(dir.File("merged.json"), merged.dump());
+  const std::string merged_page = dir.File("merged.html");
+  REQUIRE(ExitStatus(RunProcess(
+              {GPUATTR_BIN, "report", dir.File("merged.json"), "--html", merged_page})) == 0);
+  const ProcessResult merged_run =
+      RunChromium(dir, merged_page, {"--window-size=800,1000", "--dump-dom"});
+  REQUIRE(ExitStatus(merged_run) == 0);
+  const std::string merged_ranks = Block(merged_run.out, "ranks");
+  CHECK(merged_ranks.find(">host</th>") != std::string::npos);
+  CHECK(merged_ranks.find("node-b") != std::string::npos);
+  CHECK(ranks.find("node-b") == std::string::npos);  // one host: no column
+  const auto [merged_width, merged_window] = LaidOutWidth(merged_run.out);
+  CHECK(merged_width <= merged_window);
 }
 
 // A synthetic report: 10 roots x 10 x 100 = 10,110 passes, each with device time.

@@ -1,10 +1,17 @@
 // The report's multi-process parts (docs/attribution.md §Ranks): the per-rank table's step time,
 // the slowest and fastest rank and the straggler spread, each process's parent, and the launchers
-// (parents gpuattr reaped that never connected), on hand-fed traces.
+// (parents gpuattr reaped that never connected), on hand-fed traces; and what `gpuattr merge`
+// builds on: process entries read back, the summary rebuilt from them, the streamed text.
 #include <catch2/catch.hpp>
+#include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
+#include "report/process_reader.h"
+#include "report/report_json.h"
 #include "report/report_writer.h"
+#include "report/summary.h"
 #include "report_test_util.h"
 #include "test_files.h"
 #include "views/report_view.h"
@@ -133,6 +140,103 @@ TEST_CASE("launchers are reaped parents that never connected, each listed once",
   CHECK(parents[301] == Json({{"pid", 100}, {"kind", "launcher"}}));
   CHECK(parents[302] == Json({{"pid", 300}, {"kind", "traced"}}));
   CHECK(parents[303] == Json({{"pid", 50}, {"kind", "outside"}}));
+}
+
+TEST_CASE("a summary rebuilt from the written processes is the report's own",
+          "[unit][report][merge]") {
+  // What `gpuattr merge` does: each process entry read back (process_reader.h) and added to a
+  // SummaryBuilder with its rank row gives the summary BuildReport gave from the analyses.
+  ProcessTrace a, b, c;
+  Feed(a, 300, 100, 0, {100, 250, 175});
+  Feed(b, 301, 100, 1, {400, 90});
+  Feed(c, 302, 300, -1, {60});
+  const Json report = Report({&c, &b, &a});
+  SummaryBuilder rebuilt;
+  for (size_t i = 0; i < report["processes"].size(); ++i) {
+    StatusOr<ProcessAnalysis> terms = SummaryTermsOf(report["processes"][i], "test");
+    INFO(terms.status().message());
+    REQUIRE(terms.ok());
+    rebuilt.Add(*terms, report["summary"]["ranks"][i]);
+  }
+  const Json summary = std::move(rebuilt).Finish(report["summary"]["coverage"]["threshold"]);
+  CHECK(summary == report["summary"]);
+  // Three processes' launch samples of one family: the summary keeps no median.
+  const Json& latency = report["summary"]["families"][0]["launch"]["latency_ns"];
+  CHECK(latency["count"] == 6);
+  CHECK(latency["median"].is_null());
+  CHECK(report["processes"][0]["families"][0]["launch"]["latency_ns"]["median"].is_number());
+}
+
+TEST_CASE("a process entry that is not a report's is refused with the field named",
+          "[unit][report][merge]") {
+  ProcessTrace a;
+  Feed(a, 300, 100, 0, {100});
+  const Json process = Report({&a})["processes"][0];
+  auto refusal = [](const Json& entry) {
+    StatusOr<ProcessAnalysis> terms = SummaryTermsOf(entry, "r.json: processes[0]");
+    REQUIRE_FALSE(terms.ok());
+    CHECK(terms.status().code() == StatusCode::kDataLoss);
+    return terms.status().message();
+  };
+  Json negative = process;
+  negative["totals"]["kernel_ns"] = -5;
+  CHECK_THAT(refusal(negative), Catch::Matchers::StartsWith("r.json: processes[0]: "
+                                                            "totals.kernel_ns is not"));
+  Json cut = process;
+  cut["families"][0]["shapes"][0]["grid"] = {1, 2};
+  CHECK_THAT(refusal(cut), Catch::Matchers::Contains("families[0].shapes[0].grid"));
+  Json status = process;
+  status["status"] = "finished";
+  CHECK_THAT(refusal(status), Catch::Matchers::Contains("status is none of"));
+  Json older = process;
+  older["families"][0]["launch"]["latency_ns"].erase("total");
+  CHECK_THAT(refusal(older), Catch::Matchers::Contains("families[0].launch.latency_ns.total"));
+  Json wide = process;
+  wide["families"][0]["shapes"][0]["shared_memory_bytes"] = uint64_t{1} << 33;
+  CHECK_THAT(refusal(wide), Catch::Matchers::Contains("does not fit 32 bits"));
+  // Not measured: nothing but the status and the null totals is read.
+  Json unmeasured = process;
+  unmeasured["totals"]["kernel_ns"] = nullptr;
+  unmeasured["families"] = nullptr;
+  StatusOr<ProcessAnalysis> terms = SummaryTermsOf(unmeasured, "r.json");
+  REQUIRE(terms.ok());
+  CHECK_FALSE(terms->device_measured);
+}
+
+TEST_CASE("a streamed report is the text of the whole DOM", "[unit][report][merge]") {
+  ProcessTrace a, b;
+  Feed(a, 300, 100, 0, {100, 250});
+  Feed(b, 301, 100, 1, {400});
+  const Json report = Report({&a, &b}, {{100, 0}});
+  TempDir dir;
+  for (bool with_processes : {true, false}) {
+    Json whole = report;
+    if (!with_processes) whole["processes"] = Json::array();
+    Json before;
+    Json after;
+    for (auto member = whole.begin(); member != whole.end(); ++member) {
+      if (member.key() < "processes") before[member.key()] = member.value();
+      if (member.key() > "processes") after[member.key()] = member.value();
+    }
+    const std::string path = dir.File(with_processes ? "streamed.json" : "empty.json");
+    StatusOr<std::unique_ptr<StreamedReport>> stream =
+        StreamedReport::Open(path, ExistingFile::kRefuse);
+    REQUIRE(stream.ok());
+    (*stream)->Begin(before);
+    for (const Json& process : whole["processes"]) (*stream)->AddProcess(process);
+    REQUIRE((*stream)->Finish(after).ok());
+    CHECK(test_support::ReadFile(path) == SerializeReport(collector::Report{whole, {}}));
+  }
+}
+
+TEST_CASE("ISO-8601 UTC times read back to the nanosecond", "[unit][report]") {
+  for (uint64_t ns : {uint64_t{0}, uint64_t{1700000000123456789}, uint64_t{951782400000000001}}) {
+    CHECK(ParseIsoUtc(IsoUtc(ns)) == ns);
+  }
+  CHECK(ParseIsoUtc("2023-04-28T23:51:37.2267Z") == uint64_t{1682725897226700000});
+  CHECK_FALSE(ParseIsoUtc("2023-04-28T23:51:37Z").has_value());  // IsoUtc always has a fraction
+  CHECK_FALSE(ParseIsoUtc("2023-04-28T23:51:37.1Z trailing").has_value());
+  CHECK_FALSE(ParseIsoUtc("yesterday").has_value());
 }
 
 }  // namespace
