@@ -126,7 +126,11 @@ StatusOr<InputFacts> ReadInput(const std::string& path, size_t input, const Json
   const Json& launchers = Field(report, "launchers");
   if (launchers.is_array()) {
     for (Json launcher : launchers) {
-      if (!launcher.is_object()) return Malformed(path, "a launcher is not an object");
+      const Json& children = Field(launcher, "children");
+      if (!IsCount(Field(launcher, "pid")) || !Field(launcher, "exit_status").is_number_integer() ||
+          !children.is_array() || !std::all_of(children.begin(), children.end(), IsCount)) {
+        return Malformed(path, "a launcher is not {pid, exit_status, children}");
+      }
       if (!Field(launcher, "host").is_string()) launcher["host"] = facts.host;
       facts.launchers.push_back(std::move(launcher));
     }
@@ -251,7 +255,10 @@ Json MergedSource(const std::vector<InputFacts>& inputs) {
   Json unused = Json::object();
   Json pytorch = nullptr;
   for (const InputFacts& input : inputs) {
-    for (const Json& file : Field(input.source, "files")) files.push_back(file);
+    const Json& input_files = Field(input.source, "files");
+    for (size_t i = 0; input_files.is_array() && i < input_files.size(); ++i) {
+      if (input_files[i].is_string()) files.push_back(input_files[i]);
+    }
     const Json& events = Field(input.source, "unused_events");
     for (auto event = events.begin(); events.is_object() && event != events.end(); ++event) {
       if (IsCount(event.value())) {

@@ -73,8 +73,8 @@ TEST_CASE("merge: a real 2-rank trace imported per rank merges into the one impo
   Import(dir.File("r0.json"), {kRank0});
   Import(dir.File("r1.json"), {kRank1});
   // Inputs in any order: the merged report is in report order.
-  const ProcessResult merged = Merge({"-o", dir.File("job.json"), dir.File("r1.json"),
-                                      dir.File("r0.json")});
+  const ProcessResult merged =
+      Merge({"-o", dir.File("job.json"), dir.File("r1.json"), dir.File("r0.json")});
   INFO(merged.err);
   REQUIRE(ExitStatus(merged) == 0);
   REQUIRE(SchemaValid(dir.File("job.json")));
@@ -260,6 +260,11 @@ TEST_CASE("merge: inputs that cannot be one job are refused with the cause", "[e
   WriteFile(dir.File("older.json"), older.dump());
   refused({dir.File("r0.json"), dir.File("older.json")}, 3, "coverage.by_phase_kernel_ns");
 
+  Json launcher = ReadJson(dir.File("r1.json"));
+  launcher["launchers"] = Json::array({{{"pid", "init"}}});
+  WriteFile(dir.File("launcher.json"), launcher.dump());
+  refused({dir.File("r0.json"), dir.File("launcher.json")}, 3, "a launcher is not");
+
   // Different attribution settings.
   Import(dir.File("no_inherit.json"), {kRank1}, {"--no-inherit"});
   refused({dir.File("r0.json"), dir.File("no_inherit.json")}, 2, "inherit");
@@ -289,8 +294,7 @@ TEST_CASE("merge: inputs that cannot be one job are refused with the cause", "[e
   CHECK(mixed_report["summary"]["processes"] == 2);
 }
 
-TEST_CASE("merge: -o - writes the report to stdout and an existing name is kept",
-          "[e2e][merge]") {
+TEST_CASE("merge: -o - writes the report to stdout and an existing name is kept", "[e2e][merge]") {
   TempDir dir;
   Import(dir.File("r0.json"), {kRank0});
   Import(dir.File("r1.json"), {kRank1});
@@ -307,8 +311,8 @@ TEST_CASE("merge: -o - writes the report to stdout and an existing name is kept"
       Merge({"-o", dir.File("job.json"), dir.File("r0.json"), dir.File("r1.json")});
   CHECK(ExitStatus(again) == 4);
   CHECK(again.err.find("--force-overwrite") != std::string::npos);
-  const ProcessResult forced = Merge({"--force-overwrite", "-o", dir.File("job.json"),
-                                      dir.File("r0.json"), dir.File("r1.json")});
+  const ProcessResult forced = Merge(
+      {"--force-overwrite", "-o", dir.File("job.json"), dir.File("r0.json"), dir.File("r1.json")});
   CHECK(ExitStatus(forced) == 0);
   const ProcessResult numbered =
       Merge({"-o", dir.File("job%n.json"), dir.File("r0.json"), dir.File("r1.json")});
