@@ -5,12 +5,8 @@
 #   scripts/import_bench.sh [GPUATTR]   default: build-bench/collector/gpuattr (Release)
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-gpuattr="${1:-$repo/build-bench/collector/gpuattr}"
-if [[ ! -x "$gpuattr" ]]; then
-  cmake -S "$repo" -B "$repo/build-bench" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$repo/build-bench" -j2 --target gpuattr
-  gpuattr="$repo/build-bench/collector/gpuattr"
-fi
+# shellcheck source=release_gpuattr.sh
+source "$repo/scripts/release_gpuattr.sh" "${1:-}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 

@@ -68,6 +68,20 @@ class FieldReader {
     Fail(path, "is not an object");
     return kEmpty;
   }
+  // The member `key` of `object`, whose path is `at`.
+  uint64_t Count(const Json& object, const char* key, const std::string& at) {
+    return Count(Field(object, key), at + "." + key);
+  }
+  uint32_t Count32(const Json& object, const char* key, const std::string& at) {
+    return Count32(Field(object, key), at + "." + key);
+  }
+  std::string String(const Json& object, const char* key, const std::string& at) {
+    return String(Field(object, key), at + "." + key);
+  }
+  template <typename T>
+  T Integer(const Json& object, const char* key, const std::string& at) {
+    return Integer<T>(Field(object, key), at + "." + key);
+  }
   void Fail(const std::string& path, const char* what) {
     if (!failure_) failure_ = path + " " + what;
   }
@@ -86,11 +100,11 @@ SampleSummary<T> ReadSampleSummary(FieldReader& read, const Json& stats, const s
   SampleSummary<T> summary;
   if (stats.is_null()) return summary;  // no samples
   read.Object(stats, path);
-  summary.count = read.Count(Field(stats, "count"), path + ".count");
+  summary.count = read.Count(stats, "count", path);
   if (summary.count == 0) read.Fail(path + ".count", "is 0 where null means no samples");
-  summary.total = read.Integer<T>(Field(stats, "total"), path + ".total");
-  summary.min = read.Integer<T>(Field(stats, "min"), path + ".min");
-  summary.max = read.Integer<T>(Field(stats, "max"), path + ".max");
+  summary.total = read.Integer<T>(stats, "total", path);
+  summary.min = read.Integer<T>(stats, "min", path);
+  summary.max = read.Integer<T>(stats, "max", path);
   const Json& median = Field(stats, "median");
   if (!median.is_null()) {
     summary.median = read.Integer<T>(median, path + ".median");
@@ -114,11 +128,11 @@ std::array<uint32_t, 3> ReadDimensions(FieldReader& read, const Json& value,
 
 FamilyStats ReadFamily(FieldReader& read, const Json& family, const std::string& path) {
   FamilyStats stats;
-  stats.family = read.String(Field(family, "family"), path + ".family");
-  stats.kernels = read.Count(Field(family, "kernels"), path + ".kernels");
-  stats.total_ns = read.Count(Field(family, "total_ns"), path + ".total_ns");
-  stats.min_ns = read.Count(Field(family, "min_ns"), path + ".min_ns");
-  stats.max_ns = read.Count(Field(family, "max_ns"), path + ".max_ns");
+  stats.family = read.String(family, "family", path);
+  stats.kernels = read.Count(family, "kernels", path);
+  stats.total_ns = read.Count(family, "total_ns", path);
+  stats.min_ns = read.Count(family, "min_ns", path);
+  stats.max_ns = read.Count(family, "max_ns", path);
   const Json& names = read.Array(Field(family, "names"), path + ".names");
   for (size_t i = 0; i < names.size(); ++i) {
     stats.names.push_back(read.String(names[i], Indexed(path + ".names", i)));
@@ -130,10 +144,9 @@ FamilyStats ReadFamily(FieldReader& read, const Json& family, const std::string&
     ShapeStats shape;
     shape.shape.grid = ReadDimensions(read, Field(shapes[i], "grid"), at + ".grid");
     shape.shape.block = ReadDimensions(read, Field(shapes[i], "block"), at + ".block");
-    shape.shape.shared_memory_bytes =
-        read.Count32(Field(shapes[i], "shared_memory_bytes"), at + ".shared_memory_bytes");
-    shape.kernels = read.Count(Field(shapes[i], "kernels"), at + ".kernels");
-    shape.total_ns = read.Count(Field(shapes[i], "total_ns"), at + ".total_ns");
+    shape.shape.shared_memory_bytes = read.Count32(shapes[i], "shared_memory_bytes", at);
+    shape.kernels = read.Count(shapes[i], "kernels", at);
+    shape.total_ns = read.Count(shapes[i], "total_ns", at);
     stats.shapes.push_back(shape);
   }
   const Json& launch = read.Object(Field(family, "launch"), path + ".launch");
@@ -146,35 +159,31 @@ FamilyStats ReadFamily(FieldReader& read, const Json& family, const std::string&
 
 void ReadCoverage(FieldReader& read, const Json& coverage, ProcessAnalysis& analysis) {
   read.Object(coverage, "coverage");
-  analysis.attributed_kernel_ns =
-      read.Count(Field(coverage, "attributed_kernel_ns"), "coverage.attributed_kernel_ns");
+  analysis.attributed_kernel_ns = read.Count(coverage, "attributed_kernel_ns", "coverage");
   const Json& by_phase =
       read.Object(Field(coverage, "by_phase_kernel_ns"), "coverage.by_phase_kernel_ns");
   for (size_t i = 0; i < kPhaseCount; ++i) {
     const std::string phase = PhaseName(static_cast<Phase>(i));
     const std::string at = "coverage.by_phase_kernel_ns." + phase;
     const Json& terms = Field(by_phase, phase.c_str());
-    analysis.phase_coverage.attributed_kernel_ns[i] =
-        read.Count(Field(terms, "attributed_kernel_ns"), at + ".attributed_kernel_ns");
+    analysis.phase_coverage.attributed_kernel_ns[i] = read.Count(terms, "attributed_kernel_ns", at);
     analysis.phase_coverage.unattributed_kernel_ns[i] =
-        read.Count(Field(terms, "unattributed_kernel_ns"), at + ".unattributed_kernel_ns");
+        read.Count(terms, "unattributed_kernel_ns", at);
   }
   const Json& unattributed = read.Array(Field(coverage, "unattributed"), "coverage.unattributed");
   for (size_t i = 0; i < unattributed.size(); ++i) {
     const std::string at = Indexed("coverage.unattributed", i);
     const Json& entry = unattributed[i];
-    analysis.unattributed.push_back({read.String(Field(entry, "reason"), at + ".reason"),
-                                     read.Count(Field(entry, "ns"), at + ".ns"),
-                                     read.Count(Field(entry, "kernel_ns"), at + ".kernel_ns"),
-                                     read.Count(Field(entry, "activities"), at + ".activities")});
+    analysis.unattributed.push_back({read.String(entry, "reason", at), read.Count(entry, "ns", at),
+                                     read.Count(entry, "kernel_ns", at),
+                                     read.Count(entry, "activities", at)});
   }
   const Json& fallbacks = read.Array(Field(coverage, "fallbacks"), "coverage.fallbacks");
   for (size_t i = 0; i < fallbacks.size(); ++i) {
     const std::string at = Indexed("coverage.fallbacks", i);
     const Json& entry = fallbacks[i];
-    analysis.fallbacks.push_back({read.String(Field(entry, "reason"), at + ".reason"),
-                                  read.Count(Field(entry, "ns"), at + ".ns"),
-                                  read.Count(Field(entry, "activities"), at + ".activities")});
+    analysis.fallbacks.push_back({read.String(entry, "reason", at), read.Count(entry, "ns", at),
+                                  read.Count(entry, "activities", at)});
   }
 }
 
@@ -199,13 +208,13 @@ StatusOr<ProcessAnalysis> SummaryTermsOf(const Json& process, const std::string&
   analysis.device_measured = !Field(totals, "kernel_ns").is_null();
   if (analysis.device_measured) {
     Totals& into = analysis.totals;
-    into.kernel_ns = read.Count(Field(totals, "kernel_ns"), "totals.kernel_ns");
-    into.memcpy_ns = read.Count(Field(totals, "memcpy_ns"), "totals.memcpy_ns");
-    into.memset_ns = read.Count(Field(totals, "memset_ns"), "totals.memset_ns");
-    into.kernels = read.Count(Field(totals, "kernels"), "totals.kernels");
-    into.memcpys = read.Count(Field(totals, "memcpys"), "totals.memcpys");
-    into.memsets = read.Count(Field(totals, "memsets"), "totals.memsets");
-    into.launches = read.Count(Field(totals, "launches"), "totals.launches");
+    into.kernel_ns = read.Count(totals, "kernel_ns", "totals");
+    into.memcpy_ns = read.Count(totals, "memcpy_ns", "totals");
+    into.memset_ns = read.Count(totals, "memset_ns", "totals");
+    into.kernels = read.Count(totals, "kernels", "totals");
+    into.memcpys = read.Count(totals, "memcpys", "totals");
+    into.memsets = read.Count(totals, "memsets", "totals");
+    into.launches = read.Count(totals, "launches", "totals");
     ReadCoverage(read, Field(process, "coverage"), analysis);
     const Json& families = read.Array(Field(process, "families"), "families");
     for (size_t i = 0; i < families.size(); ++i) {
