@@ -2,7 +2,7 @@
 # Builds the benchmarks (Release) and prints every figure of docs/benchmarks.md: collector ingest
 # records/s on one core (Google Benchmark) and RSS while ingesting 1M and 10M kernels; the shim's
 # cost per NVTX pair and per launch (bare, empty subscriber, traced, armed); a 1M-launch run with
-# and without gpuattr; trace import speed.
+# and without gpuattr; trace import speed; merge memory.
 #   scripts/bench.sh [BUILD_DIR]      default BUILD_DIR: build-bench next to this script's repo
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -87,3 +87,6 @@ cmake --build "$build" -j2 --target simgpu-run
 
 # Trace import (issue 4): MB/s of Kineto JSON and peak RSS (docs/benchmarks.md §Import).
 "$repo/scripts/import_bench.sh" "$build/collector/gpuattr"
+
+# Merging a job's reports (issue 20): peak RSS against the number of inputs (§Merge).
+"$repo/scripts/merge_bench.sh" "$build/collector/gpuattr"
