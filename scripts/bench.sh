@@ -13,6 +13,10 @@ bench="$build/tests/bench/collector_ingest_bench"
 echo "== machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p')"
 echo "== throughput (one core)"
 taskset -c 0 "$bench" --benchmark_counters_tabular=true
+echo "== report writing (one core)"
+cmake --build "$build" -j2 --target report_write_bench
+taskset -c 0 "$build/tests/bench/report_write_bench" --benchmark_repetitions=3 \
+  --benchmark_report_aggregates_only=true
 echo "== throughput on a recorded stream of 10M kernels (30M records), one core"
 taskset -c 0 "$bench" --recorded 10000000
 for kernels in 1000000 10000000; do
