@@ -1,11 +1,12 @@
 #include "cli/output_names.h"
 
-#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <utility>
+
+#include "base/os.h"
 
 namespace gpuattr::collector {
 namespace {
@@ -71,8 +72,7 @@ StatusOr<std::string> ExpandOnce(const std::string& pattern, const std::string& 
 OutputNameContext ProcessOutputNameContext() {
   OutputNameContext context;
   context.pid = static_cast<uint32_t>(::getpid());
-  char host[HOST_NAME_MAX + 1] = {};
-  if (::gethostname(host, sizeof(host) - 1) == 0) context.host = host;
+  context.host = HostName();
   if (context.host.empty()) context.host = "localhost";
   context.env = [](const std::string& name) -> std::optional<std::string> {
     const char* value = std::getenv(name.c_str());

@@ -35,7 +35,8 @@ Report ReportWithSteps(int64_t rows) {
   Report report;
   report.without_step_rows = {
       {"schema_version", "gpuattr.report/1"},
-      {"processes", {{{"pid", 1}, {"steps", {{"range", "ProfilerStep#*"}, {"rows", Json::array()}}}}}}};
+      {"processes",
+       {{{"pid", 1}, {"steps", {{"range", "ProfilerStep#*"}, {"rows", Json::array()}}}}}}};
   report.step_rows.push_back({true, steps});
   return report;
 }

@@ -3,14 +3,14 @@
 // (`*Launch*`, `*Memcpy*`, `*Memset*` in its enum name) is enabled with a role, or named below with
 // the reason it is not. A later CUDA that adds such an API fails here instead of leaving its
 // kernels `launch_not_seen`.
+#include "cupti/cbid_table.h"
+
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
 #include <string>
-
-#include "cupti/cbid_table.h"
 
 namespace gpuattr::inject {
 namespace {
@@ -47,14 +47,13 @@ bool StartsNoDeviceWork(const std::string& name) {
   static const std::regex kNotDeviceWork(
       "LaunchHostFunc|^cu64Mem|^cu(da)?Graph(Add|Exec)?Mem(cpy|set)Node|NodeSetParams|"
       "NodeGetParams");
-  return std::regex_search(name, kNotDeviceWork) &&
-         name.find("GraphLaunch") == std::string::npos;
+  return std::regex_search(name, kNotDeviceWork) && name.find("GraphLaunch") == std::string::npos;
 }
 
 TEST_CASE("every launch, memcpy and memset callback id of the installed headers has a role",
           "[unit][cbid]") {
-  const auto runtime = IdsInHeader(GPUATTR_CUPTI_RUNTIME_CBID_H, "CUPTI_RUNTIME_TRACE_CBID_",
-                                   kDeviceWork);
+  const auto runtime =
+      IdsInHeader(GPUATTR_CUPTI_RUNTIME_CBID_H, "CUPTI_RUNTIME_TRACE_CBID_", kDeviceWork);
   const auto driver =
       IdsInHeader(GPUATTR_CUPTI_DRIVER_CBID_H, "CUPTI_DRIVER_TRACE_CBID_", kDeviceWork);
   // The headers really were read: CUDA 13's own launch ids are among them.
@@ -76,8 +75,8 @@ TEST_CASE("every launch, memcpy and memset callback id of the installed headers 
 }
 
 TEST_CASE("launch callback ids have the kernel or graph role by name", "[unit][cbid]") {
-  const auto runtime = IdsInHeader(GPUATTR_CUPTI_RUNTIME_CBID_H, "CUPTI_RUNTIME_TRACE_CBID_",
-                                   std::regex("Launch"));
+  const auto runtime =
+      IdsInHeader(GPUATTR_CUPTI_RUNTIME_CBID_H, "CUPTI_RUNTIME_TRACE_CBID_", std::regex("Launch"));
   for (const auto& [name, id] : runtime) {
     if (name.find("HostFunc") != std::string::npos) continue;
     INFO(name);
