@@ -81,10 +81,6 @@ Status Malformed(const std::string& path, const std::string& what) {
   return DataLossError(path + ": " + what + " (not a report gpuattr can merge)");
 }
 
-bool IsCount(const Json& value) {
-  return value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0);
-}
-
 // The report's capture, summary threshold, launchers, diagnostics and advice, and a key per
 // process (checked whole, so that nothing is written for an input the second pass would refuse).
 StatusOr<InputFacts> ReadInput(const std::string& path, size_t input, const Json& report,
@@ -245,6 +241,16 @@ Json Common(const std::vector<InputFacts>& inputs, const Get& get, Json otherwis
   return get(inputs.front());
 }
 
+// Adds each count of the object `counts` to the member of `sum` with its key (anything that is
+// not a count adds nothing).
+void AddCountsByKey(const Json& counts, Json& sum) {
+  for (auto count = counts.begin(); counts.is_object() && count != counts.end(); ++count) {
+    if (IsCount(count.value())) {
+      sum[count.key()] = sum.value(count.key(), uint64_t{0}) + count->get<uint64_t>();
+    }
+  }
+}
+
 // capture.source of merged imports of one format: the files in input order, unused events and
 // PyTorch counts summed; null for live captures and for mixed formats.
 Json MergedSource(const std::vector<InputFacts>& inputs) {
@@ -259,20 +265,11 @@ Json MergedSource(const std::vector<InputFacts>& inputs) {
     for (size_t i = 0; input_files.is_array() && i < input_files.size(); ++i) {
       if (input_files[i].is_string()) files.push_back(input_files[i]);
     }
-    const Json& events = Field(input.source, "unused_events");
-    for (auto event = events.begin(); events.is_object() && event != events.end(); ++event) {
-      if (IsCount(event.value())) {
-        unused[event.key()] = unused.value(event.key(), uint64_t{0}) + event->get<uint64_t>();
-      }
-    }
+    AddCountsByKey(Field(input.source, "unused_events"), unused);
     const Json& counts = Field(input.source, "pytorch");
     if (!counts.is_object()) continue;
     if (pytorch.is_null()) pytorch = Json::object();
-    for (auto count = counts.begin(); count != counts.end(); ++count) {
-      if (IsCount(count.value())) {
-        pytorch[count.key()] = pytorch.value(count.key(), uint64_t{0}) + count->get<uint64_t>();
-      }
-    }
+    AddCountsByKey(counts, pytorch);
   }
   return {{"format", format}, {"files", files}, {"unused_events", unused}, {"pytorch", pytorch}};
 }

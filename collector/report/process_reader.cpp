@@ -21,8 +21,7 @@ class FieldReader {
  public:
   // `value` at `path`, a count: an integer in [0, 2^64).
   uint64_t Count(const Json& value, const std::string& path) {
-    if (value.is_number_unsigned()) return value.get<uint64_t>();
-    if (value.is_number_integer() && value.get<int64_t>() >= 0) return value.get<uint64_t>();
+    if (IsCount(value)) return value.get<uint64_t>();
     Fail(path, "is not a non-negative integer");
     return 0;
   }

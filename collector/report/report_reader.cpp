@@ -126,4 +126,8 @@ const Json& Field(const Json& object, const char* key) {
   return it == object.end() ? kNull : *it;
 }
 
+bool IsCount(const Json& value) {
+  return value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0);
+}
+
 }  // namespace gpuattr::collector

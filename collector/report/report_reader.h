@@ -33,6 +33,9 @@ StatusOr<nlohmann::json> LoadReport(const std::string& path);
 // `object[key]` when `object` is an object holding `key`, else null; never throws.
 const nlohmann::json& Field(const nlohmann::json& object, const char* key);
 
+// Whether `value` is a count: an integer in [0, 2^64), so get<uint64_t>() gives it.
+bool IsCount(const nlohmann::json& value);
+
 }  // namespace gpuattr::collector
 
 #endif  // GPUATTR_COLLECTOR_REPORT_REPORT_READER_H_

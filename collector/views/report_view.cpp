@@ -518,9 +518,7 @@ std::string Header(const Json& report) {
 bool Selected(const Json& process, const ReportViewOptions& options) {
   if (!options.pid) return true;
   const Json& pid = Field(process, "pid");
-  if (pid.is_number_unsigned()) return pid.get<uint64_t>() == *options.pid;
-  return pid.is_number_integer() && pid.get<int64_t>() >= 0 &&
-         static_cast<uint64_t>(pid.get<int64_t>()) == *options.pid;
+  return IsCount(pid) && pid.get<uint64_t>() == *options.pid;
 }
 
 }  // namespace
