@@ -52,6 +52,40 @@ class ChunkedOutput final : public Output {
   std::string pending_;
 };
 
+// The pieces of dump(2)'s layout, written to one output: punctuation, indentation, keys and
+// whole values through nlohmann's serializer. Shared by the whole-DOM writer and StreamedReport.
+class TextLayout {
+ public:
+  explicit TextLayout(std::shared_ptr<Output> output)
+      : output_(output),
+        // Strings in the report were sanitised to UTF-8 on receipt; `replace` keeps the
+        // serializer from throwing should one ever slip through.
+        serializer_(std::move(output), ' ', Json::error_handler_t::replace) {}
+
+  void Raw(const char* text) { output_->write_characters(text, std::strlen(text)); }
+  void Raw(char c) { output_->write_character(c); }
+  void Indent(unsigned width) {
+    if (spaces_.size() < width) spaces_.resize(width, ' ');
+    output_->write_characters(spaces_.data(), width);
+  }
+  // `"key": `.
+  void Key(const std::string& key) {
+    serializer_.dump(Json(key), false, false, 0);
+    Raw(": ");
+  }
+  // `value` as dump(2) writes it starting `indent` columns in.
+  void Value(const Json& value, unsigned indent) {
+    serializer_.dump(value, /*pretty_print=*/true, /*ensure_ascii=*/false, kIndentStep, indent);
+  }
+
+  static constexpr unsigned kIndentStep = 2;
+
+ private:
+  std::shared_ptr<Output> output_;
+  nlohmann::detail::serializer<Json> serializer_;
+  std::string spaces_;
+};
+
 // Pretty-prints without_step_rows as dump(2) would, except that at each process's steps.rows
 // (an empty array there) it writes that process's StepRowTable, one row's DOM at a time. Only the
 // containers on the way to a rows array are walked here; every other value goes to nlohmann's
@@ -59,10 +93,7 @@ class ChunkedOutput final : public Output {
 class ReportTextWriter {
  public:
   ReportTextWriter(std::shared_ptr<Output> output, const Report& report)
-      : output_(output),
-        // Strings in the report were sanitised to UTF-8 on receipt; `replace` keeps the
-        // serializer from throwing should one ever slip through.
-        serializer_(std::move(output), ' ', Json::error_handler_t::replace) {
+      : layout_(std::move(output)) {
     const Json* processes = Member(report.without_step_rows, "processes");
     if (processes == nullptr || !processes->is_array()) return;
     for (size_t i = 0; i < processes->size() && i < report.step_rows.size(); ++i) {
@@ -80,15 +111,14 @@ class ReportTextWriter {
     if (rows != rows_at_.end()) {
       WriteRows(*rows->second, indent);
     } else if (on_the_way_.count(&value) == 0) {
-      serializer_.dump(value, /*pretty_print=*/true, /*ensure_ascii=*/false, kIndentStep, indent);
+      layout_.Value(value, indent);
     } else if (value.is_object()) {
-      output_->write_characters("{\n", 2);
+      layout_.Raw("{\n");
       size_t written = 0;
       for (auto member = value.begin(); member != value.end(); ++member) {
-        if (written++ > 0) output_->write_characters(",\n", 2);
-        Indent(indent + kIndentStep);
-        serializer_.dump(Json(member.key()), false, false, 0);
-        output_->write_characters(": ", 2);
+        if (written++ > 0) layout_.Raw(",\n");
+        layout_.Indent(indent + kIndentStep);
+        layout_.Key(member.key());
         Write(member.value(), indent + kIndentStep);
       }
       Close('}', indent);
@@ -98,7 +128,7 @@ class ReportTextWriter {
   }
 
  private:
-  static constexpr unsigned kIndentStep = 2;
+  static constexpr unsigned kIndentStep = TextLayout::kIndentStep;
 
   static const Json* Member(const Json& object, const char* key) {
     if (!object.is_object()) return nullptr;
@@ -109,39 +139,31 @@ class ReportTextWriter {
   void WriteRows(const StepRowTable& table, unsigned indent) {
     const std::vector<StepRow>& rows = *table.rows;
     WriteArray(rows.size(), indent, [&](size_t i, unsigned inner) {
-      serializer_.dump(StepRowJson(rows[i], table.device_measured), true, false, kIndentStep,
-                       inner);
+      layout_.Value(StepRowJson(rows[i], table.device_measured), inner);
     });
   }
 
   // A non-empty array as dump(2) lays it out; write_element(i, indent) writes element i.
   template <typename WriteElement>
   void WriteArray(size_t count, unsigned indent, const WriteElement& write_element) {
-    output_->write_characters("[\n", 2);
+    layout_.Raw("[\n");
     for (size_t i = 0; i < count; ++i) {
-      if (i > 0) output_->write_characters(",\n", 2);
-      Indent(indent + kIndentStep);
+      if (i > 0) layout_.Raw(",\n");
+      layout_.Indent(indent + kIndentStep);
       write_element(i, indent + kIndentStep);
     }
     Close(']', indent);
   }
 
   void Close(char bracket, unsigned indent) {
-    output_->write_character('\n');
-    Indent(indent);
-    output_->write_character(bracket);
+    layout_.Raw('\n');
+    layout_.Indent(indent);
+    layout_.Raw(bracket);
   }
 
-  void Indent(unsigned width) {
-    if (spaces_.size() < width) spaces_.resize(width, ' ');
-    output_->write_characters(spaces_.data(), width);
-  }
-
-  std::shared_ptr<Output> output_;
-  nlohmann::detail::serializer<Json> serializer_;
+  TextLayout layout_;
   std::unordered_map<const Json*, const StepRowTable*> rows_at_;
   std::set<const Json*> on_the_way_;
-  std::string spaces_;
 };
 
 void WriteReportText(const Report& report, const std::shared_ptr<Output>& output) {
@@ -217,23 +239,21 @@ class StreamedReport::Text {
       : destination_(std::move(destination)),
         output_(std::make_shared<ChunkedOutput>(
             [this](const std::string& text) { destination_.Append(text); })),
-        serializer_(output_, ' ', Json::error_handler_t::replace) {}
+        layout_(output_) {}
 
-  void Raw(const char* text) { output_->write_characters(text, std::strlen(text)); }
+  void Raw(const char* text) { layout_.Raw(text); }
   // `"key": ` of a top-level member, after a separator unless it is the first member.
   void Key(const std::string& key) {
     Raw(members_++ == 0 ? "\n  " : ",\n  ");
-    serializer_.dump(Json(key), false, false, 0);
-    Raw(": ");
+    layout_.Key(key);
   }
   void Member(const std::string& key, const Json& value) {
     Key(key);
-    serializer_.dump(value, /*pretty_print=*/true, /*ensure_ascii=*/false, kIndentStep,
-                     kIndentStep);
+    layout_.Value(value, TextLayout::kIndentStep);
   }
   void Element(const Json& value, bool first) {
     Raw(first ? "[\n    " : ",\n    ");
-    serializer_.dump(value, true, false, kIndentStep, 2 * kIndentStep);
+    layout_.Value(value, 2 * TextLayout::kIndentStep);
   }
   Status Commit() {
     output_->Flush();
@@ -241,10 +261,9 @@ class StreamedReport::Text {
   }
 
  private:
-  static constexpr unsigned kIndentStep = 2;
   Destination destination_;
   std::shared_ptr<ChunkedOutput> output_;
-  nlohmann::detail::serializer<Json> serializer_;
+  TextLayout layout_;
   size_t members_ = 0;
 };
 
