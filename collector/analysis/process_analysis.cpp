@@ -73,6 +73,8 @@ const char* ProcessStatusName(ProcessStatus status) {
       return "truncated";
     case ProcessStatus::kRefused:
       return "refused";
+    case ProcessStatus::kHostOnly:
+      return "host_only";
   }
   return "refused";
 }

@@ -180,8 +180,8 @@ struct Totals {
   uint64_t device_ns() const { return kernel_ns + memcpy_ns + memset_ns; }
 };
 
-// Every loss counter of the report's `loss` (docs/attribution.md §Loss): the shim's, from its
-// latest Diagnostics record, and the collector's own.
+// Every loss counter of the report's `loss` (docs/attribution.md §Status and loss): the shim's,
+// from its latest Diagnostics record, and the collector's own.
 struct Loss {
   std::optional<uint64_t> dropped_records;  // ring + socket + CUPTI; empty without Diagnostics
   std::optional<wire::Diagnostics> shim;    // the latest (cumulative) Diagnostics, if any came
@@ -199,6 +199,13 @@ struct Loss {
   uint64_t unknown_records = 0;  // record types this collector does not know (skipped)
   uint64_t orphan_api_exits = 0;
   uint64_t zero_correlation_launches = 0;
+  // A stream cut before Goodbye: what came after its last record is lost, up to when its
+  // connection closed (empty when not known). Empty for a stream that ended in order.
+  struct LostSpan {
+    uint64_t from_ns = 0;
+    std::optional<uint64_t> to_ns;
+  };
+  std::optional<LostSpan> lost_span;
 };
 
 // Who the process is, as its Hello says.
@@ -212,11 +219,21 @@ struct ProcessIdentity {
   uint64_t realtime_ns = 0;
 };
 
-// complete: the stream ended with Goodbye (a window's: WindowEnd); truncated: it did not, or
-// CUPTI finalized itself mid-run; refused: no device time was measured.
-enum class ProcessStatus : uint8_t { kComplete, kTruncated, kRefused };
+// What happened to a process's capture, one answer (docs/attribution.md §Status and loss), first
+// match:
+//   truncated: the stream ended without Goodbye (a window's: WindowEnd), or CUPTI finalized
+//              itself mid-run: numbers are partial, whatever else is true;
+//   refused:   device time could not be collected in a process that used CUDA (a refusal says
+//              why: no driver, CUPTI unavailable, another subscriber);
+//   host_only: the process never initialised CUDA and nothing was refused: its ranges are all
+//              there is, and nothing was lost;
+//   complete:  device time was measured and the stream ended in order.
+enum class ProcessStatus : uint8_t { kComplete, kTruncated, kRefused, kHostOnly };
+inline constexpr ProcessStatus kProcessStatuses[] = {
+    ProcessStatus::kComplete, ProcessStatus::kTruncated, ProcessStatus::kRefused,
+    ProcessStatus::kHostOnly};
 
-// "complete", "truncated", "refused".
+// "complete", "truncated", "refused", "host_only".
 const char* ProcessStatusName(ProcessStatus status);
 
 // Why some data could not be collected: a catalogue entry (refusal_catalogue.h) with what was
@@ -292,9 +309,10 @@ struct StepRow {
 };
 
 struct Steps {
-  std::string range;      // the step range's name (`ProfilerStep#*` for ProfilerStep#N)
-  bool detected = false;  // auto-detected rather than --step
-  uint64_t instances = 0;
+  std::string range;        // the step range's name (`ProfilerStep#*` for ProfilerStep#N)
+  bool detected = false;    // auto-detected rather than --step
+  uint64_t instances = 0;   // closed instances: the rows before --skip-steps
+  uint64_t unfinished = 0;  // still open when the stream ended (interrupted): not rows
   uint64_t skipped = 0;
   // Kept rows, by start; never null. Shared, not copied: a streaming trace keeps its analysis for
   // later reports while the report being written holds the same rows.

@@ -1,22 +1,21 @@
 #include "analysis/process_facts.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "analysis/refusal_catalogue.h"
 
 namespace gpuattr::collector {
 namespace {
 
-std::vector<ProcessRefusal> Refusals(const TraceData& data, bool measured) {
+std::vector<ProcessRefusal> Refusals(const TraceData& data) {
   std::vector<ProcessRefusal> refusals;
   for (const wire::Refusal& refusal : data.refusals) {
     refusals.push_back({&RefusalForWireCode(refusal.code),
                         refusal.cause_string ? StringOr(data, refusal.cause_string) : "",
                         refusal.cupti_result});
   }
-  if (!data.cupti_state && !measured) {
-    refusals.push_back({&CudaNotInitializedRefusal(), "", 0});
-  } else if (data.cupti_state && data.cupti_state->result != 0 && data.refusals.empty()) {
+  if (data.cupti_state && data.cupti_state->result != 0 && data.refusals.empty()) {
     refusals.push_back(
         {&RefusalForWireCode(static_cast<uint32_t>(wire::RefusalCode::kCuptiUnavailable)),
          "CuptiState without a Refusal record", data.cupti_state->result});
@@ -24,14 +23,18 @@ std::vector<ProcessRefusal> Refusals(const TraceData& data, bool measured) {
   return refusals;
 }
 
-ProcessStatus StatusOf(const TraceData& data, bool measured) {
-  if (!measured) return ProcessStatus::kRefused;
+bool StreamEnded(const TraceData& data) {
+  return data.window_stream() ? data.window_end.has_value() : data.goodbye.has_value();
+}
+
+ProcessStatus StatusOf(const TraceData& data, bool measured, bool refused) {
   const bool fatal =
       std::any_of(data.refusals.begin(), data.refusals.end(), [](const wire::Refusal& r) {
         return r.code == static_cast<uint32_t>(wire::RefusalCode::kCuptiFatalError);
       });
-  const bool ended = data.window_stream() ? data.window_end.has_value() : data.goodbye.has_value();
-  return !ended || fatal ? ProcessStatus::kTruncated : ProcessStatus::kComplete;
+  if (!StreamEnded(data) || fatal) return ProcessStatus::kTruncated;
+  if (measured) return ProcessStatus::kComplete;
+  return refused ? ProcessStatus::kRefused : ProcessStatus::kHostOnly;
 }
 
 }  // namespace
@@ -48,10 +51,15 @@ void AddProcessFacts(const TraceData& data, ProcessAnalysis& analysis) {
     process.monotonic_ns = hello.monotonic_ns;
     process.realtime_ns = hello.realtime_ns;
   }
-  analysis.status = StatusOf(data, analysis.device_measured);
   analysis.goodbye = data.goodbye.has_value();
-  analysis.refusals = Refusals(data, analysis.device_measured);
+  analysis.refusals = Refusals(data);
+  analysis.status = StatusOf(data, analysis.device_measured, !analysis.refusals.empty());
   Loss& loss = analysis.loss;
+  if (!StreamEnded(data)) {
+    Loss::LostSpan& lost = loss.lost_span.emplace();
+    lost.from_ns = data.last_timestamp_ns;
+    if (data.closed_ns && *data.closed_ns >= lost.from_ns) lost.to_ns = data.closed_ns;
+  }
   loss.shim = data.diagnostics;
   loss.lost_messages = data.lost_messages;
   loss.sequence_regressions = data.sequence_regressions;
@@ -69,6 +77,12 @@ void AddProcessFacts(const TraceData& data, ProcessAnalysis& analysis) {
     analysis.threads.push_back({tid, StringOr(data, name)});
   }
   if (data.window_stream()) analysis.window = CaptureWindow{data.window_begin, data.window_end};
+}
+
+void AddOutsideRefusal(const RefusalEntry& refusal, std::string seen, ProcessAnalysis& analysis) {
+  if (analysis.device_measured) return;
+  analysis.refusals.push_back({&refusal, std::move(seen), 0});
+  if (analysis.status == ProcessStatus::kHostOnly) analysis.status = ProcessStatus::kRefused;
 }
 
 }  // namespace gpuattr::collector

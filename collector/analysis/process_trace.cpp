@@ -117,8 +117,8 @@ Status ProcessTrace::ConsumeValidated(wire::MessageReader& reader) {
   return Status::Ok();
 }
 
-void ProcessTrace::Finish() {
-  if (!state_->data.finished) state_->builder.Finish();
+void ProcessTrace::Finish(std::optional<uint64_t> closed_ns) {
+  if (!state_->data.finished) state_->builder.Finish(closed_ns);
 }
 
 bool ProcessTrace::has_hello() const { return state_->data.hello.has_value(); }

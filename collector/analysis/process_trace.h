@@ -81,8 +81,10 @@ class ProcessTrace {
   // record): it is not validated again.
   Status ConsumeValidated(wire::MessageReader& reader);
 
-  // The connection ended (EOF or closed by us). A stream without Goodbye is `truncated`.
-  void Finish();
+  // The connection ended (EOF or closed by us) at `closed_ns`, CLOCK_MONOTONIC (the shim's
+  // clock: a live connection on this host); empty when not known, as for a replayed stream file.
+  // A stream without Goodbye is `truncated`, and may have lost what came after its last record.
+  void Finish(std::optional<uint64_t> closed_ns = std::nullopt);
 
   bool has_hello() const;
   uint32_t pid() const;  // 0 before Hello

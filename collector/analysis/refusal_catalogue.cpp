@@ -8,10 +8,11 @@ namespace {
 
 constexpr RefusalEntry kCuptiUnavailable{
     "cupti_unavailable",
-    "CUPTI could not be loaded or set up in the traced process, so no device time was recorded "
-    "(without a GPU driver CUPTI returns CUPTI_ERROR_UNKNOWN, 999).",
-    "Run on a host with an NVIDIA driver and the CUDA 13 CUPTI library (libcupti.so.13) on the "
-    "library path, or name it with GPUATTR_CUPTI_LIBRARY."};
+    "CUDA started in the traced process, but CUPTI could not be loaded or set up there, so no "
+    "device time was recorded (on a machine with a driver but no usable GPU, CUPTI answers "
+    "CUPTI_ERROR_UNKNOWN, 999).",
+    "Check that a GPU is visible (nvidia-smi, CUDA_VISIBLE_DEVICES) and that the CUDA 13 CUPTI "
+    "library (libcupti.so.13) is on the library path, or name it with GPUATTR_CUPTI_LIBRARY."};
 
 constexpr RefusalEntry kCuptiSubscriberConflict{
     "cupti_subscriber_conflict",
@@ -25,11 +26,12 @@ constexpr RefusalEntry kCuptiFatalError{
     "CUPTI reported a fatal error and finalized itself; device records stop at that point.",
     "Rerun; if it repeats, report the CUPTI result and the driver version."};
 
-constexpr RefusalEntry kCudaNotInitialized{
-    "cuda_not_initialized",
-    "The process never initialised CUDA (or exited before it did), so only NVTX ranges were "
-    "recorded.",
-    "Nothing to do if the process uses no GPU; otherwise check that it really runs CUDA work."};
+constexpr RefusalEntry kDriverMissing{
+    "driver_missing",
+    "The process loaded a CUDA runtime, but this machine has no CUDA driver (libcuda.so.1 "
+    "cannot be loaded), so CUDA never started and no device time exists to record.",
+    "Run on a machine with an NVIDIA GPU and its driver, or install the driver (and, in a "
+    "container, expose it: e.g. docker --gpus all with the NVIDIA container toolkit)."};
 
 constexpr RefusalEntry kDeviceTimeUnavailable{
     "device_time_unavailable",
@@ -99,10 +101,10 @@ const RefusalEntry& RefusalForWireCode(uint32_t wire_code) {
       return kCuptiSubscriberConflict;
     case wire::RefusalCode::kCuptiFatalError:
       return kCuptiFatalError;
+    case wire::RefusalCode::kDriverMissing:
+      return kDriverMissing;
   }
   return kDeviceTimeUnavailable;
 }
-
-const RefusalEntry& CudaNotInitializedRefusal() { return kCudaNotInitialized; }
 
 }  // namespace gpuattr::collector

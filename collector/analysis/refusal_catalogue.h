@@ -3,8 +3,8 @@
 //
 // One table, owned here, maps each reason to its stable report code (DESIGN §3: `refusals[].code`)
 // with a generic cause and a remedy. The shim sends wire::RefusalCode plus the concrete cause it
-// saw; the collector adds reasons of its own (no CUDA in the process, an attach it could not
-// make). Pure data; any thread.
+// saw; the collector adds reasons of its own (an import without device activity, an attach it
+// could not make). Pure data; any thread.
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_REFUSAL_CATALOGUE_H_
 #define GPUATTR_COLLECTOR_ANALYSIS_REFUSAL_CATALOGUE_H_
 
@@ -19,10 +19,8 @@ struct RefusalEntry {
 };
 
 // A refusal the shim sent (wire::RefusalCode). Unknown codes map to `device_time_unavailable`.
+// A process that never initialised CUDA has none: it is host_only (process_facts.h).
 const RefusalEntry& RefusalForWireCode(uint32_t wire_code);
-
-// The process never initialised CUDA (no CuptiState arrived): NVTX-only.
-const RefusalEntry& CudaNotInitializedRefusal();
 
 // `gpuattr import` refusals: the file holds no device activity at all (recorded without CUDA
 // activities, or on a machine without a GPU); the file is the legacy autograd profiler's event

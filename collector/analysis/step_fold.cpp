@@ -213,13 +213,20 @@ void StepFold::Finish(const std::map<uint32_t, Samples<uint64_t>>& host_duration
   if (!range) return;
   auto key = step_keys_.find(*range);
   std::vector<size_t> ids;
+  uint64_t unfinished = 0;
   if (key != step_keys_.end() && key->second.tracked) {
     key->second.instances.ForEachOverlapping(0, RangeIndex::kOpenEnd, [&](size_t id) {
-      if (EndOf(instances_[id]) != HistoryEntry::kOpenEnd) ids.push_back(id);
+      const Instance& instance = instances_[id];
+      if (data_.closed_at_stream_end.count(instance.range) != 0) {
+        ++unfinished;  // interrupted: its end, and so its terms, are not known
+      } else if (EndOf(instance) != HistoryEntry::kOpenEnd) {
+        ids.push_back(id);
+      }
     });
   }
   if (ids.empty()) {
     analysis.steps_reason = "no range named '" + *range + "' was closed";
+    if (unfinished != 0) analysis.steps_reason += " before the stream ended";
     return;
   }
   std::sort(ids.begin(), ids.end(), [&](size_t a, size_t b) { return Earlier(a, b); });
@@ -227,6 +234,7 @@ void StepFold::Finish(const std::map<uint32_t, Samples<uint64_t>>& host_duration
   steps.range = *range;
   steps.detected = !step_key_.has_value();
   steps.instances = ids.size();
+  steps.unfinished = unfinished;
   steps.skipped = skip_steps_;
   const size_t skip = static_cast<size_t>(std::min<uint64_t>(skip_steps_, ids.size()));
   auto rows = std::make_shared<std::vector<StepRow>>();

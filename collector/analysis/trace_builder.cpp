@@ -414,8 +414,9 @@ uint32_t TraceBuilder::InternShape(const wire::Kernel& kernel) {
   return it->second;
 }
 
-void TraceBuilder::Finish() {
+void TraceBuilder::Finish(std::optional<uint64_t> closed_ns) {
   data_.finished = true;
+  data_.closed_ns = closed_ns;
   if (data_.window_stream()) {
     // A window ends while ranges are open (the training loop's, a step's): their ends are after
     // the window, so they are not instances and not loss. They stay open in the history.
@@ -431,8 +432,9 @@ void TraceBuilder::Finish() {
       ++data_.unclosed_ranges;
     }
     for (size_t i = 0; i < stack.size(); ++i) {
-      data_.history[tid][stack[i].history].end_ns =
-          std::max(stack[i].start_ns, data_.last_timestamp_ns);
+      HistoryEntry& entry = data_.history[tid][stack[i].history];
+      entry.end_ns = std::max(stack[i].start_ns, data_.last_timestamp_ns);
+      data_.closed_at_stream_end.insert(&entry);
     }
     stack.clear();
   }

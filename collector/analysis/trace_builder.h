@@ -37,9 +37,10 @@ class TraceBuilder {
   // kDataLoss, applying nothing, when it breaks the protocol; else its records are applied.
   Status Consume(wire::MessageReader& reader);
 
-  // The stream ended: open ranges close at the last timestamp (traced streams), or are left
-  // open (a capture window's: they end after the window).
-  void Finish();
+  // The stream ended, its connection closed at `closed_ns` (the shim's clock; empty when not
+  // known): open ranges close at the last timestamp (traced streams), or are left open (a
+  // capture window's: they end after the window).
+  void Finish(std::optional<uint64_t> closed_ns);
 
  private:
   Status CheckProtocol(wire::MessageReader& reader) const;

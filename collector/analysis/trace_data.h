@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "wire/protocol.h"
@@ -161,6 +162,10 @@ struct TraceData {
   std::optional<wire::Diagnostics> diagnostics;  // the latest (cumulative) one
   std::vector<wire::Refusal> refusals;
   bool finished = false;
+  // When the connection closed, on the shim's clock (CLOCK_MONOTONIC of the same host); empty
+  // when not known (a replayed stream file). With last_timestamp_ns it bounds what a stream cut
+  // before Goodbye may have lost.
+  std::optional<uint64_t> closed_ns;
 
   std::unordered_map<uint32_t, std::string> strings;  // valid UTF-8 (sanitised on receipt)
   std::unordered_map<uint32_t, PathNodeDef> path_nodes;
@@ -213,6 +218,9 @@ struct TraceData {
   uint64_t implicitly_closed = 0;       // ranges closed because an outer range was popped first
   uint64_t unclosed_ranges = 0;         // push/pop and start/end ranges still open at Finish
                                         // (traced streams; a window's are no instances, no loss)
+  // History entries that Finish closed at the stream's last timestamp: their real end is
+  // unknown, so the step fold makes no row of them (an interrupted step is not a step).
+  std::unordered_set<const HistoryEntry*> closed_at_stream_end;
   uint64_t unmatched_range_ends = 0;
   uint64_t unknown_records = 0;  // record types this collector does not know (skipped)
 

@@ -19,6 +19,7 @@
 #include <system_error>
 #include <vector>
 
+#include "analysis/process_facts.h"
 #include "analysis/process_trace.h"
 #include "analysis/refusal_catalogue.h"
 #include "base/os.h"
@@ -51,8 +52,8 @@ wire::AttachRequest RequestFor(const AttachOptions& options) {
 
 // Writes the report of a refused attach: capture.mode "attach" and one process entry, refused,
 // with `refusal` (its cause followed by what was seen). The entry is what the report builder
-// makes of a process that said Hello and nothing else (status "refused", nothing measured), its
-// refusals replaced by the attach refusal: one analysis, one builder, one shape of entry.
+// makes of a process that said Hello and Goodbye and nothing else (nothing measured), with the
+// attach refusal added: one analysis, one builder, one shape of entry.
 Status WriteRefusalReport(const AttachOptions& options, const RefusalEntry& refusal,
                           const std::string& seen) {
   const uint32_t pid =
@@ -69,11 +70,12 @@ Status WriteRefusalReport(const AttachOptions& options, const RefusalEntry& refu
   hello.exe_string = exe.empty() || error ? 0 : 1;
   writer.Append(hello);
   if (hello.exe_string != 0) writer.AppendString(1, exe);
+  writer.Append(wire::Goodbye{0, static_cast<uint32_t>(wire::GoodbyeReason::kExit), 0});
   ProcessTrace trace;
   GPUATTR_RETURN_IF_ERROR(trace.ConsumeMessage(buffer.data(), writer.Finish(0)));
   trace.Finish();
   ProcessAnalysis analysis = trace.TakeAnalysis();
-  analysis.refusals = {{&refusal, seen, 0}};
+  AddOutsideRefusal(refusal, seen, analysis);
 
   ReportInputs inputs;
   inputs.capture.mode = "attach";

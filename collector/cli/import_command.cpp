@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "analysis/process_analysis.h"
+#include "analysis/process_facts.h"
 #include "analysis/refusal_catalogue.h"
 #include "cli/analysis_flags.h"
 #include "cli/cli.h"
@@ -187,7 +188,7 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
   for (const auto& [trace, refusal] : traces) {
     ProcessAnalysis process = trace->TakeAnalysis();
     if (!process.process) continue;
-    if (refusal != nullptr && !process.device_measured) process.refusals = {{refusal, "", 0}};
+    if (refusal != nullptr) AddOutsideRefusal(*refusal, "", process);
     const ProcessIdentity& identity = *process.process;
     inputs.capture.duration_ns =
         std::max(inputs.capture.duration_ns, process.capture_end_ns - identity.monotonic_ns);

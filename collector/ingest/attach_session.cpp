@@ -53,8 +53,8 @@ void AttachSession::WindowBegun(uint64_t connection_id, uint64_t begin_ns, uint6
 }
 
 void AttachSession::WindowEnded(uint64_t connection_id, std::unique_ptr<ProcessTrace> trace,
-                                const std::string& why) {
-  if (trace) trace->Finish();
+                                const std::string& why, uint64_t now_ns) {
+  if (trace) trace->Finish(now_ns);
   Window* window = OpenWindowOf(connection_id);
   if (window == nullptr) return;
   window->ended = true;

@@ -77,10 +77,10 @@ class AttachSession {
                  uint64_t now_ns, const std::string& open_error);
   // The process's WindowBegin, stamped `begin_ns` by its clock (the daemon's: one host).
   void WindowBegun(uint64_t connection_id, uint64_t begin_ns, uint64_t now_ns);
-  // The window on `connection_id` ended: `trace` is its stream (null when none began), `why` is
-  // empty when it ended by its WindowEnd.
+  // The window on `connection_id` ended at `now_ns`: `trace` is its stream (null when none
+  // began), `why` is empty when it ended by its WindowEnd.
   void WindowEnded(uint64_t connection_id, std::unique_ptr<ProcessTrace> trace,
-                   const std::string& why);
+                   const std::string& why, uint64_t now_ns);
   // The client went away: the windows to close now; the report is still made.
   std::vector<Close> ClientGone(uint64_t now_ns);
   // Every window still open is closed now (the daemon shuts down).

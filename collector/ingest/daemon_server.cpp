@@ -324,7 +324,7 @@ void DaemonServer::End(uint64_t connection_id, bool rejected) {
 
 void DaemonServer::FinishTraced(Connection& connection) {
   if (!connection.trace || !connection.trace->has_hello()) return;
-  connection.trace->Finish();
+  connection.trace->Finish(NowNs(CLOCK_MONOTONIC));
   const uint32_t pid = connection.trace->pid();
   StatusOr<std::string> path = reports_.WriteTraced(*connection.trace, connection.accepted_ns,
                                                     connection.accepted_realtime_ns);
@@ -430,7 +430,8 @@ void DaemonServer::EndWindow(Connection& armed, std::unique_ptr<ProcessTrace> tr
   armed.window_id = 0;
   auto attach = attaches_.find(number);
   if (attach == attaches_.end()) return;
-  attach->second.WindowEnded(armed.peer.connection_id, std::move(trace), why);
+  attach->second.WindowEnded(armed.peer.connection_id, std::move(trace), why,
+                             NowNs(CLOCK_MONOTONIC));
   CompleteAttachIfDone(number);
 }
 
@@ -469,7 +470,7 @@ void DaemonServer::RunTimers(uint64_t now_ns) {
         armed.attach_number = 0;
         armed.window_id = 0;
       }
-      attach.WindowEnded(give_up.connection_id, std::move(trace), give_up.why);
+      attach.WindowEnded(give_up.connection_id, std::move(trace), give_up.why, now_ns);
     }
     CompleteAttachIfDone(number);
   }

@@ -37,7 +37,7 @@ class SocketServer::TraceHandler : public ConnectionHandler {
     // A rejected connection that never said Hello is no process we can name: it leaves only its
     // counts. One that ended without a word is kept for the report to count.
     if (trace_->has_hello() || reason == EndReason::kEof) {
-      trace_->Finish();
+      trace_->Finish(NowNs(CLOCK_MONOTONIC));
       finished_->push_back(std::move(trace_));
     }
   }

@@ -2,8 +2,10 @@
 // failure with the field's path, so one pass reads the entry and one error names what was wrong.
 #include "report/process_reader.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
@@ -193,14 +195,13 @@ StatusOr<ProcessAnalysis> SummaryTermsOf(const Json& process, const std::string&
   ProcessAnalysis analysis;
   read.Object(process, "the entry");
   const std::string status = read.String(Field(process, "status"), "status");
-  if (status == "complete") {
-    analysis.status = ProcessStatus::kComplete;
-  } else if (status == "truncated") {
-    analysis.status = ProcessStatus::kTruncated;
-  } else if (status == "refused") {
-    analysis.status = ProcessStatus::kRefused;
+  const ProcessStatus* known =
+      std::find_if(std::begin(kProcessStatuses), std::end(kProcessStatuses),
+                   [&](ProcessStatus candidate) { return status == ProcessStatusName(candidate); });
+  if (known != std::end(kProcessStatuses)) {
+    analysis.status = *known;
   } else {
-    read.Fail("status", "is none of complete, truncated, refused");
+    read.Fail("status", "is none of complete, truncated, refused, host_only");
   }
   // Device time was measured exactly where the report gives totals (report_json.h).
   const Json& totals = read.Object(Field(process, "totals"), "totals");

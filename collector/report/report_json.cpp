@@ -340,8 +340,9 @@ Json StepsJson(bool measured, const Steps& steps) {
     summary[kStepTerms[i]] = std::move(median);
   }
   return {{"range", steps.range},         {"detected", steps.detected},
-          {"instances", steps.instances}, {"skipped", steps.skipped},
-          {"rows", Json::array()},        {"summary", std::move(summary)}};
+          {"instances", steps.instances}, {"unfinished", steps.unfinished},
+          {"skipped", steps.skipped},     {"rows", Json::array()},
+          {"summary", std::move(summary)}};
 }
 
 Json CoverageJson(bool measured, uint64_t attributed_kernel_ns, uint64_t kernel_ns,
@@ -440,7 +441,15 @@ Json LossJson(const Loss& loss, bool measured) {
     return loss.shim ? Json((*loss.shim).*field) : Json(nullptr);
   };
   auto measured_field = [&](uint64_t value) { return measured ? Json(value) : Json(nullptr); };
-  return {{"dropped_records", loss.dropped_records ? Json(*loss.dropped_records) : Json(nullptr)},
+  Json lost_span = nullptr;
+  if (loss.lost_span) {
+    const Loss::LostSpan& lost = *loss.lost_span;
+    lost_span = {{"from_ns", lost.from_ns},
+                 {"to_ns", lost.to_ns ? Json(*lost.to_ns) : Json(nullptr)},
+                 {"ns", lost.to_ns ? Json(*lost.to_ns - lost.from_ns) : Json(nullptr)}};
+  }
+  return {{"lost_span", std::move(lost_span)},
+          {"dropped_records", loss.dropped_records ? Json(*loss.dropped_records) : Json(nullptr)},
           {"unmatched_launches", measured_field(loss.unmatched_launches)},
           {"orphan_activities", measured_field(loss.orphan_activities)},
           {"incomplete_records", measured_field(loss.incomplete_records)},

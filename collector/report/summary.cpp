@@ -49,8 +49,7 @@ void AddStragglers(const Json& ranks, Json* summary) {
 
 void SummaryBuilder::Add(const ProcessAnalysis& analysis, Json rank_row) {
   ++processes_;
-  const char* status = ProcessStatusName(analysis.status);
-  statuses_[status] = statuses_[status].get<int>() + 1;
+  ++statuses_[static_cast<size_t>(analysis.status)];
   ranks_.push_back(std::move(rank_row));
   merger_.Add(analysis);
 }
@@ -65,9 +64,13 @@ Json SummaryBuilder::Finish(double coverage_threshold) && {
       families.push_back(FamilyJson(family, merged.totals.kernel_ns));
     }
   }
+  Json statuses = Json::object();
+  for (ProcessStatus status : kProcessStatuses) {
+    statuses[ProcessStatusName(status)] = statuses_[static_cast<size_t>(status)];
+  }
   Json summary = {
       {"processes", processes_},
-      {"statuses", std::move(statuses_)},
+      {"statuses", std::move(statuses)},
       {"totals", measured ? TotalsJson(merged.totals) : NullTotals()},
       {"coverage", CoverageJson(measured, merged.attributed_kernel_ns, merged.totals.kernel_ns,
                                 merged.unattributed, coverage_threshold, merged.phase_coverage)},

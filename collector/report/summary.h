@@ -9,8 +9,10 @@
 #ifndef GPUATTR_COLLECTOR_REPORT_SUMMARY_H_
 #define GPUATTR_COLLECTOR_REPORT_SUMMARY_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -39,7 +41,7 @@ class SummaryBuilder {
 
  private:
   size_t processes_ = 0;
-  nlohmann::json statuses_ = {{"complete", 0}, {"truncated", 0}, {"refused", 0}};
+  std::array<size_t, std::size(kProcessStatuses)> statuses_{};  // by ProcessStatus
   nlohmann::json ranks_ = nlohmann::json::array();
   AnalysisMerger merger_;
 };

@@ -411,6 +411,7 @@ std::string Process(const Json& process, const ReportViewOptions& options) {
                                 StringText(Field(process, "status")) + "  exit " +
                                 CountText(Field(process, "exit_status")) + "  exe ",
                             StringText(Field(process, "exe")));
+  out += StatusNote(process);
   out += Refusals(Field(process, "refusals"));
   out += WrapText(Totals(Field(process, "totals")), "  totals: ", "    ");
   out += "\n" + PassTree(process, options);
@@ -472,7 +473,8 @@ std::string Header(const Json& report) {
   out += "processes " + CountText(Field(summary, "processes")) + ": complete " +
          CountText(Field(statuses, "complete")) + ", truncated " +
          CountText(Field(statuses, "truncated")) + ", refused " +
-         CountText(Field(statuses, "refused")) + "\n";
+         CountText(Field(statuses, "refused")) + ", host only " +
+         CountText(Field(statuses, "host_only")) + "\n";
   out += WrapText(Totals(Field(summary, "totals")), "  all: ", "    ");
   out += "  coverage: " + CoverageLine(Field(summary, "coverage")) + "\n";
   const std::vector<const Json*> ranks = ElementsOf(Field(summary, "ranks"));

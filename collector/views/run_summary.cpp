@@ -131,6 +131,7 @@ std::string RenderSummary(const nlohmann::json& report) {
     out += "\nprocess pid " + Text(Field(process, "pid")) + "  rank " +
            Text(Field(process, "rank")) + "  status " + Text(Field(process, "status")) + "  exit " +
            Text(Field(process, "exit_status")) + "\n";
+    out += StatusNote(process);
     const Json& refusals = Field(process, "refusals");
     if (refusals.is_array()) {
       for (const Json& refusal : refusals)

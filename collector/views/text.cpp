@@ -163,6 +163,30 @@ std::string AdviceText(const nlohmann::json& advice) {
   return out;
 }
 
+std::string StatusNote(const nlohmann::json& process) {
+  const std::string status = StringText(Field(process, "status"));
+  if (status == "host_only") {
+    return WrapText(
+        "CUDA never started in this process: its host ranges are all it has, and "
+        "nothing was lost.",
+        "  host only: ", "    ");
+  }
+  if (status != "truncated") return "";
+  const nlohmann::json& lost = Field(Field(process, "loss"), "lost_span");
+  std::string note;
+  if (lost.is_object()) {
+    note =
+        "its stream ended without a Goodbye (the process was killed, or left through _exit "
+        "before its last flush): what it recorded after its last record may be lost";
+    const std::optional<double> ns = NumberOf(Field(lost, "ns"));
+    note += ns ? ", " + MsText(Field(lost, "ns")) + " ms of it until its connection closed."
+               : " (when its connection closed is not known).";
+  } else {
+    note = "CUPTI stopped mid-run: device records end early.";
+  }
+  return WrapText(note + " Its numbers are partial.", "  truncated: ", "    ");
+}
+
 void TextTable::Add(std::vector<std::string> cells) {
   cells.resize(columns_.size());
   rows_.push_back({std::move(cells), {}, false});

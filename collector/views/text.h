@@ -66,6 +66,11 @@ std::string WrapText(const std::string& text, const std::string& first, const st
 // blank line, then each entry's code and cause and its remedy, wrapped; "" without advice.
 std::string AdviceText(const nlohmann::json& advice);
 
+// What a process's status means, when it is not plain (truncated: what may be lost, from
+// loss.lost_span; host_only: that nothing was), as an indented paragraph; "" for complete and
+// refused (a refusal prints its own cause and remedy) and for a status this build does not know.
+std::string StatusNote(const nlohmann::json& process);
+
 // ---- Tables ----
 
 // Rows of cells under a header line, columns as wide as their widest cell, two spaces apart.

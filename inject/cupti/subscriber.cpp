@@ -38,12 +38,6 @@ void Emit(const Body& body) noexcept {
   }
 }
 
-void EmitRefusal(wire::RefusalCode code, int32_t result, std::string_view cause) noexcept {
-  ShimLog("refusal %u: %.*s", static_cast<unsigned>(code), static_cast<int>(cause.size()),
-          cause.data());
-  Emit(wire::Refusal{static_cast<uint32_t>(code), result, Shim().strings.Intern(cause), 0});
-}
-
 void EmitCuptiState(int32_t result, uint32_t version, const char* library) noexcept {
   const uint32_t library_string = library != nullptr ? Shim().strings.Intern(library) : 0;
   Emit(wire::CuptiState{result, version, library_string, 0});
@@ -173,8 +167,8 @@ void OnFatalError(const CUpti_StateData& data) noexcept {
   snprintf(cause, sizeof(cause), "CUPTI reported a fatal error (%s): %s",
            CuptiResultName(&Shim().cupti, data.notification.result),
            data.notification.message != nullptr ? data.notification.message : "no details");
-  EmitRefusal(wire::RefusalCode::kCuptiFatalError, static_cast<int32_t>(data.notification.result),
-              cause);
+  EmitShimRefusal(wire::RefusalCode::kCuptiFatalError,
+                  static_cast<int32_t>(data.notification.result), cause);
 }
 
 // Runs on: an app thread at a CUDA API exit, when the flush thread asked for a detach
@@ -194,6 +188,12 @@ void DetachHere() noexcept {
 int32_t SubscribeBoundCupti(const char* library) noexcept;
 
 }  // namespace
+
+void EmitShimRefusal(wire::RefusalCode code, int32_t result, std::string_view cause) noexcept {
+  ShimLog("refusal %u: %.*s", static_cast<unsigned>(code), static_cast<int>(cause.size()),
+          cause.data());
+  Emit(wire::Refusal{static_cast<uint32_t>(code), result, Shim().strings.Intern(cause), 0});
+}
 
 uint64_t CUPTIAPI CuptiTimestamp() noexcept { return MonotonicNs(); }
 
@@ -270,8 +270,8 @@ int32_t SubscribeBoundCupti(const char* library) noexcept {
   shim.cupti_version.store(version, std::memory_order_relaxed);
   const bool may_decline = version >= kCuptiVersionDeclineOk;
   if (!shim.buffers.ready() && !shim.buffers.Init(BufferPool::kBufferBytes, may_decline)) {
-    EmitRefusal(wire::RefusalCode::kCuptiUnavailable, 0,
-                "cannot map memory for CUPTI activity buffers");
+    EmitShimRefusal(wire::RefusalCode::kCuptiUnavailable, 0,
+                    "cannot map memory for CUPTI activity buffers");
     EmitCuptiState(CUPTI_ERROR_OUT_OF_MEMORY, version, library);
     return CUPTI_ERROR_OUT_OF_MEMORY;
   }
@@ -288,7 +288,7 @@ int32_t SubscribeBoundCupti(const char* library) noexcept {
   if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     snprintf(cause, sizeof(cause), "CUPTI is already in use by %s",
              holder[0] != '\0' ? holder : "another tool");
-    EmitRefusal(wire::RefusalCode::kCuptiSubscriberConflict, result, cause);
+    EmitShimRefusal(wire::RefusalCode::kCuptiSubscriberConflict, result, cause);
     EmitCuptiState(result, version, library);
     return result;
   }
@@ -353,7 +353,7 @@ int32_t SubscribeBoundCupti(const char* library) noexcept {
     if (subscriber != nullptr) api.cuptiUnsubscribe(subscriber);
     snprintf(cause, sizeof(cause), "%s failed: %s (%d)", failed, CuptiResultName(&api, result),
              static_cast<int>(result));
-    EmitRefusal(wire::RefusalCode::kCuptiUnavailable, result, cause);
+    EmitShimRefusal(wire::RefusalCode::kCuptiUnavailable, result, cause);
     EmitCuptiState(result, version, library);
     return result;
   }
@@ -375,7 +375,7 @@ int32_t BindAndSubscribe() noexcept {
   if (!binding.ok) {
     // No CUptiResult exists for "no library"; NOT_INITIALIZED is what CUPTI itself reports when
     // it cannot initialise. library_string stays 0 when nothing could be loaded.
-    EmitRefusal(wire::RefusalCode::kCuptiUnavailable, 0, binding.error);
+    EmitShimRefusal(wire::RefusalCode::kCuptiUnavailable, 0, binding.error);
     EmitCuptiState(CUPTI_ERROR_NOT_INITIALIZED, 0, nullptr);
     return CUPTI_ERROR_NOT_INITIALIZED;
   }

@@ -28,8 +28,10 @@
 #include <cupti.h>
 
 #include <cstdint>
+#include <string_view>
 
 #include "cupti/cupti_api.h"
+#include "wire/protocol.h"
 
 namespace gpuattr::inject {
 
@@ -42,6 +44,10 @@ void InitializeCupti() noexcept;
 // Refusal and CuptiState records went into the calling thread's ring.
 // Runs on: the gpuattr-flush thread.
 int32_t AttachCupti() noexcept;
+
+// A Refusal record (the shim's cause in words, CUPTI's result or 0) into the calling thread's
+// ring, ordered with its other records; also logged (GPUATTR_LOG). Runs on: any thread.
+void EmitShimRefusal(wire::RefusalCode code, int32_t result, std::string_view cause) noexcept;
 
 // The setup sequence against an already bound table (tests pass a test double). `library` is
 // the name CUPTI was loaded from, for CuptiState. Returns the CuptiState result (0: active).

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <new>
 
+#include "cupti/subscriber.h"
+#include "runtime/cuda_presence.h"
 #include "runtime/flush_thread.h"
 #include "runtime/shim_log.h"
 #include "runtime/shim_state.h"
@@ -23,8 +25,9 @@ enum SessionStatus : int { kIdle = 0, kStarting = 1, kRunning = 2, kInert = 3 };
 constexpr int kJoinTimeoutMs = 2000;
 
 std::atomic<int> g_status{kIdle};
-std::atomic<bool> g_atfork_installed{false};
+std::atomic<bool> g_hooks_installed{false};
 bool g_atexit_registered = false;  // written only by the session starter
+bool g_fork_child = false;         // this process image began as a fork child (ForkChild)
 pid_t g_session_pid = 0;
 SessionInfo g_info;  // socket path kept for a fork child's new session
 bool g_info_ready = false;
@@ -95,18 +98,53 @@ void PinLibrary() noexcept {
   }
 }
 
-// Runs on: the thread ending the process, through atexit.
+// A process that carries a CUDA runtime but reached no driver never ran InitializeInjection, so
+// nothing else says why it has no device time: it gets a driver_missing Refusal (cuda_presence.h)
+// in the calling thread's ring, before its session ends. A fork child leaves this to its
+// parent, whose image it inherited.
+bool ReportMissingDriver() noexcept {
+  if (g_fork_child) return false;
+  char cause[320];
+  if (!FindMissingDriver(cause, sizeof(cause))) return false;
+  EmitShimRefusal(wire::RefusalCode::kDriverMissing, 0, cause);
+  return true;
+}
+
+// The end of this process's session: forced CUPTI flush (outside our locks), then the flush
+// thread's final cycle, Diagnostics and Goodbye (bounded), then the torn-down flag.
+void FinishSession() noexcept {
+  ShimState& shim = Shim();
+  if (shim.cupti_active.load(std::memory_order_acquire)) {
+    // Outside every lock of ours: the flush calls bufferCompleted, which only enqueues.
+    shim.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
+  g_flush->Stop(kJoinTimeoutMs);
+  shim.cupti_active.store(false, std::memory_order_release);
+  shim.hot_flags.fetch_or(kHotTornDown, std::memory_order_release);
+}
+
+// Runs on: the thread ending the process, through atexit (registered when the session started,
+// so before CUDA's own exit handlers run).
 void AtExit() noexcept {
   try {
     if (g_status.load(std::memory_order_acquire) != kRunning || getpid() != g_session_pid) return;
-    ShimState& shim = Shim();
-    if (shim.cupti_active.load(std::memory_order_acquire)) {
-      // Outside every lock of ours: the flush calls bufferCompleted, which only enqueues.
-      shim.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    }
-    g_flush->Stop(kJoinTimeoutMs);
-    shim.cupti_active.store(false, std::memory_order_release);
-    shim.hot_flags.fetch_or(kHotTornDown, std::memory_order_release);
+    ReportMissingDriver();
+    FinishSession();
+  } catch (...) {
+    DisableShim();
+  }
+}
+
+// Runs on: the thread ending the process, through atexit (registered at load, so after every
+// other handler): a process that never started a session, and so never called CUDA or NVTX
+// successfully, is reported only when it carries a CUDA runtime without a driver. Its session
+// starts and ends here.
+void AtExitWithoutSession() noexcept {
+  try {
+    if (g_status.load(std::memory_order_acquire) != kIdle || getpid() != g_session_pid) return;
+    g_atexit_registered = true;  // this handler ends the session it starts
+    if (!LoadSessionInfo() || !ReportMissingDriver() || !EnsureSession()) return;
+    FinishSession();
   } catch (...) {
     DisableShim();
   }
@@ -124,6 +162,7 @@ void ForkParent() noexcept {
 
 // Runs on: the only thread of a new child, right after fork. Sends nothing.
 void ForkChild() noexcept {
+  g_fork_child = true;
   ShimState& shim = Shim();
   shim.strings.UnlockAfterFork();
   shim.paths.UnlockAfterFork();
@@ -150,8 +189,9 @@ void ForkChild() noexcept {
 void OnLoad() noexcept {
   g_session_pid = getpid();
   bool expected = false;
-  if (g_atfork_installed.compare_exchange_strong(expected, true)) {
+  if (g_hooks_installed.compare_exchange_strong(expected, true)) {
     pthread_atfork(&ForkPrepare, &ForkParent, &ForkChild);
+    atexit(&AtExitWithoutSession);
   }
 }
 

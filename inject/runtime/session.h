@@ -2,8 +2,9 @@
 // lifecycle").
 //
 //   OnLoad()        - the library constructor (LD_PRELOAD or any dlopen): records the pid and
-//                     installs pthread_atfork handlers. Nothing else: no thread, no socket, no
-//                     CUPTI, so /bin/true under the shim pays only this.
+//                     installs the pthread_atfork handlers and the exit check for a process
+//                     without a session. Nothing else: no thread, no socket, no CUPTI, so
+//                     /bin/true under the shim pays only this and that check.
 //   EnsureSession() - called by InitializeInjection and InitializeInjectionNvtx2 (and, in a fork
 //                     child, by the first event): when GPUATTR_SOCKET is set, or a daemon socket
 //                     exists at the default path (docs/attach.md), pins the library, registers
@@ -11,9 +12,14 @@
 //                     thread, which connects and sends Hello. With GPUATTR_MODE=armed the session
 //                     starts armed (kHotArmed): it records nothing until a capture window opens.
 //                     With no socket the shim stays inert for the life of the process.
-//   AtExit          - if this process started the session (getpid() == session pid): forced CUPTI
-//                     flush (outside our locks), then the flush thread's final cycle, Diagnostics
-//                     and Goodbye (bounded), then the torn-down flag. A no-op everywhere else.
+//   AtExit          - if this process started the session (getpid() == session pid): the
+//                     driver_missing Refusal when it carries a CUDA runtime but no driver
+//                     (cuda_presence.h), forced CUPTI flush (outside our locks), then the flush
+//                     thread's final cycle, Diagnostics and Goodbye (bounded), then the
+//                     torn-down flag. A no-op everywhere else.
+//   exit check      - registered by OnLoad, so it runs after every other exit handler: a
+//                     process that never started a session but carries a CUDA runtime without
+//                     a driver starts one here to send driver_missing, and ends it.
 //   fork            - prepare: take the intern locks; parent: release them; child: release them,
 //                     close the inherited socket, forget rings and session (nothing is sent), mark
 //                     CUPTI unusable, and arm kHotForkRestart so the first event starts a fresh

@@ -304,6 +304,7 @@ enum class RefusalCode : uint32_t {
   kCuptiUnavailable = 1,         // libcupti missing, or a setup call failed (999 without driver)
   kCuptiSubscriberConflict = 2,  // another tool holds the single CUPTI subscriber slot
   kCuptiFatalError = 3,          // CUPTI reported a fatal error and finalized itself
+  kDriverMissing = 4,            // a CUDA runtime is loaded, but no CUDA driver (libcuda.so.1)
 };
 
 struct Refusal {

@@ -57,8 +57,10 @@ TEST_CASE("a child forked without exec is its own process and leaves the parent 
 
   const json* child = FindProcess(report, child_truth["pid"].get<int64_t>());
   REQUIRE(child != nullptr);
-  CHECK((*child)["status"] == "refused");  // CUDA is unusable in a forked child
-  CHECK((*child)["refusals"][0]["code"] == "cuda_not_initialized");
+  // CUDA is unusable in a forked child: it never initialises CUDA, and nothing is refused.
+  CHECK((*child)["status"] == "host_only");
+  CHECK((*child)["refusals"].empty());
+  CHECK((*child)["loss"]["lost_span"].is_null());
   CHECK((*child)["loss"]["dropped_records"] == 0);
   // Its own session, on its own connection, closed in order at its exit: no hang, no stream
   // shared with the parent.

@@ -347,10 +347,9 @@ TEST_CASE("an NVTX-only process reports host ranges and null device fields", "[u
   REQUIRE(feed.Send(message).ok());
   trace.Finish();
   const Json process = ProcessReportOf(trace);
-  CHECK(process["status"] == "refused");
-  REQUIRE(process["refusals"].size() == 1);
-  CHECK(process["refusals"][0]["code"] == "cuda_not_initialized");
-  CHECK_FALSE(process["refusals"][0]["remedy"].get<std::string>().empty());
+  CHECK(process["status"] == "host_only");
+  CHECK(process["refusals"].empty());
+  CHECK(process["loss"]["lost_span"].is_null());
   CHECK(process["devices"].is_null());
   CHECK(process["families"].is_null());
   CHECK(process["totals"]["kernel_ns"].is_null());
@@ -360,6 +359,30 @@ TEST_CASE("an NVTX-only process reports host ranges and null device fields", "[u
   const Json& step = Pass(process, {"step"});
   CHECK(U(step["host_ns"]["total"]) == 200);
   CHECK(step["device"].is_null());
+}
+
+TEST_CASE("a stream cut mid-step is truncated: the span it may have lost, and no step row",
+          "[unit][trace]") {
+  ProcessTrace trace;
+  Feeder feed(trace);
+  Message message = Preamble();
+  for (uint64_t start : {100, 300, 500})
+    message.Push(start, 1, kNodeStep).Pop(start + 150, 1, kNodeStep);
+  message.Push(700, 1, kNodeStep).Push(720, 1, kNodeForward);  // interrupted here: no Goodbye
+  REQUIRE(feed.Send(message).ok());
+  trace.Finish(/*closed_ns=*/1000);
+  const Json process = ProcessReportOf(trace);
+  CHECK(process["status"] == "truncated");
+  CHECK(process["goodbye"] == false);
+  CHECK(process["loss"]["lost_span"] == Json({{"from_ns", 720}, {"to_ns", 1000}, {"ns", 280}}));
+  CHECK(U(process["loss"]["unclosed_ranges"]) == 2);
+  const Json& steps = process["steps"];
+  CHECK(U(steps["instances"]) == 3);
+  CHECK(U(steps["unfinished"]) == 1);
+  REQUIRE(steps["rows"].size() == 3);
+  CHECK(U(steps["rows"][2]["start_ns"]) == 500);
+  // The interrupted step's range is still a pass instance, closed at the last record.
+  CHECK(U(Pass(process, {"step"})["instances"]) == 4);
 }
 
 TEST_CASE("a CUPTI refusal carries its catalogue code and the shim's cause", "[unit][trace]") {

@@ -65,6 +65,7 @@ struct Fixture {
       Feeder feed(nvtx_only);
       Message m;
       m.Add(MakeHello(202)).Str(2, "load").Add(MakeNode(10, 0, 2)).Push(1, 1, 10).Pop(9, 1, 10);
+      m.Add(wire::Goodbye{10, 1, 0});
       REQUIRE(feed.Send(m).ok());
     }
     rank0.Finish();
@@ -134,7 +135,8 @@ TEST_CASE("the report has the contract's top level and per-process order", "[uni
   CHECK(processes[0]["exit_status"] == 0);
   CHECK(processes[1]["exit_status"].is_null());
   CHECK(processes[2]["exit_status"] == 3);
-  CHECK(processes[2]["status"] == "refused");
+  CHECK(processes[2]["status"] == "host_only");
+  CHECK(processes[2]["refusals"].empty());
   // step/forward holds both kernels (one direct, one captured); the memcpy has no launch.
   CHECK(processes[0]["phases"]["forward_ns"] == 60);
   CHECK(processes[0]["phases"]["other_ns"] == 0);
@@ -155,7 +157,8 @@ TEST_CASE("the summary merges processes and lists ranks", "[unit][report]") {
   const Json summary = fixture.Report()["summary"];
   CHECK(summary["processes"] == 3);
   CHECK(summary["statuses"]["complete"] == 2);
-  CHECK(summary["statuses"]["refused"] == 1);
+  CHECK(summary["statuses"]["host_only"] == 1);
+  CHECK(summary["statuses"]["refused"] == 0);
   CHECK(summary["totals"]["kernel_ns"] == 30 + 30 + 10);
   CHECK(summary["totals"]["memcpy_ns"] == 10);
   CHECK(summary["totals"]["kernels"] == 3);
@@ -181,8 +184,9 @@ TEST_CASE("the text summary names processes, devices, passes and families", "[un
   const std::string text = RenderSummary(fixture.Report());
   using Catch::Matchers::Contains;
   CHECK_THAT(text, Contains("pid 200"));
-  CHECK_THAT(text, Contains("status refused"));
-  CHECK_THAT(text, Contains("refused: cuda_not_initialized"));
+  CHECK_THAT(text, Contains("status host_only"));
+  CHECK_THAT(text, Contains("host only: CUDA never started in this process"));
+  CHECK_THAT(text, !Contains("refused:"));
   CHECK_THAT(text, Contains("step/forward"));
   CHECK_THAT(text, Contains("gemm"));
   CHECK_THAT(text, Contains("device time: not measured"));

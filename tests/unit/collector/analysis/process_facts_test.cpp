@@ -1,5 +1,5 @@
-// AddProcessFacts: the process's identity, its status and refusals by DESIGN §3's rules, and the
-// loss counters the report reads from the trace.
+// AddProcessFacts: the process's identity, its status and refusals from one decision
+// (process_analysis.h ProcessStatus), and the loss counters the report reads from the trace.
 #include "analysis/process_facts.h"
 
 #include <catch2/catch.hpp>
@@ -62,31 +62,44 @@ TEST_CASE("a stream that ended with Goodbye and measured device time is complete
   CHECK_FALSE(facts.window);
 }
 
-TEST_CASE("no Goodbye is truncated, no device time refused with the collector's own refusal",
+TEST_CASE("one decision: truncated first, then refused, host only or complete",
           "[unit][process_facts]") {
   TraceFixture trace;
   trace.data.hello = Hello();
-  SECTION("CUDA never initialised: NVTX only") {
+  trace.data.goodbye = wire::Goodbye{500, 1, 0};
+  SECTION("CUDA never initialised: host only, nothing refused, nothing lost") {
+    const ProcessAnalysis facts = FactsOf(trace.data, false);
+    CHECK(facts.status == ProcessStatus::kHostOnly);
+    CHECK(std::string(ProcessStatusName(facts.status)) == "host_only");
+    CHECK(facts.refusals.empty());
+    CHECK_FALSE(facts.loss.lost_span);
+  }
+  SECTION("no driver: the shim's driver_missing refuses") {
+    trace.data.refusals.push_back({static_cast<uint32_t>(wire::RefusalCode::kDriverMissing), 0,
+                                   trace.Str("libcuda.so.1: cannot open shared object file"), 0});
     const ProcessAnalysis facts = FactsOf(trace.data, false);
     CHECK(facts.status == ProcessStatus::kRefused);
     REQUIRE(facts.refusals.size() == 1);
-    CHECK(std::string(facts.refusals[0].entry->code) == "cuda_not_initialized");
-    CHECK_FALSE(facts.loss.dropped_records);
+    CHECK(std::string(facts.refusals[0].entry->code) == "driver_missing");
+    CHECK(facts.refusals[0].seen == "libcuda.so.1: cannot open shared object file");
   }
   SECTION("CUPTI failed without saying why") {
     trace.data.cupti_state = wire::CuptiState{999, 130000, 0, 0};
     const ProcessAnalysis facts = FactsOf(trace.data, false);
+    CHECK(facts.status == ProcessStatus::kRefused);
     REQUIRE(facts.refusals.size() == 1);
     CHECK(std::string(facts.refusals[0].entry->code) == "cupti_unavailable");
     CHECK(facts.refusals[0].cupti_result == 999);
   }
-  SECTION("measured, but the stream was cut") {
-    trace.data.cupti_state = wire::CuptiState{0, 130000, 0, 0};
-    CHECK(FactsOf(trace.data, true).status == ProcessStatus::kTruncated);
+  SECTION("a refusal from outside the stream refuses a host-only process") {
+    ProcessAnalysis facts = FactsOf(trace.data, false);
+    AddOutsideRefusal(NoDeviceActivityInTraceRefusal(), "", facts);
+    CHECK(facts.status == ProcessStatus::kRefused);
+    REQUIRE(facts.refusals.size() == 1);
+    CHECK(std::string(facts.refusals[0].entry->code) == "no_device_activity_in_trace");
   }
   SECTION("CUPTI finalized itself mid-run") {
     trace.data.cupti_state = wire::CuptiState{0, 130000, 0, 0};
-    trace.data.goodbye = wire::Goodbye{500, 1, 0};
     trace.data.refusals.push_back(
         {static_cast<uint32_t>(wire::RefusalCode::kCuptiFatalError), 7, trace.Str("finalized"), 0});
     const ProcessAnalysis facts = FactsOf(trace.data, true);
@@ -94,6 +107,35 @@ TEST_CASE("no Goodbye is truncated, no device time refused with the collector's 
     REQUIRE(facts.refusals.size() == 1);
     CHECK(std::string(facts.refusals[0].entry->code) == "cupti_fatal_error");
     CHECK(facts.refusals[0].seen == "finalized");
+    CHECK_FALSE(facts.loss.lost_span);  // the stream itself ended in order
+  }
+}
+
+TEST_CASE("a stream cut before Goodbye is truncated and names the span it may have lost",
+          "[unit][process_facts]") {
+  TraceFixture trace;
+  trace.data.hello = Hello();
+  trace.data.last_timestamp_ns = 9000;
+  SECTION("measured") {
+    trace.data.cupti_state = wire::CuptiState{0, 130000, 0, 0};
+    trace.data.closed_ns = 9500;
+    const ProcessAnalysis facts = FactsOf(trace.data, true);
+    CHECK(facts.status == ProcessStatus::kTruncated);
+    REQUIRE(facts.loss.lost_span);
+    CHECK(facts.loss.lost_span->from_ns == 9000);
+    CHECK(facts.loss.lost_span->to_ns == 9500u);
+  }
+  SECTION("host only, and the close time not known: truncated wins") {
+    const ProcessAnalysis facts = FactsOf(trace.data, false);
+    CHECK(facts.status == ProcessStatus::kTruncated);
+    REQUIRE(facts.loss.lost_span);
+    CHECK_FALSE(facts.loss.lost_span->to_ns);
+  }
+  SECTION("a close time before the last record is not believed") {
+    trace.data.closed_ns = 10;
+    const ProcessAnalysis facts = FactsOf(trace.data, false);
+    REQUIRE(facts.loss.lost_span);
+    CHECK_FALSE(facts.loss.lost_span->to_ns);
   }
 }
 

@@ -90,7 +90,7 @@ TEST_CASE("a pop closes its range and the ranges pushed above it, and strange po
   CHECK(b.data.host_ranges[0].node == 102);  // innermost first
   CHECK(b.data.host_ranges[1].node == 101);
   CHECK(b.data.main_tid == 1u);
-  b.builder.Finish();
+  b.builder.Finish(std::nullopt);
   CHECK(b.data.finished);
   CHECK(b.data.unclosed_ranges == 2);               // 100 and 103
   CHECK(b.data.history.at(1).back().end_ns == 60);  // at the last timestamp
@@ -103,7 +103,7 @@ TEST_CASE("a window stream's open ranges end after it: neither instances nor los
   m.Add(wire::MakeHello(wire::HelloMode::kWindow, 5)).Push(10, 1, 100);
   m.Add(wire::ApiEnter{}).Add(MakeKernel(7, 20, 30));
   REQUIRE(b.Consume(m).ok());
-  b.builder.Finish();
+  b.builder.Finish(std::nullopt);
   CHECK(b.data.unclosed_ranges == 0);
   CHECK(b.data.host_ranges.empty());
   CHECK(b.data.history.at(1).back().end_ns == HistoryEntry::kOpenEnd);

@@ -42,7 +42,7 @@ TEST_CASE("a duration window closes its duration after WindowBegin, then ends or
   CHECK_FALSE(attach.done());
 
   SECTION("its WindowEnd comes") {
-    attach.WindowEnded(11, SomeTrace(), "");
+    attach.WindowEnded(11, SomeTrace(), "", 140 * kMs);
     CHECK(attach.done());
     CHECK(attach.windows_with_data() == 1);
     CHECK(attach.EndNotes().empty());
@@ -53,7 +53,7 @@ TEST_CASE("a duration window closes its duration after WindowBegin, then ends or
     const AttachSession::Due late = attach.Tick(180 * kMs);
     REQUIRE(late.give_ups.size() == 1);
     CHECK(late.give_ups[0].connection_id == 11);
-    attach.WindowEnded(11, nullptr, late.give_ups[0].why);
+    attach.WindowEnded(11, nullptr, late.give_ups[0].why, 180 * kMs);
     CHECK(attach.done());
     CHECK(attach.EndNotes() == "pid 500: no WindowEnd came within 50 ms of the close request");
   }
@@ -82,14 +82,14 @@ TEST_CASE("a steps window waits for the attach timeout, and a client that leaves
     CHECK(due.closes[1].why == "the attach timed out");
   }
   SECTION("the client goes away") {
-    attach.WindowEnded(12, SomeTrace(), "");
+    attach.WindowEnded(12, SomeTrace(), "", 40 * kMs);
     const std::vector<AttachSession::Close> closes = attach.ClientGone(50 * kMs);
     REQUIRE(closes.size() == 1);  // the ended window needs no close
     CHECK(closes[0].connection_id == 11);
     CHECK(closes[0].why == "the attach client went away");
     CHECK(attach.client_connection_id() == 0);
     CHECK(attach.ClientGone(60 * kMs).empty());
-    attach.WindowEnded(11, nullptr, "the connection closed before the window began");
+    attach.WindowEnded(11, nullptr, "the connection closed before the window began", 60 * kMs);
     CHECK(attach.done());
     CHECK(attach.windows_with_data() == 1);
     CHECK(attach.EndNotes() == "pid 500: the connection closed before the window began");
@@ -108,7 +108,7 @@ TEST_CASE("a window whose open request could not be sent has ended with the reas
   const std::vector<AttachSession::Close> closes = other.CloseAll(5, "shutting down");
   REQUIRE(closes.size() == 1);
   CHECK(other.windows()[0].close_sent);
-  other.WindowEnded(11, nullptr, "");
+  other.WindowEnded(11, nullptr, "", 5);
   CHECK(other.EndNotes() == "pid 500: no window data");
 }
 

@@ -86,5 +86,24 @@ TEST_CASE("a table aligns its columns and elides only the name column", "[unit][
   CHECK(lines[4] == "  " + std::string(120, 'w'));  // a text is kept whole
 }
 
+TEST_CASE("a status that is not plain says what it means", "[unit][text]") {
+  using Catch::Matchers::Contains;
+  const Json cut = {
+      {"status", "truncated"},
+      {"loss", {{"lost_span", {{"from_ns", 10}, {"to_ns", 2500010}, {"ns", 2500000}}}}}};
+  CHECK_THAT(StatusNote(cut), Contains("truncated: its stream ended without a Goodbye"));
+  CHECK_THAT(StatusNote(cut), Contains("lost, 2.500 ms of it"));
+  const Json unknown_close = {{"status", "truncated"},
+                              {"loss", {{"lost_span", {{"from_ns", 10}, {"ns", nullptr}}}}}};
+  CHECK_THAT(StatusNote(unknown_close), Contains("is not known"));
+  const Json cupti_stopped = {{"status", "truncated"}, {"loss", {{"lost_span", nullptr}}}};
+  CHECK_THAT(StatusNote(cupti_stopped), Contains("CUPTI stopped mid-run"));
+  CHECK_THAT(StatusNote({{"status", "host_only"}}), Contains("host only: CUDA never started"));
+  CHECK(StatusNote({{"status", "complete"}}).empty());
+  CHECK(StatusNote({{"status", "refused"}}).empty());
+  CHECK(StatusNote(Json::array()).empty());
+  CHECK(StatusNote(cut).back() == '\n');  // a paragraph of its own
+}
+
 }  // namespace
 }  // namespace gpuattr::collector::testing
