@@ -85,6 +85,20 @@ for path in sorted(glob.glob(f"{out}/report.*.json")):
           f"socket {loss['socket_dropped_records']} (must be 0 for the numbers to hold)")
 PY
 
+# NVTX bursts from one thread (issue 21): 1M and 2.5M pairs/s for 2 s, and 200,000 pairs back to
+# back, under `gpuattr run` at the default flush period; each run's drops (1M/s: must be 0).
+cmake --build "$build" -j2 --target nvtx_burst_bench
+for run in $(seq "${BURST_ROUNDS:-3}"); do
+  for case in 'Paced/1000000' 'Paced/2500000' 'Unpaced'; do
+    report="$out/burst.${case//\//_}.$run.json"
+    "$build/collector/gpuattr" run --quiet -o "$report" -- "$build/tests/bench/nvtx_burst_bench" \
+      --benchmark_filter="BM_Nvtx$case" 2>/dev/null | grep '^BM_'
+    /usr/bin/python3 -c 'import json, sys
+loss = json.load(open(sys.argv[1]))["processes"][0]["loss"]
+print(f"  drops: ring {loss['"'"'ring_dropped_records'"'"']}, socket {loss['"'"'socket_dropped_records'"'"']}")' "$report"
+  done
+done
+
 # The end-to-end figure (issue 8): a simulated run of 1M launches with and without gpuattr.
 cmake --build "$build" -j2 --target simgpu-run
 "$repo/scripts/bench_end_to_end.sh" "$build"

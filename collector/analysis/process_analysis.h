@@ -226,7 +226,7 @@ struct ProcessIdentity {
 //   refused:   device time could not be collected in a process that used CUDA (a refusal says
 //              why: no driver, CUPTI unavailable, another subscriber);
 //   host_only: the process never initialised CUDA and nothing was refused: its ranges are all
-//              there is, and nothing was lost;
+//              there is, and no device time is missing;
 //   complete:  device time was measured and the stream ended in order.
 enum class ProcessStatus : uint8_t { kComplete, kTruncated, kRefused, kHostOnly };
 inline constexpr ProcessStatus kProcessStatuses[] = {

@@ -167,8 +167,8 @@ std::string StatusNote(const nlohmann::json& process) {
   const std::string status = StringText(Field(process, "status"));
   if (status == "host_only") {
     return WrapText(
-        "CUDA never started in this process: its host ranges are all it has, and "
-        "nothing was lost.",
+        "CUDA never started in this process: its host ranges are all it has, and no device "
+        "time is missing (loss counts any dropped record).",
         "  host only: ", "    ");
   }
   if (status != "truncated") return "";

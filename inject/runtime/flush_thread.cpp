@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +23,9 @@ namespace {
 constexpr uint32_t kShimVersion =
     GPUATTR_VERSION_MAJOR << 16 | GPUATTR_VERSION_MINOR << 8 | GPUATTR_VERSION_PATCH;
 
+// The session's running flush thread, for WakeFlushThreadEarly; null when none runs.
+std::atomic<FlushThread*> g_running{nullptr};
+
 // The executable's path, or "" when /proc is not readable.
 std::string_view ExePath(char* buffer, size_t size) noexcept {
   const ssize_t n = readlink("/proc/self/exe", buffer, size);
@@ -29,12 +34,40 @@ std::string_view ExePath(char* buffer, size_t size) noexcept {
 
 }  // namespace
 
+void WakeFlushThreadEarly() noexcept {
+  if (FlushThread* thread = g_running.load(std::memory_order_acquire)) thread->WakeEarly();
+}
+
 FlushThread::FlushThread(ShimState* shim) noexcept : shim_(shim), outbox_(&transport_) {
   outbox_.set_wait_ms(kCycleSendWaitMs);
 }
 
+void FlushThread::WakeEarly() noexcept {
+  drain_wanted_.store(true, std::memory_order_relaxed);
+  wake_.notify_one();
+}
+
+void FlushThread::AbandonAfterFork() noexcept {
+  g_running.store(nullptr, std::memory_order_relaxed);
+  transport_.AbandonAfterFork();
+}
+
+std::chrono::milliseconds FlushThread::PeriodOfCycle(uint64_t cycle) const noexcept {
+  if (cycle < kStartupCycles) return std::chrono::milliseconds(1);
+  const uint64_t doublings = std::min<uint64_t>(cycle - kStartupCycles + 1, 16);
+  return std::chrono::milliseconds(std::min<uint64_t>(uint64_t{1} << doublings, info_.flush_ms));
+}
+
 bool FlushThread::Start(const SessionInfo& info) noexcept {
   info_ = info;
+  // Hello at once when the collector accepts without waiting: one connect and one send on this
+  // thread, once per session, so that the process is named even if it ends before the thread
+  // gets to run.
+  hello_sent_ = transport_.Connect(info_.socket_path, /*wait_ms=*/0);
+  if (hello_sent_) {
+    SendHello(info_, info_.mode);
+    outbox_.Flush();
+  }
   // The thread inherits this mask: it must never run the application's signal handlers.
   sigset_t all;
   sigset_t previous;
@@ -44,6 +77,7 @@ bool FlushThread::Start(const SessionInfo& info) noexcept {
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   started_ = rc == 0;
   if (!started_) ShimLog("cannot start the flush thread: %s", strerror(rc));
+  if (started_) g_running.store(this, std::memory_order_release);
   return started_;
 }
 
@@ -67,6 +101,7 @@ void FlushThread::Stop(int join_timeout_ms) noexcept {
   }
   const int rc = pthread_timedjoin_np(thread_, nullptr, &deadline);
   if (rc != 0) ShimLog("flush thread did not finish in %d ms; leaving it", join_timeout_ms);
+  g_running.store(nullptr, std::memory_order_release);
   started_ = false;
 }
 
@@ -81,18 +116,22 @@ void* FlushThread::ThreadMain(void* self) noexcept {
 }
 
 void FlushThread::Run() noexcept {
-  if (!transport_.Connect(info_.socket_path, kConnectWaitMs)) {
-    ShimLog("collector unreachable at %s; records will be dropped", info_.socket_path);
-  }
   const bool armed = info_.mode == wire::HelloMode::kArmed;
-  SendHello(info_, info_.mode);
-  if (armed) outbox_.Flush();  // register with the daemon now, not at the first window
-  const auto period = std::chrono::milliseconds(info_.flush_ms);
-  for (;;) {
+  if (!hello_sent_) {
+    if (!transport_.Connect(info_.socket_path, kConnectWaitMs)) {
+      ShimLog("collector unreachable at %s; records will be dropped", info_.socket_path);
+    }
+    SendHello(info_, info_.mode);
+    if (armed) outbox_.Flush();  // register with the daemon now, not at the first window
+  }
+  for (uint64_t period = 0;; ++period) {
     {
       std::unique_lock<std::mutex> lock(wake_mutex_);
-      if (wake_.wait_for(lock, period, [this] { return stop_; })) break;
+      wake_.wait_for(lock, PeriodOfCycle(period),
+                     [this] { return stop_ || drain_wanted_.load(std::memory_order_relaxed); });
+      if (stop_) break;
     }
+    drain_wanted_.store(false, std::memory_order_relaxed);
     if (armed) {
       ArmedCycle();
     } else {

@@ -1,6 +1,9 @@
 // FlushThread: the shim's only background thread, "gpuattr-flush" (all signals blocked).
 //
-// Every flush period it turns what app threads and CUPTI produced into wire messages:
+// Every flush period (1 ms for a session's first kStartupCycles cycles, then doubling up to the
+// configured period, so a process that ends early, such as a fork worker leaving through _exit,
+// loses at most about a millisecond), and at once when a thread's ring passes half full
+// (WakeFlushThreadEarly), it turns what app threads and CUPTI produced into wire messages:
 //
 //   1. every kCuptiFlushEveryCycles cycles, and in a stream's last: cuptiActivityFlushAll(0) and
 //      cuptiActivityGetNumDroppedRecords (CUPTI calls; no lock of ours is held, see §9.6 rule 6:
@@ -13,7 +16,9 @@
 //   5. send ring records up to the snapshots, then the staged CUPTI records;
 //   6. every kDiagnosticsEveryCycles cycles, a Diagnostics record.
 //
-// The first message of a connection starts with Hello. Stop() runs a final cycle, Diagnostics and
+// The first message of a connection starts with Hello, sent by Start() on the starting thread
+// when the collector accepts at once (so a process is named even if it ends before the thread
+// runs), else by the thread once it connects. Stop() runs a final cycle, Diagnostics and
 // Goodbye: from the moment Stop() is called, the sends of a cycle still waiting on a slow
 // collector and of the final cycle wait at most kFinalSendBudgetMs in total, then Diagnostics and
 // Goodbye at most kLastWordBudgetMs more, so the drops are counted even when records were not.
@@ -33,6 +38,8 @@
 
 #include <pthread.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -46,6 +53,7 @@
 namespace gpuattr::inject {
 
 constexpr uint32_t kDefaultFlushMs = 50;
+constexpr uint32_t kStartupCycles = 20;           // at 1 ms, before the period doubles to flush_ms
 constexpr uint32_t kCuptiFlushEveryCycles = 4;    // 200 ms at the default period
 constexpr uint32_t kDiagnosticsEveryCycles = 20;  // 1 s at the default period
 constexpr int kConnectWaitMs = 1000;
@@ -64,6 +72,11 @@ struct SessionInfo {
   wire::HelloMode mode = wire::HelloMode::kTraced;  // kTraced or kArmed
 };
 
+// Asks the running flush thread for a cycle now instead of at its period's end: a ring passed its
+// fill mark. Best effort (a wake that races the thread's going to sleep waits for the period).
+// Runs on: an app thread, from SpscRing's fill-mark signal; one futex wake, no lock.
+void WakeFlushThreadEarly() noexcept;
+
 class FlushThread final : private NameInterner {
  public:
   explicit FlushThread(ShimState* shim) noexcept;
@@ -77,7 +90,9 @@ class FlushThread final : private NameInterner {
   // Runs on: the atexit caller.
   void Stop(int join_timeout_ms) noexcept;
   // Fork child: the thread does not exist here; close the socket and forget everything.
-  void AbandonAfterFork() noexcept { transport_.AbandonAfterFork(); }
+  void AbandonAfterFork() noexcept;
+  // WakeFlushThreadEarly's work. Runs on: any thread.
+  void WakeEarly() noexcept;
 
   // The pieces of the thread's work, public so tests can drive them on a socketpair.
   void Adopt(int fd) noexcept { transport_.Adopt(fd); }
@@ -111,6 +126,7 @@ class FlushThread final : private NameInterner {
   void RestartStream() noexcept;
   void DiscardCuptiBuffers() noexcept;
   bool StopRequested() noexcept;
+  std::chrono::milliseconds PeriodOfCycle(uint64_t cycle) const noexcept;
 
   ShimState* shim_;
   Transport transport_;
@@ -121,7 +137,9 @@ class FlushThread final : private NameInterner {
 
   std::mutex wake_mutex_;
   std::condition_variable wake_;
-  bool stop_ = false;  // guarded by wake_mutex_
+  bool stop_ = false;                      // guarded by wake_mutex_
+  std::atomic<bool> drain_wanted_{false};  // a ring passed its fill mark
+  bool hello_sent_ = false;                // by Start(), before the thread ran
 
   // Flush-thread-only state.
   uint64_t cycles_ = 0;

@@ -13,6 +13,11 @@
 // Records are whole wire records (RecordHeader + body + padding, a multiple of 8 bytes), so the
 // consumer copies them into a message unchanged.
 //
+// The fill mark: when a record leaves the ring at least half full, the producer calls the ring's
+// fill-mark signal (the flush thread's early wake) once; the consumer's next Drain re-arms it. So
+// a burst is drained when it needs to be, not a whole flush period later, at the cost of one wake
+// per half ring (thousands of records), the producer's only syscall besides its ring's mmap.
+//
 // Memory order: the producer publishes a record by a release store of write_pos_; the consumer
 // frees space by a release store of read_pos_. Everything the producer did before writing a
 // record (e.g. interning the strings it refers to) is therefore visible to the consumer that
@@ -32,9 +37,12 @@ namespace gpuattr::inject {
 class SpscRing {
  public:
   // `data` must hold `capacity` bytes, 8-byte aligned; `capacity` a power of two >= 256.
-  void Init(uint8_t* data, uint32_t capacity) noexcept {
+  // `fill_mark_signal`, if any, is called on the producer's thread when the ring passes half full.
+  void Init(uint8_t* data, uint32_t capacity, void (*fill_mark_signal)() = nullptr) noexcept {
     data_ = data;
     capacity_ = capacity;
+    fill_mark_signal_ = fill_mark_signal;
+    fill_mark_signalled_.store(false, std::memory_order_relaxed);
     write_pos_.store(0, std::memory_order_relaxed);
     read_pos_.store(0, std::memory_order_relaxed);
     dropped_.store(0, std::memory_order_relaxed);
@@ -74,11 +82,13 @@ class SpscRing {
       pos += header.size;
     }
     read_pos_.store(pos, std::memory_order_release);
+    fill_mark_signalled_.store(false, std::memory_order_relaxed);
   }
 
   // Consumer side, or a single-threaded context (fork child): forgets every unread record.
   void DiscardAll() noexcept {
     read_pos_.store(write_pos_.load(std::memory_order_acquire), std::memory_order_release);
+    fill_mark_signalled_.store(false, std::memory_order_relaxed);
   }
 
   // Consumer: how far the consumer has read.
@@ -111,14 +121,25 @@ class SpscRing {
       std::memcpy(data_ + offset, &marker, sizeof(marker));
     }
     pending_ = write + skip + size;
+    pending_used_ = pending_ - read;
     return data_ + ((write + skip) & (capacity_ - 1));
   }
 
-  void Commit() noexcept { write_pos_.store(pending_, std::memory_order_release); }
+  void Commit() noexcept {
+    write_pos_.store(pending_, std::memory_order_release);
+    if (pending_used_ >= capacity_ / 2 && fill_mark_signal_ != nullptr &&
+        !fill_mark_signalled_.load(std::memory_order_relaxed)) {
+      fill_mark_signalled_.store(true, std::memory_order_relaxed);
+      fill_mark_signal_();
+    }
+  }
 
   uint8_t* data_ = nullptr;
   uint32_t capacity_ = 0;
-  uint64_t pending_ = 0;  // producer-only: write position after the reserved record
+  uint64_t pending_ = 0;       // producer-only: write position after the reserved record
+  uint64_t pending_used_ = 0;  // producer-only: bytes in use once it is committed
+  void (*fill_mark_signal_)() = nullptr;
+  std::atomic<bool> fill_mark_signalled_{false};  // set by the producer, cleared by Drain
   alignas(64) std::atomic<uint64_t> write_pos_{0};
   std::atomic<uint64_t> dropped_{0};
   alignas(64) std::atomic<uint64_t> read_pos_{0};

@@ -6,6 +6,7 @@
 
 #include <new>
 
+#include "runtime/flush_thread.h"
 #include "runtime/shim_state.h"
 
 namespace gpuattr::inject {
@@ -55,7 +56,7 @@ ThreadState* ThreadRegistry::Acquire(uint32_t tid) noexcept {
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (block == MAP_FAILED) return nullptr;
   auto* state = new (block) ThreadState();
-  state->ring.Init(static_cast<uint8_t*>(block) + kHeaderBytes, ring_bytes_);
+  state->ring.Init(static_cast<uint8_t*>(block) + kHeaderBytes, ring_bytes_, &WakeFlushThreadEarly);
   state->tid = tid;
   ThreadState* head = head_.load(std::memory_order_relaxed);
   do {

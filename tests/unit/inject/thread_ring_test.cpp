@@ -48,6 +48,33 @@ TEST_CASE("a ring hands records to the consumer in order, unchanged", "[ring]") 
   CHECK(ring.dropped() == 0);
 }
 
+int g_fill_mark_signals = 0;
+void CountFillMarkSignal() { ++g_fill_mark_signals; }
+
+TEST_CASE("a ring signals once when it passes half full, and again after a drain", "[ring]") {
+  alignas(8) uint8_t storage[256];
+  SpscRing ring;
+  g_fill_mark_signals = 0;
+  ring.Init(storage, sizeof(storage), &CountFillMarkSignal);
+  const auto push = [&] {
+    return ring.Push(wire::RecordType::kRangePush, wire::RangeEvent{1, 7, 1});
+  };
+  for (int i = 0; i < 5; ++i) REQUIRE(push());  // 120 bytes of 256: below the mark
+  CHECK(g_fill_mark_signals == 0);
+  REQUIRE(push());  // 144 bytes: past it
+  CHECK(g_fill_mark_signals == 1);
+  REQUIRE(push());
+  CHECK(g_fill_mark_signals == 1);  // once until the consumer drains
+  CHECK(DrainAll(ring).events.size() == 7);
+  for (int i = 0; i < 4; ++i) REQUIRE(push());  // 96 bytes and a 16-byte skip marker: 112
+  CHECK(g_fill_mark_signals == 1);
+  REQUIRE(push());
+  CHECK(g_fill_mark_signals == 2);
+  ring.DiscardAll();
+  for (int i = 0; i < 6; ++i) REQUIRE(push());
+  CHECK(g_fill_mark_signals == 3);
+}
+
 TEST_CASE("a ring wraps around with a skip marker the consumer never sees", "[ring]") {
   alignas(8) uint8_t storage[256];
   SpscRing ring;
