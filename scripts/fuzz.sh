@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing of the four targets (docs/fuzzing.md), each for SECONDS, PARALLEL at a
+# Coverage-guided fuzzing of the five targets (docs/fuzzing.md), each for SECONDS, PARALLEL at a
 # time (default: half the cores, at least 1), from a copy of its seed corpus in tests/fuzz/corpus.
 # Needs the fuzz preset built (cmake --preset fuzz && cmake --build --preset fuzz). Each target's
 # grown corpus, crash artifacts and log go to WORK_DIR/<target>/; the last lines of each log
@@ -23,7 +23,7 @@ run_target() {  # run_target NAME: one libFuzzer run of gpuattr_NAME_fuzzer
   echo "$status" >"$dir/status"
 }
 
-targets=(import wire gate report)
+targets=(import wire gate report merge)
 for ((i = 0; i < ${#targets[@]}; i += parallel)); do
   for name in "${targets[@]:i:parallel}"; do run_target "$name" & done
   wait

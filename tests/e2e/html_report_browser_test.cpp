@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -359,6 +360,31 @@ TEST_CASE("The HTML report of a PyTorch trace shows its modules with backward an
   REQUIRE(meta != std::string::npos);
   const std::string header = dom_run.out.substr(meta, dom_run.out.find("</div>", meta) - meta);
   CHECK(header.find("import: kineto · pytorch_checkpointed.json") != std::string::npos);
+}
+
+TEST_CASE("The HTML report says what a truncated or host-only status means",
+          "[visualization][html]") {
+  RequireChromium();
+  TempDir dir;
+  // The golden run of a process killed mid-run: truncated, its stream cut.
+  const std::string truncated =
+      std::string(GPUATTR_SOURCE_DIR) + "/tests/golden/fault_crash/report.json";
+  json host_only = json::parse(ReadFile(truncated));
+  host_only["processes"][0]["status"] = "host_only";
+  test_support::WriteFile(dir.File("host_only.json"), host_only.dump());
+  for (const auto& [input, status, note] :
+       {std::tuple<std::string, std::string, std::string>{truncated, "truncated",
+                                                          "the stream ended without a Goodbye"},
+        {dir.File("host_only.json"), "host only", "CUDA never started here"}}) {
+    INFO(status);
+    const std::string page = dir.File("page.html");
+    std::remove(page.c_str());
+    REQUIRE(ExitStatus(RunProcess({GPUATTR_BIN, "report", input, "--html", page})) == 0);
+    const ProcessResult dom_run = RunChromium(dir, page, {"--dump-dom"});
+    REQUIRE(ExitStatus(dom_run) == 0);
+    CHECK(OverviewCards(dom_run.out)["status"] == status);
+    CHECK_THAT(Block(dom_run.out, "overview"), Catch::Contains(note));
+  }
 }
 
 TEST_CASE("The HTML report of a multi-rank run has the rank table and names the straggler",

@@ -371,5 +371,36 @@ TEST_CASE("a fork child that leaves through _exit is in the report with its rang
   }
 }
 
+// Issue 21: a script killed by an uncaught Ctrl-C inside a step. Its stream ends without Goodbye:
+// truncated in the JSON and the text view, with the span it may have lost, and the interrupted
+// step is no step row.
+TEST_CASE("a script interrupted mid-step is truncated and its open step is no row", "[e2e]") {
+  TempDir dir;
+  const std::string report_path = dir.File("r.json");
+  const ProcessResult run =
+      RunProcess({GPUATTR_BIN, "run", "--quiet", "-o", report_path, "--", GPUATTR_PYTHON,
+                  INTERRUPTED_STEPS_SCRIPT, NVTX_INTEROP_LIBRARY});
+  INFO("stderr: " << run.err);
+  CHECK(ExitStatus(run) == 128 + 2);  // the command's own status: killed by SIGINT
+  REQUIRE(SchemaValid(report_path));
+  const json report = ReadJson(report_path);
+  REQUIRE(report["processes"].size() == 1);
+  const json& process = report["processes"][0];
+  CHECK(process["status"] == "truncated");
+  CHECK(process["goodbye"] == false);
+  CHECK(process["loss"]["lost_span"]["ns"].is_number_unsigned());
+  CHECK(report["summary"]["statuses"]["truncated"] == 1);
+  REQUIRE(process["steps"].is_object());
+  CHECK(process["steps"]["range"] == "step");
+  CHECK(process["steps"]["instances"] == 3);
+  CHECK(process["steps"]["unfinished"] == 1);
+  CHECK(process["steps"]["rows"].size() == 3);
+  const ProcessResult view = RunProcess({GPUATTR_BIN, "report", report_path});
+  REQUIRE(ExitStatus(view) == 0);
+  CHECK_THAT(view.out, Catch::Contains("status truncated"));
+  CHECK_THAT(view.out, Catch::Contains("truncated: its stream ended without a Goodbye"));
+  CHECK_THAT(view.out, Catch::Contains("processes 1: complete 0, truncated 1"));
+}
+
 }  // namespace
 }  // namespace gpuattr::e2e

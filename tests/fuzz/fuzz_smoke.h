@@ -1,4 +1,4 @@
-// The fuzz-smoke replay shared by the import, wire, gate and report targets: every seed in a corpus
+// The fuzz-smoke replay shared by the import, wire, gate, report and merge targets: every seed in a
 // directory through a fuzz entry, then N mutations of them (fixed seed, so a failure reproduces).
 // Mutations: bit flips, truncation, duplicated and deleted slices, and inserted tokens that the
 // target's format gives meaning to. A crash or abort fails the ctest test; so does a seed the
