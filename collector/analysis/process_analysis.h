@@ -180,6 +180,13 @@ struct Totals {
   uint64_t device_ns() const { return kernel_ns + memcpy_ns + memset_ns; }
 };
 
+// A stream cut before Goodbye: what came after its last record, from_ns, may be lost, up to when
+// its connection closed, to_ns (empty when not known).
+struct LostSpan {
+  uint64_t from_ns = 0;
+  std::optional<uint64_t> to_ns;
+};
+
 // Every loss counter of the report's `loss` (docs/attribution.md §Status and loss): the shim's,
 // from its latest Diagnostics record, and the collector's own.
 struct Loss {
@@ -199,13 +206,7 @@ struct Loss {
   uint64_t unknown_records = 0;  // record types this collector does not know (skipped)
   uint64_t orphan_api_exits = 0;
   uint64_t zero_correlation_launches = 0;
-  // A stream cut before Goodbye: what came after its last record is lost, up to when its
-  // connection closed (empty when not known). Empty for a stream that ended in order.
-  struct LostSpan {
-    uint64_t from_ns = 0;
-    std::optional<uint64_t> to_ns;
-  };
-  std::optional<LostSpan> lost_span;
+  std::optional<LostSpan> lost_span;  // empty for a stream that ended in order
 };
 
 // Who the process is, as its Hello says.

@@ -56,7 +56,7 @@ void AddProcessFacts(const TraceData& data, ProcessAnalysis& analysis) {
   analysis.status = StatusOf(data, analysis.device_measured, !analysis.refusals.empty());
   Loss& loss = analysis.loss;
   if (!StreamEnded(data)) {
-    Loss::LostSpan& lost = loss.lost_span.emplace();
+    LostSpan& lost = loss.lost_span.emplace();
     lost.from_ns = data.last_timestamp_ns;
     if (data.closed_ns && *data.closed_ns >= lost.from_ns) lost.to_ns = data.closed_ns;
   }

@@ -443,7 +443,7 @@ Json LossJson(const Loss& loss, bool measured) {
   auto measured_field = [&](uint64_t value) { return measured ? Json(value) : Json(nullptr); };
   Json lost_span = nullptr;
   if (loss.lost_span) {
-    const Loss::LostSpan& lost = *loss.lost_span;
+    const LostSpan& lost = *loss.lost_span;
     lost_span = {{"from_ns", lost.from_ns},
                  {"to_ns", lost.to_ns ? Json(*lost.to_ns) : Json(nullptr)},
                  {"ns", lost.to_ns ? Json(*lost.to_ns - lost.from_ns) : Json(nullptr)}};

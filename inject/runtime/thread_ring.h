@@ -2,7 +2,8 @@
 //
 // Each app thread owns one ring (ThreadState); the producer is that thread (NVTX handlers, CUPTI
 // API callbacks), the consumer is the gpuattr-flush thread. The producer never blocks, never
-// allocates and makes no syscall: when a record does not fit, it is dropped and counted.
+// allocates and makes no syscall but the fill mark's wake (below): when a record does not fit, it
+// is dropped and counted.
 //
 //   data_: [ rec | rec | rec | skip........ ]   capacity_ bytes, a power of two
 //            ^read_pos_ & mask      ^write_pos_ & mask
@@ -82,13 +83,13 @@ class SpscRing {
       pos += header.size;
     }
     read_pos_.store(pos, std::memory_order_release);
-    fill_mark_signalled_.store(false, std::memory_order_relaxed);
+    RearmFillMark();
   }
 
   // Consumer side, or a single-threaded context (fork child): forgets every unread record.
   void DiscardAll() noexcept {
     read_pos_.store(write_pos_.load(std::memory_order_acquire), std::memory_order_release);
-    fill_mark_signalled_.store(false, std::memory_order_relaxed);
+    RearmFillMark();
   }
 
   // Consumer: how far the consumer has read.
@@ -123,6 +124,14 @@ class SpscRing {
     pending_ = write + skip + size;
     pending_used_ = pending_ - read;
     return data_ + ((write + skip) & (capacity_ - 1));
+  }
+
+  // Consumer: written only when it was signalled, so that a drain does not dirty the cache line
+  // the producer reads on every push.
+  void RearmFillMark() noexcept {
+    if (fill_mark_signalled_.load(std::memory_order_relaxed)) {
+      fill_mark_signalled_.store(false, std::memory_order_relaxed);
+    }
   }
 
   void Commit() noexcept {

@@ -5,7 +5,9 @@
 // The flush thread walks the registry and drains rings (SpscRing is the only shared part).
 //
 // Ownership and lifetime: a ThreadState and its ring live in one mmap'd block, allocated on the
-// thread's first event (the only syscall an app thread makes for the shim) and never unmapped.
+// thread's first event and never unmapped. That mmap, the ring's fill-mark wake (once per half
+// ring) and, on the one thread that starts the session, its connect and Hello are the only
+// syscalls an app thread makes for the shim.
 // When a thread exits (pthread key destructor) its state is marked kRetired; once the flush thread
 // has drained a retired ring it marks it kFree, and the next new thread reuses it instead of
 // mapping a new block. The registry is a push-only lock-free list.

@@ -1,8 +1,10 @@
 // Transport: the non-blocking SOCK_SEQPACKET connection to the collector, and Outbox, which packs
 // wire records into messages (at most wire::kMaxMessageBytes each) and sends them.
 //
-// Runs on: the gpuattr-flush thread only (tests: the test thread). App threads never touch it,
-// except that the thread stopping the shim may set the Outbox's deadline (set_deadline_ns).
+// Runs on: the gpuattr-flush thread (tests: the test thread). App threads never touch it, except
+// that the thread starting the session connects and sends Hello before the flush thread exists
+// (FlushThread::Start), and the thread stopping the shim may set the Outbox's deadline
+// (set_deadline_ns).
 //
 // Drop policy: a message is one datagram. When the socket is full, Send waits for writability at
 // most `wait_ms`, then drops the message and counts it and its records; once the peer is gone

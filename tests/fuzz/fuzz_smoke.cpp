@@ -79,4 +79,15 @@ int RunFuzzSmoke(int argc, char** argv, FuzzEntry entry, const std::vector<std::
   return failures == 0 ? 0 : 1;
 }
 
+std::vector<std::string> JsonTokens(std::vector<std::string> extra) {
+  std::vector<std::string> tokens = {"{", "}", "[", "]", ",", ":", "\""};
+  tokens.insert(tokens.end(), extra.begin(), extra.end());
+  return tokens;
+}
+
+std::vector<std::string> ReportFileTokens() {
+  return JsonTokens({"\\u0007", "1e999", "-1", "-9223372036854775809", "18446744073709551616",
+                     "null", "\"\"", "[[[[[[[[", "{\"a\":{}}", "\xe2\x80\xa6", "\xff"});
+}
+
 }  // namespace gpuattr::fuzz

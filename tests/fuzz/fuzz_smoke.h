@@ -19,6 +19,13 @@ using FuzzEntry = bool (*)(const uint8_t* data, size_t size);
 // main() of a fuzz-smoke test: argv is CORPUS_DIR MUTATIONS. Returns the exit status.
 int RunFuzzSmoke(int argc, char** argv, FuzzEntry entry, const std::vector<std::string>& tokens);
 
+// JSON's punctuation, then `extra`: the tokens of a target whose input is JSON.
+std::vector<std::string> JsonTokens(std::vector<std::string> extra);
+
+// The tokens of a target whose input is a report file (`gpuattr report`, `gpuattr merge`): JSON
+// punctuation, extreme numbers and wrongly typed values.
+std::vector<std::string> ReportFileTokens();
+
 }  // namespace gpuattr::fuzz
 
 #endif  // GPUATTR_TESTS_FUZZ_FUZZ_SMOKE_H_

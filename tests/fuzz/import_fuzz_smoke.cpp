@@ -7,23 +7,8 @@
 #include "import_fuzz_entry.h"
 
 int main(int argc, char** argv) {
-  const std::vector<std::string> tokens = {"{",
-                                           "}",
-                                           "[",
-                                           "]",
-                                           ",",
-                                           ":",
-                                           "\"",
-                                           "\\",
-                                           "1e999",
-                                           "-1",
-                                           "0.0000001",
-                                           "18446744073709551616",
-                                           "\"ph\":\"X\"",
-                                           "\"cat\":\"kernel\"",
-                                           "\"correlation\":",
-                                           "null",
-                                           "\"ts\":",
-                                           "\xff\xfe"};
+  const std::vector<std::string> tokens = gpuattr::fuzz::JsonTokens(
+      {"\\", "1e999", "-1", "0.0000001", "18446744073709551616", "\"ph\":\"X\"",
+       "\"cat\":\"kernel\"", "\"correlation\":", "null", "\"ts\":", "\xff\xfe"});
   return gpuattr::fuzz::RunFuzzSmoke(argc, argv, gpuattr::fuzz::ImportKinetoBytes, tokens);
 }

@@ -1,29 +1,8 @@
-// fuzz-smoke for report reading and rendering (see fuzz_smoke.h): the tokens are JSON
-// punctuation, extreme numbers and wrongly typed values.
-#include <string>
-#include <vector>
-
+// fuzz-smoke for report reading and rendering (see fuzz_smoke.h): the tokens of a report file.
 #include "fuzz_smoke.h"
 #include "report_fuzz_entry.h"
 
 int main(int argc, char** argv) {
-  const std::vector<std::string> tokens = {"{",
-                                           "}",
-                                           "[",
-                                           "]",
-                                           ",",
-                                           ":",
-                                           "\"",
-                                           "\\u0007",
-                                           "1e999",
-                                           "-1",
-                                           "-9223372036854775809",
-                                           "18446744073709551616",
-                                           "null",
-                                           "\"\"",
-                                           "[[[[[[[[",
-                                           "{\"a\":{}}",
-                                           "\xe2\x80\xa6",
-                                           "\xff"};
-  return gpuattr::fuzz::RunFuzzSmoke(argc, argv, gpuattr::fuzz::RenderReportBytes, tokens);
+  return gpuattr::fuzz::RunFuzzSmoke(argc, argv, gpuattr::fuzz::RenderReportBytes,
+                                     gpuattr::fuzz::ReportFileTokens());
 }

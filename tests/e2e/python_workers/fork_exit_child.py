@@ -4,21 +4,14 @@ shim's flush thread sent while it lived reaches the report. Prints the child's p
 
 Usage: fork_exit_child.py LIBNVTX3INTEROP WORK_MS
 """
-import ctypes
 import os
 import sys
-import time
 
-
-def spin(seconds):
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
+from nvtx_ctypes import load_nvtx, spin
 
 
 def main():
-    nvtx = ctypes.CDLL(sys.argv[1])
-    nvtx.nvtxRangePushA.argtypes = [ctypes.c_char_p]
+    nvtx = load_nvtx(sys.argv[1])
     work_s = float(sys.argv[2]) / 1000
     pid = os.fork()
     if pid == 0:

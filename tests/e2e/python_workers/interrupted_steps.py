@@ -4,22 +4,15 @@ atexit handler runs and the shim sends no Goodbye.
 
 Usage: interrupted_steps.py LIBNVTX3INTEROP
 """
-import ctypes
 import os
 import signal
 import sys
-import time
 
-
-def spin(seconds):
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
+from nvtx_ctypes import load_nvtx, spin
 
 
 def main():
-    nvtx = ctypes.CDLL(sys.argv[1])
-    nvtx.nvtxRangePushA.argtypes = [ctypes.c_char_p]
+    nvtx = load_nvtx(sys.argv[1])
     for step in range(4):
         nvtx.nvtxRangePushA(b"step")
         nvtx.nvtxRangePushA(b"forward")
