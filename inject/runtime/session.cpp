@@ -28,6 +28,7 @@ std::atomic<int> g_status{kIdle};
 std::atomic<bool> g_hooks_installed{false};
 bool g_atexit_registered = false;  // written only by the session starter
 bool g_fork_child = false;         // this process image began as a fork child (ForkChild)
+bool g_exiting = false;            // AtExitWithoutSession runs: the loader is finalizing us
 pid_t g_session_pid = 0;
 SessionInfo g_info;  // socket path kept for a fork child's new session
 bool g_info_ready = false;
@@ -135,14 +136,16 @@ void AtExit() noexcept {
   }
 }
 
-// Runs on: the thread ending the process, through atexit (registered at load, so after every
-// other handler): a process that never started a session, and so never called CUDA or NVTX
+// Runs on: the thread ending the process, through atexit (registered at load, before the
+// loader's own exit handler, so it runs last, inside the loader's finalization of this library):
+// a process that never started a session, and so never called CUDA or NVTX
 // successfully, is reported only when it carries a CUDA runtime without a driver. Its session
 // starts and ends here.
 void AtExitWithoutSession() noexcept {
   try {
     if (g_status.load(std::memory_order_acquire) != kIdle || getpid() != g_session_pid) return;
     g_atexit_registered = true;  // this handler ends the session it starts
+    g_exiting = true;
     if (!LoadSessionInfo() || !ReportMissingDriver() || !EnsureSession()) return;
     FinishSession();
   } catch (...) {
@@ -215,7 +218,9 @@ bool EnsureSession() noexcept {
   if (g_info.mode == wire::HelloMode::kArmed) {
     Shim().hot_flags.fetch_or(kHotArmed, std::memory_order_release);
   }
-  PinLibrary();
+  // At exit this handler runs inside the loader's finalization of this library, after its
+  // finalizers: a dlopen of ourselves then would run our initialisers again.
+  if (!g_exiting) PinLibrary();
   g_flush = new (g_flush_storage) FlushThread(&Shim());
   if (!g_flush->Start(g_info)) {
     g_status.store(kInert, std::memory_order_release);

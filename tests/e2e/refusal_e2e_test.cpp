@@ -54,6 +54,13 @@ void CheckDriverVerdict(const std::string& program) {
 
 TEST_CASE("an nvcc-built program with the static runtime and no driver gets driver_missing",
           "[e2e]") {
+  if (GPUATTR_ASAN_SHIM) {
+    // The ASan-built shim preloaded into the uninstrumented, statically linked program crashes
+    // it at start (pc 0, on a thread ASan does not know) unless libasan is preloaded first: a
+    // sanitizer-build artefact this test does not work around; the dev build's run checks it.
+    WARN("skipped under the asan-ubsan preset");
+    return;
+  }
   CheckDriverVerdict(DEVICE_COUNT_STATIC);
 }
 
