@@ -67,8 +67,9 @@ std::string WrapText(const std::string& text, const std::string& first, const st
 std::string AdviceText(const nlohmann::json& advice);
 
 // What a process's status means, when it is not plain (truncated: what may be lost, from
-// loss.lost_span; host_only: that nothing was), as an indented paragraph; "" for complete and
-// refused (a refusal prints its own cause and remedy) and for a status this build does not know.
+// loss.lost_span; host_only: that no device time is missing), as an indented paragraph; "" for
+// complete and refused (a refusal prints its own cause and remedy) and for a status this build does
+// not know.
 std::string StatusNote(const nlohmann::json& process);
 
 // ---- Tables ----

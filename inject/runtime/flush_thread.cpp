@@ -124,10 +124,10 @@ void FlushThread::Run() noexcept {
     SendHello(info_, info_.mode);
     if (armed) outbox_.Flush();  // register with the daemon now, not at the first window
   }
-  for (uint64_t period = 0;; ++period) {
+  for (uint64_t cycle = 0;; ++cycle) {
     {
       std::unique_lock<std::mutex> lock(wake_mutex_);
-      wake_.wait_for(lock, PeriodOfCycle(period),
+      wake_.wait_for(lock, PeriodOfCycle(cycle),
                      [this] { return stop_ || drain_wanted_.load(std::memory_order_relaxed); });
       if (stop_) break;
     }
