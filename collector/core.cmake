@@ -44,6 +44,7 @@ add_library(gpuattr_collector_core STATIC
   report/report_builder.cpp
   report/report_json.cpp
   report/report_reader.cpp
+  report/step_row_columns.cpp
   report/report_writer.cpp
   report/summary.cpp
   ${GPUATTR_COLLECTOR_EMBEDDED}

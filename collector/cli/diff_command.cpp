@@ -26,9 +26,9 @@ Examples:
 }  // namespace
 
 StatusOr<std::string> DiffCommandOutput(const DiffCommandOptions& options) {
-  GPUATTR_ASSIGN_OR_RETURN(const nlohmann::json baseline, LoadReport(options.baseline));
-  GPUATTR_ASSIGN_OR_RETURN(const nlohmann::json current, LoadReport(options.current));
-  const nlohmann::json diff = DiffReports(baseline, current);
+  GPUATTR_ASSIGN_OR_RETURN(const LoadedReport baseline, LoadReport(options.baseline));
+  GPUATTR_ASSIGN_OR_RETURN(const LoadedReport current, LoadReport(options.current));
+  const nlohmann::json diff = DiffReports(baseline.document(), current.document());
   if (options.json) {
     return diff.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }

@@ -76,11 +76,11 @@ Status WriteOutput(const std::string& text, const std::string& path, const char*
 StatusOr<GateCommandResult> RunGateCommand(const GateCommandOptions& options) {
   const uint64_t started_realtime_ns = NowNs(CLOCK_REALTIME);
   const uint64_t started_ns = NowNs(CLOCK_MONOTONIC);
-  GPUATTR_ASSIGN_OR_RETURN(const Json baseline, LoadReport(options.baseline));
-  GPUATTR_ASSIGN_OR_RETURN(const Json current, LoadReport(options.current));
+  GPUATTR_ASSIGN_OR_RETURN(const LoadedReport baseline, LoadReport(options.baseline));
+  GPUATTR_ASSIGN_OR_RETURN(const LoadedReport current, LoadReport(options.current));
   GateRules rules;
   if (options.rules.empty()) {
-    rules = DefaultGateRules(baseline);
+    rules = DefaultGateRules(baseline.document());
   } else {
     GPUATTR_ASSIGN_OR_RETURN(rules, LoadRules(options.rules));
   }

@@ -367,8 +367,9 @@ StatusOr<MergeResult> MergeReports(const MergeOptions& requested) {
   std::vector<InputFacts> inputs;
   std::vector<ProcessKey> keys;
   for (size_t i = 0; i < options.inputs.size(); ++i) {
-    GPUATTR_ASSIGN_OR_RETURN(const Json report, LoadReport(options.inputs[i]));
-    GPUATTR_ASSIGN_OR_RETURN(InputFacts facts, ReadInput(options.inputs[i], i, report, &keys));
+    GPUATTR_ASSIGN_OR_RETURN(const LoadedReport report, LoadReport(options.inputs[i]));
+    GPUATTR_ASSIGN_OR_RETURN(InputFacts facts,
+                             ReadInput(options.inputs[i], i, report.document(), &keys));
     inputs.push_back(std::move(facts));
   }
   GPUATTR_RETURN_IF_ERROR(RefuseIncompatible(inputs, options));
@@ -396,7 +397,8 @@ StatusOr<MergeResult> MergeReports(const MergeOptions& requested) {
     const InputFacts& input = inputs[key.input];
     if (key.input != loaded_input) {
       loaded.reset();
-      GPUATTR_ASSIGN_OR_RETURN(loaded, LoadReport(input.path));
+      GPUATTR_ASSIGN_OR_RETURN(LoadedReport read, LoadReport(input.path));
+      loaded = std::move(read).TakeDocumentWithRows();
       loaded_input = key.input;
       const Json& processes = Field(*loaded, "processes");
       if (!processes.is_array() || processes.size() != input.processes) {

@@ -35,12 +35,13 @@ std::string Quoted(const std::string& path) { return "'" + path + "'"; }
 }  // namespace
 
 StatusOr<std::string> ReportCommandOutput(const ReportCommandOptions& options) {
-  GPUATTR_ASSIGN_OR_RETURN(Json report, LoadReport(options.path));
+  GPUATTR_ASSIGN_OR_RETURN(LoadedReport loaded, LoadReport(options.path));
   if (options.view.pid) {
     std::string pids;
     bool found = false;
-    const auto processes = report.find("processes");
-    if (processes != report.end() && processes->is_array()) {
+    const Json& document = loaded.document();
+    const auto processes = document.find("processes");
+    if (processes != document.end() && processes->is_array()) {
       for (const Json& process : *processes) {
         const auto pid = process.is_object() ? process.find("pid") : process.end();
         if (pid == process.end() || !pid->is_number_unsigned()) continue;
@@ -54,6 +55,8 @@ StatusOr<std::string> ReportCommandOutput(const ReportCommandOptions& options) {
                                   " (its processes: " + (pids.empty() ? "none" : pids) + ")");
     }
   }
+  if (options.html.empty() && !options.json) return RenderReportView(loaded, options.view);
+  Json report = std::move(loaded).TakeDocumentWithRows();
   if (!options.html.empty()) {
     if (options.view.pid) {
       Json& processes = report["processes"];
@@ -67,8 +70,7 @@ StatusOr<std::string> ReportCommandOutput(const ReportCommandOptions& options) {
     GPUATTR_RETURN_IF_ERROR(WriteTextAtomically(RenderHtmlReport(report), options.html));
     return std::string();
   }
-  if (options.json) return report.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-  return RenderReportView(report, options.view);
+  return report.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 Subcommand AddReportSubcommand(CLI::App& app) {

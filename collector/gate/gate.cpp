@@ -21,7 +21,8 @@ bool EndsWith(const std::string& text, const std::string& suffix) {
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-StatusOr<MetricValue> ResolveIn(const Json& report, const MetricPath& path, const char* which) {
+StatusOr<MetricValue> ResolveIn(const LoadedReport& report, const MetricPath& path,
+                                const char* which) {
   StatusOr<MetricValue> value = ResolveMetric(report, path);
   if (!value.ok())
     return Status(value.status().code(), std::string(which) + ": " + value.status().message());
@@ -111,7 +112,8 @@ Check RelativeCheck(const Rule& rule, const std::string& metric, const MetricVal
 
 StatusOr<Check> AbsoluteCheck(const Rule& rule, const std::string& metric,
                               const MetricValue& baseline, const MetricValue& current,
-                              const AbsoluteBound& bound, bool minimum, const Json& report) {
+                              const AbsoluteBound& bound, bool minimum,
+                              const LoadedReport& report) {
   Check check;
   check.rule = rule.name;
   check.metric = metric;
@@ -321,7 +323,7 @@ std::string FormatMetricValue(const std::string& metric, double value) {
   return Formatted("%.4g", value);
 }
 
-StatusOr<GateOutcome> EvaluateGate(const nlohmann::json& baseline, const nlohmann::json& current,
+StatusOr<GateOutcome> EvaluateGate(const LoadedReport& baseline, const LoadedReport& current,
                                    const GateRules& rules) {
   GateOutcome outcome;
   outcome.alpha = rules.alpha;
@@ -382,9 +384,9 @@ StatusOr<GateOutcome> EvaluateGate(const nlohmann::json& baseline, const nlohman
     }
   }
   // Passes and families of the current run that are new, or that no rule looked at.
-  const std::vector<std::string> before = ReportKeys(baseline);
+  const std::vector<std::string> before = ReportKeys(baseline.document());
   const std::set<std::string> in_baseline(before.begin(), before.end());
-  for (const std::string& key : ReportKeys(current)) {
+  for (const std::string& key : ReportKeys(current.document())) {
     const bool is_new = in_baseline.count(key) == 0;
     const bool uncovered = covered.count(key) == 0;
     const std::string what = key.rfind("pass:", 0) == 0 ? "pass" : "family";

@@ -24,6 +24,7 @@
 
 #include "base/status.h"
 #include "gate/rules.h"
+#include "report/report_reader.h"
 
 namespace gpuattr::collector {
 
@@ -58,7 +59,7 @@ struct GateOutcome {
   bool Passed() const { return Failures() == 0; }
 };
 
-StatusOr<GateOutcome> EvaluateGate(const nlohmann::json& baseline, const nlohmann::json& current,
+StatusOr<GateOutcome> EvaluateGate(const LoadedReport& baseline, const LoadedReport& current,
                                    const GateRules& rules);
 
 std::string RenderGateTable(const GateOutcome& outcome);

@@ -73,12 +73,29 @@ struct Root {
   const Json* node = nullptr;
   bool is_process = false;
   bool summed_loss = false;  // unscoped loss.X: the sum over processes
+  // A process's step rows: the empty steps.rows array the document holds in their place, and
+  // the columns that hold them.
+  const Json* rows_in_document = nullptr;
+  const StepRowColumns* rows = nullptr;
 };
 
-StatusOr<Root> ResolveRoot(const Json& report, const MetricPath& path, const std::string& where) {
+// processes[index], whose entry is `process`.
+Root ProcessRoot(const LoadedReport& report, const Json& process, size_t index) {
+  Root root{&process, true, false};
+  const Json& rows = Field(Field(process, "steps"), "rows");
+  if (rows.is_array()) {
+    root.rows_in_document = &rows;
+    root.rows = &report.StepRows(index);
+  }
+  return root;
+}
+
+StatusOr<Root> ResolveRoot(const LoadedReport& loaded, const MetricPath& path,
+                           const std::string& where) {
   const auto missing = [&](const std::string& why) {
     return NotFoundError("metric " + where + " " + why);
   };
+  const Json& report = loaded.document();
   if (!report.is_object()) return missing("cannot be read: the report is not an object");
   const auto processes = report.find("processes");
   const bool have_processes = processes != report.end() && processes->is_array();
@@ -91,12 +108,13 @@ StatusOr<Root> ResolveRoot(const Json& report, const MetricPath& path, const std
     case MetricPath::Scope::kPid: {
       const char* field = path.scope == MetricPath::Scope::kRank ? "rank" : "pid";
       if (have_processes) {
-        for (const Json& process : *processes) {
+        for (size_t i = 0; i < processes->size(); ++i) {
+          const Json& process = (*processes)[i];
           if (!process.is_object()) continue;
           const auto id = process.find(field);
           if (id != process.end() && id->is_number_unsigned() &&
               id->get<uint64_t>() == path.scope_id) {
-            return Root{&process, true, false};
+            return ProcessRoot(loaded, process, i);
           }
         }
       }
@@ -113,7 +131,7 @@ StatusOr<Root> ResolveRoot(const Json& report, const MetricPath& path, const std
     return Root{&*summary, false, false};
   }
   const size_t count = have_processes ? processes->size() : 0;
-  if (count == 1) return Root{&(*processes)[0], true, false};
+  if (count == 1) return ProcessRoot(loaded, (*processes)[0], 0);
   if (first == "loss" && count > 1) return Root{&*processes, false, true};
   if (count == 0) return missing("is missing: the report holds no process");
   return missing("is ambiguous: the report holds " + std::to_string(count) +
@@ -156,11 +174,38 @@ const Json* FindNamed(const Json& array, const std::string& name) {
   return nullptr;
 }
 
+// The first row named `name` (as FindNamed names elements), or nullopt.
+std::optional<size_t> FindNamedRow(const StepRowColumns& rows, const std::string& name) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (const char* field : {"family", "name", "reason"}) {
+      const Json value = rows.Member(i, field);
+      if (value.is_string() && value.get_ref<const std::string&>() == name) return i;
+    }
+  }
+  return std::nullopt;
+}
+
 // Follows steps [begin, end) from `node`; nullptr with `why` set when a step does not resolve.
+// A step into the root process's step rows reads that row from its columns into `row`.
 const Json* Walk(const Json* node, const std::vector<PathStep>& steps, size_t begin, size_t end,
-                 std::string* why) {
+                 std::string* why, const Root* root = nullptr, Json* row = nullptr) {
   for (size_t i = begin; i < end; ++i) {
     const PathStep& step = steps[i];
+    if (root != nullptr && node == root->rows_in_document &&
+        (step.kind == PathStep::Kind::kIndex || step.kind == PathStep::Kind::kName)) {
+      const std::optional<size_t> found = step.kind == PathStep::Kind::kIndex
+                                              ? std::optional<size_t>(step.index)
+                                              : FindNamedRow(*root->rows, step.key);
+      if (!found || *found >= root->rows->size()) {
+        *why = step.kind == PathStep::Kind::kIndex
+                   ? "is missing: no element [" + std::to_string(step.index) + "]"
+                   : "is missing: no element named " + JsonText(step.key);
+        return nullptr;
+      }
+      *row = root->rows->Row(*found);
+      node = row;
+      continue;
+    }
     switch (step.kind) {
       case PathStep::Kind::kKey: {
         const auto member = node->is_object() ? node->find(step.key) : node->end();
@@ -238,15 +283,11 @@ bool CollectPhases(const Json& node, bool subtree, std::set<std::string>* phases
 }
 
 // The per-step series of `path` (resolved to `value`) from the process's step rows.
-void AddPerStep(const Json& process, const MetricPath& path, const Json* pass_node, double value,
+void AddPerStep(const Root& root, const MetricPath& path, const Json* pass_node, double value,
                 MetricValue* out) {
-  const auto steps = process.find("steps");
-  const Json* rows = nullptr;
-  if (steps != process.end() && steps->is_object()) {
-    const auto found = steps->find("rows");
-    if (found != steps->end() && found->is_array() && !found->empty()) rows = &*found;
-  }
-  if (rows == nullptr) {
+  const Json& process = *root.node;
+  const StepRowColumns* rows = root.rows;
+  if (rows == nullptr || rows->empty()) {
     const auto reason = process.find("steps_reason");
     out->per_step_note =
         "the report has no step rows" + (reason != process.end() && reason->is_string()
@@ -296,17 +337,26 @@ void AddPerStep(const Json& process, const MetricPath& path, const Json* pass_no
     out->per_step_note = "no per-step values for this metric";
     return;
   }
+  std::vector<size_t> columns;
+  for (const std::string& term : terms) {
+    const std::optional<size_t> column = StepRowColumns::ColumnOf(term);
+    if (!column) {
+      out->per_step_note = "no per-step values for this metric";
+      return;
+    }
+    columns.push_back(*column);
+  }
   std::vector<double> series;
   series.reserve(rows->size());
-  for (const Json& row : *rows) {
+  for (size_t row = 0; row < rows->size(); ++row) {
     double sum = 0;
-    for (const std::string& term : terms) {
-      const auto field = row.is_object() ? row.find(term) : row.end();
-      if (!row.is_object() || field == row.end() || !field->is_number()) {
-        out->per_step_note = "the step rows lack " + term + " (not measured)";
+    for (size_t i = 0; i < columns.size(); ++i) {
+      const std::optional<double> term = rows->Number(row, columns[i]);
+      if (!term) {
+        out->per_step_note = "the step rows lack " + terms[i] + " (not measured)";
         return;
       }
-      sum += field->get<double>();
+      sum += *term;
     }
     series.push_back(sum);
   }
@@ -455,7 +505,7 @@ std::string FormatMetricPath(const MetricPath& path) {
   return text;
 }
 
-StatusOr<MetricValue> ResolveMetric(const nlohmann::json& report, const MetricPath& path) {
+StatusOr<MetricValue> ResolveMetric(const LoadedReport& report, const MetricPath& path) {
   const std::string where = FormatMetricPath(path);
   const auto missing = [&](const std::string& why) {
     return NotFoundError("metric " + where + " " + why);
@@ -508,7 +558,8 @@ StatusOr<MetricValue> ResolveMetric(const nlohmann::json& report, const MetricPa
     out.per_step_note = "no per-step values for this metric";
     return out;
   }
-  const Json* value = Walk(root.node, path.steps, 0, path.steps.size(), &why);
+  Json row;  // a step row the path leads into
+  const Json* value = Walk(root.node, path.steps, 0, path.steps.size(), &why, &root, &row);
   if (value == nullptr) return missing(why);
   const std::optional<double> number = Number(*value);
   if (!number) return not_a_number(*value, "");
@@ -524,11 +575,11 @@ StatusOr<MetricValue> ResolveMetric(const nlohmann::json& report, const MetricPa
       IsKey(s[2], "device") && (IsKey(s[3], "total_ns") || IsKey(s[3], "self_ns"))) {
     pass_node = Walk(root.node, s, 0, 2, &why);
   }
-  AddPerStep(*root.node, path, pass_node, out.value, &out);
+  AddPerStep(root, path, pass_node, out.value, &out);
   return out;
 }
 
-StatusOr<std::vector<MetricPath>> ExpandWildcard(const nlohmann::json& report,
+StatusOr<std::vector<MetricPath>> ExpandWildcard(const LoadedReport& report,
                                                  const MetricPath& path) {
   const auto star = std::find_if(path.steps.begin(), path.steps.end(), [](const PathStep& s) {
     return s.kind == PathStep::Kind::kWildcard;
@@ -544,7 +595,8 @@ StatusOr<std::vector<MetricPath>> ExpandWildcard(const nlohmann::json& report,
   GPUATTR_ASSIGN_OR_RETURN(const Root root, ResolveRoot(report, path, where));
   if (root.summed_loss) return NotFoundError("metric " + where + " cannot expand [*] over loss");
   std::string why;
-  const Json* array = Walk(root.node, path.steps, 0, position, &why);
+  Json row;
+  const Json* array = Walk(root.node, path.steps, 0, position, &why, &root, &row);
   if (array == nullptr) return NotFoundError("metric " + where + " " + why);
   if (!array->is_array()) {
     return NotFoundError("metric " + where + " cannot expand [*]: " +
@@ -557,6 +609,15 @@ StatusOr<std::vector<MetricPath>> ExpandWildcard(const nlohmann::json& report,
     concrete.steps[position] = std::move(step);
     expanded.push_back(std::move(concrete));
   };
+  if (array == root.rows_in_document) {  // step rows: by index, since rows share their names
+    for (size_t i = 0; i < root.rows->size(); ++i) {
+      PathStep step;
+      step.kind = PathStep::Kind::kIndex;
+      step.index = i;
+      with(step);
+    }
+    return expanded;
+  }
   if (passes) {
     // Depth first, so that parents come before their children.
     std::vector<std::pair<const Json*, std::vector<std::string>>> stack;

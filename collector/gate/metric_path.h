@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "report/report_reader.h"
 
 namespace gpuattr::collector {
 
@@ -62,12 +63,13 @@ StatusOr<MetricPath> ParseMetricPath(const std::string& text);
 std::string FormatMetricPath(const MetricPath& path);
 
 // kNotFound: "metric PATH ...why".
-StatusOr<MetricValue> ResolveMetric(const nlohmann::json& report, const MetricPath& path);
+StatusOr<MetricValue> ResolveMetric(const LoadedReport& report, const MetricPath& path);
 
 // `path` (one [*]) with the wildcard replaced by each element the report holds there: every node
-// of a pass tree (depth first), every family by name, else every index. kNotFound when the part
+// of a pass tree (depth first), every family by name, else every index (step rows by index too,
+// since their names repeat). kNotFound when the part
 // before the wildcard does not resolve to an array; kInvalidArgument for several wildcards.
-StatusOr<std::vector<MetricPath>> ExpandWildcard(const nlohmann::json& report,
+StatusOr<std::vector<MetricPath>> ExpandWildcard(const LoadedReport& report,
                                                  const MetricPath& path);
 
 }  // namespace gpuattr::collector

@@ -92,24 +92,7 @@ Json ByPhaseJson(bool measured, const PhaseCoverage& coverage) {
   return out;
 }
 
-// The terms of one step row (§Steps), in a fixed order shared with the summary.
-constexpr const char* kStepTerms[] = {"host_ns",
-                                      "forward_ns",
-                                      "backward_ns",
-                                      "recompute_ns",
-                                      "optimizer_ns",
-                                      "loss_ns",
-                                      "communication_ns",
-                                      "other_ns",
-                                      "unattributed_ns",
-                                      "busy_ns",
-                                      "gaps_ns",
-                                      "compute_busy_ns",
-                                      "communication_busy_ns",
-                                      "memory_busy_ns",
-                                      "communication_hidden_ns",
-                                      "communication_exposed_ns"};
-
+// kStepTerms of `row`, in order.
 std::array<uint64_t, std::size(kStepTerms)> StepTerms(const StepRow& row) {
   const auto& ns = row.phases.ns;
   return {row.host_ns(),

@@ -20,6 +20,25 @@ namespace gpuattr::collector {
 
 inline constexpr char kReportSchemaVersion[] = "gpuattr.report/1";
 
+// The terms of a step row (docs/attribution.md §Steps), in the order steps.summary and every
+// reader of the rows take them.
+inline constexpr const char* kStepTerms[] = {"host_ns",
+                                             "forward_ns",
+                                             "backward_ns",
+                                             "recompute_ns",
+                                             "optimizer_ns",
+                                             "loss_ns",
+                                             "communication_ns",
+                                             "other_ns",
+                                             "unattributed_ns",
+                                             "busy_ns",
+                                             "gaps_ns",
+                                             "compute_busy_ns",
+                                             "communication_busy_ns",
+                                             "memory_busy_ns",
+                                             "communication_hidden_ns",
+                                             "communication_exposed_ns"};
+
 // The UTC second of a wall-clock time through strftime (a result under 64 bytes).
 std::string UtcSeconds(uint64_t realtime_ns, const char* strftime_format);
 // "2025-01-02T03:04:05.123456789Z".

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "report/report_json.h"
+#include "report/report_reader.h"
 
 namespace gpuattr::collector {
 namespace {
@@ -17,18 +18,21 @@ using Json = nlohmann::json;
 // straggler_spread = (slowest - fastest) / fastest. All null with fewer than two such rows;
 // the spread is also null when the fastest step_ns is 0.
 void AddStragglers(const Json& ranks, Json* summary) {
+  // A merge's rows come from its input files: read them as untrusted (a member may be missing).
   const Json* slowest = nullptr;
   const Json* fastest = nullptr;
   size_t with_steps = 0;
   for (const Json& row : ranks) {
-    if (!row["step_ns"].is_number_integer()) continue;
+    if (!IsCount(Field(row, "step_ns"))) continue;
     ++with_steps;
-    const uint64_t step_ns = row["step_ns"].get<uint64_t>();
-    if (slowest == nullptr || step_ns > (*slowest)["step_ns"].get<uint64_t>()) slowest = &row;
-    if (fastest == nullptr || step_ns < (*fastest)["step_ns"].get<uint64_t>()) fastest = &row;
+    const uint64_t step_ns = Field(row, "step_ns").get<uint64_t>();
+    if (slowest == nullptr || step_ns > Field(*slowest, "step_ns").get<uint64_t>()) slowest = &row;
+    if (fastest == nullptr || step_ns < Field(*fastest, "step_ns").get<uint64_t>()) fastest = &row;
   }
   auto entry = [](const Json& row) {
-    return Json{{"rank", row["rank"]}, {"pid", row["pid"]}, {"step_ns", row["step_ns"]}};
+    return Json{{"rank", Field(row, "rank")},
+                {"pid", Field(row, "pid")},
+                {"step_ns", Field(row, "step_ns")}};
   };
   if (with_steps < 2) {
     (*summary)["slowest"] = nullptr;
@@ -36,8 +40,8 @@ void AddStragglers(const Json& ranks, Json* summary) {
     (*summary)["straggler_spread"] = nullptr;
     return;
   }
-  const uint64_t slow_ns = (*slowest)["step_ns"].get<uint64_t>();
-  const uint64_t fast_ns = (*fastest)["step_ns"].get<uint64_t>();
+  const uint64_t slow_ns = Field(*slowest, "step_ns").get<uint64_t>();
+  const uint64_t fast_ns = Field(*fastest, "step_ns").get<uint64_t>();
   (*summary)["slowest"] = entry(*slowest);
   (*summary)["fastest"] = entry(*fastest);
   (*summary)["straggler_spread"] =

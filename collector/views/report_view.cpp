@@ -314,27 +314,25 @@ std::string Modules(const Json& modules, const ReportViewOptions& options) {
   return out + table.Render();
 }
 
-std::vector<std::string> StepCells(std::string first, const Json& row) {
-  return {std::move(first),
-          MsText(Field(row, "host_ns")),
-          MsText(Field(row, "forward_ns")),
-          MsText(Field(row, "backward_ns")),
-          MsText(Field(row, "recompute_ns")),
-          MsText(Field(row, "loss_ns")),
-          MsText(Field(row, "optimizer_ns")),
-          MsText(Field(row, "communication_ns")),
-          MsText(Field(row, "other_ns")),
-          MsText(Field(row, "unattributed_ns")),
-          MsText(Field(row, "busy_ns")),
-          MsText(Field(row, "gaps_ns"))};
+// The step table's columns after its first, in order.
+constexpr const char* kStepCellKeys[] = {
+    "host_ns",          "forward_ns", "backward_ns",     "recompute_ns", "loss_ns", "optimizer_ns",
+    "communication_ns", "other_ns",   "unattributed_ns", "busy_ns",      "gaps_ns"};
+
+// `member(key)` gives the cell's value of each key of kStepCellKeys.
+template <typename Member>
+std::vector<std::string> StepCells(std::string first, const Member& member) {
+  std::vector<std::string> cells = {std::move(first)};
+  for (const char* key : kStepCellKeys) cells.push_back(MsText(member(key)));
+  return cells;
 }
 
-std::string Steps(const Json& steps, const Json& reason, const ReportViewOptions& options) {
+std::string Steps(const Json& steps, const Json& reason, const StepRowColumns& rows,
+                  const ReportViewOptions& options) {
   if (!steps.is_object()) {
     return FitLine("  steps: n/a (",
                    (reason.is_string() ? StringText(reason) : "no step range") + ")");
   }
-  const std::vector<const Json*> rows = ElementsOf(Field(steps, "rows"));
   const Json& detected = Field(steps, "detected");
   std::string how;
   if (detected.is_boolean()) how = detected.get<bool>() ? " (auto-detected)" : " (--step)";
@@ -357,10 +355,12 @@ std::string Steps(const Json& steps, const Json& reason, const ReportViewOptions
                          {"gaps"}});
   const size_t shown = std::min(rows.size(), options.top);
   for (size_t i = 0; i < shown; ++i) {
-    table.Add(StepCells(CountText(Field(*rows[i], "index")), *rows[i]));
+    table.Add(StepCells(CountText(rows.Member(i, "index")),
+                        [&](const char* key) { return rows.Member(i, key); }));
   }
   if (rows.size() > shown) table.AddNote("… " + std::to_string(rows.size() - shown) + " more");
-  table.Add(StepCells("median", Field(steps, "summary")));
+  const Json& summary = Field(steps, "summary");
+  table.Add(StepCells("median", [&](const char* key) { return Field(summary, key); }));
   return out + table.Render();
 }
 
@@ -405,7 +405,8 @@ std::string Refusals(const Json& refusals) {
   return out;
 }
 
-std::string Process(const Json& process, const ReportViewOptions& options) {
+std::string Process(const Json& process, const StepRowColumns& step_rows,
+                    const ReportViewOptions& options) {
   std::string out = FitLine("process " + CountText(Field(process, "pid")) + "  rank " +
                                 CountText(Field(process, "rank")) + "  status " +
                                 StringText(Field(process, "status")) + "  exit " +
@@ -420,7 +421,7 @@ std::string Process(const Json& process, const ReportViewOptions& options) {
   out += "\n" + Phases(Field(process, "phases"));
   const std::string modules = Modules(Field(process, "modules"), options);
   if (!modules.empty()) out += "\n" + modules;
-  out += Steps(Field(process, "steps"), Field(process, "steps_reason"), options);
+  out += Steps(Field(process, "steps"), Field(process, "steps_reason"), step_rows, options);
   out += "\n" + Coverage(Field(process, "coverage"));
   const Json& loss = Field(process, "loss");
   if (!loss.is_object()) {
@@ -525,9 +526,10 @@ bool Selected(const Json& process, const ReportViewOptions& options) {
 
 }  // namespace
 
-std::string RenderReportView(const nlohmann::json& report, const ReportViewOptions& options) {
+std::string RenderReportView(const LoadedReport& loaded, const ReportViewOptions& options) {
   ReportViewOptions effective = options;
   effective.top = std::max<size_t>(effective.top, 1);
+  const Json& report = loaded.document();
   std::string out = Header(report);
   const Json& processes = Field(report, "processes");
   if (!processes.is_array()) return out + "\nprocesses: n/a\n";
@@ -538,8 +540,10 @@ std::string RenderReportView(const nlohmann::json& report, const ReportViewOptio
            "reported)\n" +
            advice;
   }
-  for (const Json* process : ElementsOf(processes)) {
-    if (Selected(*process, effective)) out += "\n" + Process(*process, effective);
+  for (size_t i = 0; i < processes.size(); ++i) {
+    if (Selected(processes[i], effective)) {
+      out += "\n" + Process(processes[i], loaded.StepRows(i), effective);
+    }
   }
   return out + advice;
 }

@@ -1,6 +1,6 @@
 // The terminal view of a report: what `gpuattr report REPORT.json` prints (DESIGN §3, issue 3).
 //
-// RenderReportView turns a parsed gpuattr.report/1 document into text of at most
+// RenderReportView turns a gpuattr.report/1 document as LoadReport read it into text of at most
 // kReportViewWidth columns: a summary header, then per process the pass tree sorted by self time,
 // the top kernel families, device idle time and its gaps, the steps table, coverage, non-zero loss
 // counters and refusals. It is pure (no I/O, no globals) and callable from any thread.
@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 
+#include "report/report_reader.h"
 #include "views/text.h"
 
 namespace gpuattr::collector {
@@ -35,7 +36,7 @@ struct ReportViewOptions {
   std::optional<uint64_t> pid;
 };
 
-std::string RenderReportView(const nlohmann::json& report, const ReportViewOptions& options);
+std::string RenderReportView(const LoadedReport& report, const ReportViewOptions& options);
 
 }  // namespace gpuattr::collector
 

@@ -17,6 +17,7 @@
 
 #include "gate/gate.h"
 #include "gate/rules.h"
+#include "report/report_reader.h"
 #include "scenario_check.h"
 #include "subprocess.h"
 #include "test_files.h"
@@ -54,9 +55,14 @@ std::string RunSeeded(const TempDir& dir, const std::string& name, int seed) {
   return stem + ".report.json";
 }
 
-collector::GateOutcome Judge(const Json& baseline, const Json& current) {
-  StatusOr<collector::GateOutcome> outcome =
-      collector::EvaluateGate(baseline, current, collector::DefaultGateRules(baseline));
+// The gate over two report files, read as `gpuattr gate` reads them.
+collector::GateOutcome Judge(const std::string& baseline_path, const std::string& current_path) {
+  StatusOr<collector::LoadedReport> baseline = collector::LoadReport(baseline_path);
+  StatusOr<collector::LoadedReport> current = collector::LoadReport(current_path);
+  REQUIRE(baseline.ok());
+  REQUIRE(current.ok());
+  StatusOr<collector::GateOutcome> outcome = collector::EvaluateGate(
+      *baseline, *current, collector::DefaultGateRules(baseline->document()));
   INFO(outcome.status().message());
   REQUIRE(outcome.ok());
   return *outcome;
@@ -97,13 +103,14 @@ TEST_CASE("gate: 100 seeded trials of identical and of 10 % slower forward workl
   int trials = 0;
   for (int i = 0; i < kRuns && trials < kTrials; ++i) {
     for (int j = i + 1; j < kRuns && trials < kTrials; ++j, ++trials) {
-      identical_passed += Judge(base[i], base[j]).Passed() ? 1 : 0;
+      identical_passed += Judge(base_paths[i], base_paths[j]).Passed() ? 1 : 0;
     }
   }
   REQUIRE(trials == kTrials);
   int slow_caught = 0;
   for (int k = 0; k < kTrials; ++k) {
-    slow_caught += ForwardFailed(Judge(base[k % kRuns], slow[(k + k / kRuns) % kRuns])) ? 1 : 0;
+    slow_caught +=
+        ForwardFailed(Judge(base_paths[k % kRuns], slow_paths[(k + k / kRuns) % kRuns])) ? 1 : 0;
   }
   std::printf(
       "gate e2e: identical workloads passed %d of %d trials; 10 %% slower forward "

@@ -16,7 +16,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-Json LoadFixedReport(const char* name) {
+collector::LoadedReport LoadFixedReport(const char* name) {
   const std::string path = std::string(GPUATTR_FUZZ_GATE_REPORTS_DIR) + "/" + name;
   std::ifstream file(path, std::ios::binary);
   const std::string text{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
@@ -25,14 +25,14 @@ Json LoadFixedReport(const char* name) {
     std::fprintf(stderr, "cannot load the fixed report %s\n", path.c_str());
     std::abort();
   }
-  return report;
+  return collector::LoadedReport::FromDocument(std::move(report));
 }
 
 }  // namespace
 
 bool EvaluateGateRulesBytes(const uint8_t* data, size_t size) {
-  static const Json baseline = LoadFixedReport("baseline.json");
-  static const Json current = LoadFixedReport("current.json");
+  static const collector::LoadedReport baseline = LoadFixedReport("baseline.json");
+  static const collector::LoadedReport current = LoadFixedReport("current.json");
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const Json document = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (document.is_discarded()) return false;

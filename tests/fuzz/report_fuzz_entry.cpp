@@ -44,7 +44,7 @@ bool RenderReportBytes(const uint8_t* data, size_t size) {
     std::perror("writing the memfd");
     std::abort();
   }
-  StatusOr<nlohmann::json> report = LoadReport(file.path);
+  StatusOr<LoadedReport> report = LoadReport(file.path);
   if (!report.ok()) {
     if (report.status().code() != StatusCode::kDataLoss) {
       std::fprintf(stderr, "LoadReport failed with a non-data error: %s\n",
@@ -56,8 +56,9 @@ bool RenderReportBytes(const uint8_t* data, size_t size) {
   ReportViewOptions options;
   if (RenderReportView(*report, options).empty()) std::abort();
   options.top = 1;
-  const auto processes = report->find("processes");
-  if (processes != report->end() && processes->is_array() && !processes->empty() &&
+  const nlohmann::json& document = report->document();
+  const auto processes = document.find("processes");
+  if (processes != document.end() && processes->is_array() && !processes->empty() &&
       processes->front().is_object()) {
     const auto pid = processes->front().find("pid");
     if (pid != processes->front().end() && pid->is_number_unsigned()) {

@@ -99,7 +99,8 @@ TEST_CASE("the rank table: median step time, slowest, fastest and straggler spre
   // The report view's rank table: per rank the median step, busy, idle and exposed
   // communication (measured: 0, no communication kernels here), then the straggler.
   CHECK(ranks[0]["communication_exposed_ns"] == 0);
-  const std::string view = RenderReportView(report, ReportViewOptions{});
+  const std::string view =
+      RenderReportView(LoadedReport::FromDocument(report), ReportViewOptions{});
   CHECK_THAT(view, Contains("step ms") && Contains("exposed comm ms"));
   CHECK_THAT(view, Contains("straggler: rank 1 (median step 0.000 ms) against rank 0 (0.000 ms): "
                             "spread 100.00%"));
@@ -117,6 +118,21 @@ TEST_CASE("with fewer than two processes with steps there is no straggler", "[un
   CHECK(report["summary"]["straggler_spread"].is_null());
   CHECK_THAT(RenderSummary(report),
              Catch::Matchers::Contains("fewer than two processes with steps"));
+}
+
+TEST_CASE("rank rows read from a merge's inputs may lack members: the straggler reads them as null",
+          "[unit][report][merge]") {
+  // A merge takes each input's summary.ranks row as the file held it. A row without "rank" once
+  // reached the straggler's const operator[] (undefined behaviour; the merge fuzz smoke crashed).
+  SummaryBuilder summary;
+  ProcessAnalysis analysis;
+  summary.Add(analysis, Json{{"pid", 7}, {"step_ns", 300}});
+  summary.Add(analysis, Json{{"pid", 8}, {"rank", 1}, {"step_ns", 100}});
+  summary.Add(analysis, Json{{"pid", 9}, {"step_ns", -5}});  // not a step time: skipped
+  const Json built = std::move(summary).Finish(0.95);
+  CHECK(built["slowest"] == Json({{"rank", nullptr}, {"pid", 7}, {"step_ns", 300}}));
+  CHECK(built["fastest"] == Json({{"rank", 1}, {"pid", 8}, {"step_ns", 100}}));
+  CHECK(built["straggler_spread"] == 2.0);
 }
 
 TEST_CASE("launchers are reaped parents that never connected, each listed once", "[unit][report]") {

@@ -72,7 +72,8 @@ std::vector<int64_t> Steps(int64_t base, size_t n, int64_t spread) {
 }
 
 GateOutcome Evaluate(const Json& baseline, const Json& current, const GateRules& rules) {
-  StatusOr<GateOutcome> outcome = EvaluateGate(baseline, current, rules);
+  StatusOr<GateOutcome> outcome = EvaluateGate(LoadedReport::FromDocument(baseline),
+                                               LoadedReport::FromDocument(current), rules);
   INFO(outcome.status().message());
   REQUIRE(outcome.ok());
   return *outcome;
@@ -180,7 +181,8 @@ TEST_CASE("absolute bounds, coverage threshold, missing metrics and default deny
   const GateRules missing = Parse(
       {{"rules",
         {{{"metric", "passes[\"step/nothing\"].device.total_ns"}, {"max_increase_pct", 5}}}}});
-  StatusOr<GateOutcome> refused = EvaluateGate(baseline, baseline, missing);
+  StatusOr<GateOutcome> refused = EvaluateGate(LoadedReport::FromDocument(baseline),
+                                               LoadedReport::FromDocument(baseline), missing);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().code() == StatusCode::kNotFound);
   CHECK(refused.status().message().find("passes[\"step/nothing\"].device.total_ns") !=
@@ -188,7 +190,9 @@ TEST_CASE("absolute bounds, coverage threshold, missing metrics and default deny
 
   // A pass that vanished from the current report is a missing metric, not a pass.
   const Json with_extra = Report(Steps(1000, 20, 10), 1.0, 5000, "extra");
-  CHECK_FALSE(EvaluateGate(with_extra, baseline, DefaultGateRules(with_extra)).ok());
+  CHECK_FALSE(EvaluateGate(LoadedReport::FromDocument(with_extra),
+                           LoadedReport::FromDocument(baseline), DefaultGateRules(with_extra))
+                  .ok());
 
   // A new pass: a note by default, a failure under default_deny.
   const GateOutcome noted = Evaluate(baseline, with_extra, DefaultGateRules(baseline));

@@ -68,7 +68,7 @@ Json Report(int processes) {
 MetricValue Resolve(const Json& report, const std::string& text) {
   StatusOr<MetricPath> path = ParseMetricPath(text);
   REQUIRE(path.ok());
-  StatusOr<MetricValue> value = ResolveMetric(report, *path);
+  StatusOr<MetricValue> value = ResolveMetric(LoadedReport::FromDocument(report), *path);
   INFO(value.status().message());
   REQUIRE(value.ok());
   return *value;
@@ -77,7 +77,7 @@ MetricValue Resolve(const Json& report, const std::string& text) {
 Status Refusal(const Json& report, const std::string& text) {
   StatusOr<MetricPath> path = ParseMetricPath(text);
   REQUIRE(path.ok());
-  StatusOr<MetricValue> value = ResolveMetric(report, *path);
+  StatusOr<MetricValue> value = ResolveMetric(LoadedReport::FromDocument(report), *path);
   REQUIRE_FALSE(value.ok());
   return value.status();
 }
@@ -166,8 +166,8 @@ TEST_CASE("per-step values come from the step rows when they hold the metric", "
 
 TEST_CASE("wildcards expand over every pass node and every family", "[unit][gate]") {
   const Json one = Report(1);
-  StatusOr<std::vector<MetricPath>> passes =
-      ExpandWildcard(one, *ParseMetricPath("passes[*].device.total_ns"));
+  StatusOr<std::vector<MetricPath>> passes = ExpandWildcard(
+      LoadedReport::FromDocument(one), *ParseMetricPath("passes[*].device.total_ns"));
   REQUIRE(passes.ok());
   std::vector<std::string> names;
   for (const MetricPath& p : *passes) names.push_back(FormatMetricPath(p));
@@ -176,10 +176,27 @@ TEST_CASE("wildcards expand over every pass node and every family", "[unit][gate
                                           "passes[\"step/backward\"].device.total_ns",
                                           "passes[\"step/backward/fwd_in_bwd\"].device.total_ns"});
   StatusOr<std::vector<MetricPath>> families =
-      ExpandWildcard(one, *ParseMetricPath("families[*].total_ns"));
+      ExpandWildcard(LoadedReport::FromDocument(one), *ParseMetricPath("families[*].total_ns"));
   REQUIRE(families.ok());
   REQUIRE(families->size() == 1);
   CHECK(FormatMetricPath((*families)[0]) == "families[\"cublas_gemm\"].total_ns");
+}
+
+TEST_CASE("a path into the step rows reads them from their columns", "[unit][gate]") {
+  // LoadReport keeps step rows in columns (report/step_row_columns.h), not in the document.
+  const Json one = Report(1);
+  CHECK(Resolve(one, "steps.rows[1].busy_ns").value == 60);
+  CHECK(Resolve(one, "steps.rows[0].forward_ns").value == 30);
+  CHECK_THAT(Refusal(one, "steps.rows[2].busy_ns").message(),
+             Catch::Contains("steps.rows[2].busy_ns is missing: no element [2]"));
+  CHECK_THAT(Refusal(one, "steps.rows[0].nothing").message(),
+             Catch::Contains("no field 'nothing'"));
+  // Rows share their names, so [*] expands them by index.
+  StatusOr<std::vector<MetricPath>> rows =
+      ExpandWildcard(LoadedReport::FromDocument(one), *ParseMetricPath("steps.rows[*].busy_ns"));
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 2);
+  CHECK(FormatMetricPath((*rows)[1]) == "steps.rows[1].busy_ns");
 }
 
 }  // namespace

@@ -136,7 +136,8 @@ TEST_CASE("PyTorch model: backward by module, unlinked remainder, recompute and 
 TEST_CASE("PyTorch model: gpuattr report lists the modules with their backward and r",
           "[import][pytorch]") {
   const Imported imported = ImportCheckpointed();
-  const std::string view = RenderReportView(imported.report, ReportViewOptions{});
+  const std::string view =
+      RenderReportView(LoadedReport::FromDocument(imported.report), ReportViewOptions{});
   const size_t table = view.find("modules (nn.Module) by device time");
   REQUIRE(table != std::string::npos);
   const std::string rows = view.substr(table, view.find("\n\n", table) - table);

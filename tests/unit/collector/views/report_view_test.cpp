@@ -13,6 +13,11 @@ namespace {
 
 using Json = nlohmann::json;
 
+// The view of a report held in memory, split as LoadReport splits a file.
+std::string View(const Json& report, const ReportViewOptions& options) {
+  return RenderReportView(LoadedReport::FromDocument(report), options);
+}
+
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
@@ -127,7 +132,7 @@ Json TreeProcess() {
 }  // namespace
 
 TEST_CASE("the pass tree is sorted by self time and indented by depth", "[report_view]") {
-  const std::string text = RenderReportView(Report({TreeProcess()}), {});
+  const std::string text = View(Report({TreeProcess()}), {});
   CheckWidth(text);
   // backward (2 ms self) before forward (1 ms self), though forward came first in the file.
   CHECK(LineIndex(text, "  backward") < LineIndex(text, "  forward"));
@@ -153,14 +158,14 @@ TEST_CASE("fields that are null today render n/a, never 0", "[report_view]") {
                        {"memset_ns", nullptr},
                        {"kernels", nullptr},
                        {"launches", nullptr}};
-  const std::string text = RenderReportView(Report({process}), {});
+  const std::string text = View(Report({process}), {});
   CheckWidth(text);
   CHECK_THAT(LineWith(text, "nvtx_only"),
              Catch::Matches(R"(\s+nvtx_only\s+n/a\s+n/a\s+n/a\s+n/a\s+2\s+5\.000\s+n/a)"));
   CHECK_THAT(text, Catch::Contains("phases: n/a"));
   CHECK_THAT(text, Catch::Contains("steps: n/a (no step range)"));
   process["steps_reason"] = "no top-level range has two instances";
-  CHECK_THAT(RenderReportView(Report({process}), {}),
+  CHECK_THAT(View(Report({process}), {}),
              Catch::Contains("steps: n/a (no top-level range has two instances)"));
   CHECK_THAT(text, Catch::Contains("device time: not measured"));
   CHECK_THAT(text, Catch::Contains("by phase: backward n/a, forward n/a"));
@@ -220,7 +225,7 @@ TEST_CASE("filled phases, steps, coverage by phase and launch statistics render"
       {{"code", "cupti_subscriber_conflict"},
        {"cause", "another CUPTI subscriber (Nsight Systems?) holds the callback API"},
        {"remedy", "run without the other profiler"}}};
-  const std::string text = RenderReportView(Report({process}), {});
+  const std::string text = View(Report({process}), {});
   CheckWidth(text);
   CHECK_THAT(LineWith(text, "phases (ms)"),
              Catch::Matches(R"(\s+phases \(ms\)\s+forward\s+backward\s+recompute\s+optimizer\s+)"
@@ -273,7 +278,7 @@ TEST_CASE("top N limits each tree level, the families and the steps, saying how 
   process["steps"] = {{"range", "iteration"}, {"rows", rows}, {"summary", {{"host_ns", 2000000}}}};
   ReportViewOptions options;
   options.top = 2;
-  const std::string text = RenderReportView(Report({process}), options);
+  const std::string text = View(Report({process}), options);
   CheckWidth(text);
   CHECK_THAT(text, Catch::Contains("child5") && Catch::Contains("child4"));
   CHECK_THAT(text, !Catch::Contains("child3") && !Catch::Contains("child1"));
@@ -291,7 +296,7 @@ TEST_CASE("long names are elided in the middle and every line fits 100 columns",
   process["passes"][0]["children"][1]["name"] = head + "ÄÖÜ" + tail;
   process["families"][0]["family"] = "void at::native::" + head + tail + "<float>";
   process["exe"] = "/very/long/" + head + "/" + tail + "/exe";
-  const std::string text = RenderReportView(Report({process}), {});
+  const std::string text = View(Report({process}), {});
   CheckWidth(text);
   const std::string line = LineWith(text, "    hhhhh");
   CHECK_THAT(line, Catch::Matches(R"(\s+h+…t+\s.*)"));
@@ -306,7 +311,7 @@ TEST_CASE("an imported report names its format and files where a run names its c
   report["capture"]["command"] = Json::array();
   report["capture"]["source"] = {{"format", "kineto"},
                                  {"files", {"rank0.json.gz", "rank1.json.gz"}}};
-  CHECK_THAT(RenderReportView(report, {}),
+  CHECK_THAT(View(report, {}),
              Catch::Contains("capture import: kineto: rank0.json.gz rank1.json.gz"));
 }
 
@@ -315,7 +320,7 @@ TEST_CASE("a pid option renders only that process", "[report_view]") {
   other["pid"] = 200;
   ReportViewOptions options;
   options.pid = 200;
-  const std::string text = RenderReportView(Report({NullProcess(), other}), options);
+  const std::string text = View(Report({NullProcess(), other}), options);
   CHECK_THAT(text, Catch::Contains("process 200") && !Catch::Contains("process 100"));
 }
 
@@ -325,16 +330,16 @@ TEST_CASE("the report's advice is rendered after the processes, and without any"
                        {"cause", "No process of this capture has an NVTX range."},
                        {"remedy", "PyTorch: run it under gpuattr run."}}};
   using Catch::Matchers::Contains;
-  const std::string without_processes = RenderReportView(report, {});
+  const std::string without_processes = View(report, {});
   CHECK_THAT(without_processes, Contains("no traced process"));
   CHECK_THAT(without_processes,
              Contains("advice (no_ranges): No process of this capture has an NVTX range."));
   CHECK_THAT(without_processes, Contains("  remedy: PyTorch: run it under gpuattr run."));
   report["processes"] = {TreeProcess()};
-  const std::string with_process = RenderReportView(report, {});
+  const std::string with_process = View(report, {});
   CHECK(with_process.find("advice (no_ranges)") > with_process.find("process "));
   report.erase("advice");  // a report written before advice existed
-  CHECK_THAT(RenderReportView(report, {}), !Contains("advice"));
+  CHECK_THAT(View(report, {}), !Contains("advice"));
 }
 
 TEST_CASE("hostile documents render without throwing", "[report_view]") {
@@ -350,7 +355,7 @@ TEST_CASE("hostile documents render without throwing", "[report_view]") {
                         "phases": {"forward_ns": "1"}}]
     })"_json;
     std::string text;
-    REQUIRE_NOTHROW(text = RenderReportView(report, {}));
+    REQUIRE_NOTHROW(text = View(report, {}));
     CheckWidth(text);
     CHECK_THAT(text, Catch::Contains("process n/a") && Catch::Contains("passes: n/a"));
     CHECK_THAT(text, Catch::Contains("collector diagnostics: rejected_connections 2"));
@@ -360,14 +365,14 @@ TEST_CASE("hostile documents render without throwing", "[report_view]") {
   SECTION("not an object at all") {
     for (const Json& report : {Json(nullptr), Json(3), Json::array({1, 2}), Json("s")}) {
       std::string text;
-      REQUIRE_NOTHROW(text = RenderReportView(report, {}));
+      REQUIRE_NOTHROW(text = View(report, {}));
       CHECK_THAT(text, Catch::Contains("processes: n/a"));
     }
   }
   SECTION("control characters never reach the terminal") {
     Json process = TreeProcess();
     process["passes"][0]["name"] = "evil\x1b[2J\x07name\xc2\x9b";
-    const std::string text = RenderReportView(Report({process}), {});
+    const std::string text = View(Report({process}), {});
     CHECK(text.find('\x1b') == std::string::npos);
     CHECK(text.find('\x07') == std::string::npos);
     CHECK(text.find("\xc2\x9b") == std::string::npos);
@@ -380,7 +385,7 @@ TEST_CASE("hostile documents render without throwing", "[report_view]") {
     }
     Json process = NullProcess();
     process["passes"] = Json::array({node});
-    const std::string text = RenderReportView(Report({process}), {});
+    const std::string text = View(Report({process}), {});
     CheckWidth(text);
     CHECK_THAT(text, Catch::Contains("… deeper levels not shown"));
     CHECK_THAT(text, !Catch::Contains("leaf"));
