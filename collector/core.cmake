@@ -43,6 +43,7 @@ add_library(gpuattr_collector_core STATIC
   report/process_reader.cpp
   report/report_builder.cpp
   report/report_json.cpp
+  report/json_text.cpp
   report/report_reader.cpp
   report/step_row_columns.cpp
   report/report_writer.cpp

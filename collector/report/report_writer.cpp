@@ -1,13 +1,12 @@
 // SerializeReport, WriteReportAtomically and WriteReport (report_writer.h): the report's text,
-// written the way nlohmann's dump(2) writes a DOM, with each process's step rows rendered in place
-// one at a time.
+// written the way nlohmann's dump(2) writes a DOM (JsonTextWriter, json_text.h), with each
+// process's step rows rendered in place one at a time.
 #include "report/report_writer.h"
 
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -17,6 +16,7 @@
 
 #include "base/check.h"
 #include "report/atomic_write.h"
+#include "report/json_text.h"
 #include "report/report_json.h"
 
 namespace gpuattr::collector {
@@ -24,76 +24,13 @@ namespace gpuattr::collector {
 namespace {
 
 using Json = nlohmann::json;
-using Output = nlohmann::detail::output_adapter_protocol<char>;
-
-// Collects the text in 1 MiB pieces and hands each to `sink` (an AtomicTextFile, stdout).
-class ChunkedOutput final : public Output {
- public:
-  explicit ChunkedOutput(std::function<void(const std::string&)> sink) : sink_(std::move(sink)) {
-    pending_.reserve(kChunkBytes);
-  }
-
-  void write_character(char c) override {
-    pending_.push_back(c);
-    if (pending_.size() >= kChunkBytes) Flush();
-  }
-  void write_characters(const char* s, std::size_t length) override {
-    pending_.append(s, length);
-    if (pending_.size() >= kChunkBytes) Flush();
-  }
-  void Flush() {
-    sink_(pending_);
-    pending_.clear();
-  }
-
- private:
-  static constexpr size_t kChunkBytes = size_t{1} << 20;
-  std::function<void(const std::string&)> sink_;
-  std::string pending_;
-};
-
-// The pieces of dump(2)'s layout, written to one output: punctuation, indentation, keys and
-// whole values through nlohmann's serializer. Shared by the whole-DOM writer and StreamedReport.
-class TextLayout {
- public:
-  explicit TextLayout(std::shared_ptr<Output> output)
-      : output_(output),
-        // Strings in the report were sanitised to UTF-8 on receipt; `replace` keeps the
-        // serializer from throwing should one ever slip through.
-        serializer_(std::move(output), ' ', Json::error_handler_t::replace) {}
-
-  void Raw(const char* text) { output_->write_characters(text, std::strlen(text)); }
-  void Raw(char c) { output_->write_character(c); }
-  void Indent(unsigned width) {
-    if (spaces_.size() < width) spaces_.resize(width, ' ');
-    output_->write_characters(spaces_.data(), width);
-  }
-  // `"key": `.
-  void Key(const std::string& key) {
-    serializer_.dump(Json(key), false, false, 0);
-    Raw(": ");
-  }
-  // `value` as dump(2) writes it starting `indent` columns in.
-  void Value(const Json& value, unsigned indent) {
-    serializer_.dump(value, /*pretty_print=*/true, /*ensure_ascii=*/false, kIndentStep, indent);
-  }
-
-  static constexpr unsigned kIndentStep = 2;
-
- private:
-  std::shared_ptr<Output> output_;
-  nlohmann::detail::serializer<Json> serializer_;
-  std::string spaces_;
-};
-
 // Pretty-prints without_step_rows as dump(2) would, except that at each process's steps.rows
 // (an empty array there) it writes that process's StepRowTable, one row's DOM at a time. Only the
-// containers on the way to a rows array are walked here; every other value goes to nlohmann's
-// serializer whole.
+// containers on the way to a rows array are walked here; every other value goes to the
+// JsonTextWriter whole.
 class ReportTextWriter {
  public:
-  ReportTextWriter(std::shared_ptr<Output> output, const Report& report)
-      : layout_(std::move(output)) {
+  ReportTextWriter(JsonTextWriter* text, const Report& report) : layout_(*text) {
     const Json* processes = Member(report.without_step_rows, "processes");
     if (processes == nullptr || !processes->is_array()) return;
     for (size_t i = 0; i < processes->size() && i < report.step_rows.size(); ++i) {
@@ -128,7 +65,7 @@ class ReportTextWriter {
   }
 
  private:
-  static constexpr unsigned kIndentStep = TextLayout::kIndentStep;
+  static constexpr unsigned kIndentStep = JsonTextWriter::kIndentStep;
 
   static const Json* Member(const Json& object, const char* key) {
     if (!object.is_object()) return nullptr;
@@ -161,15 +98,16 @@ class ReportTextWriter {
     layout_.Raw(bracket);
   }
 
-  TextLayout layout_;
+  JsonTextWriter& layout_;
   std::unordered_map<const Json*, const StepRowTable*> rows_at_;
   std::set<const Json*> on_the_way_;
 };
 
-void WriteReportText(const Report& report, const std::shared_ptr<Output>& output) {
-  ReportTextWriter writer(output, report);
+void WriteReportText(const Report& report, JsonTextWriter* text) {
+  ReportTextWriter writer(text, report);
   writer.Write(report.without_step_rows, 0);
-  output->write_character('\n');
+  text->Raw('\n');
+  text->Flush();
 }
 
 // Where a report's text goes: an AtomicTextFile, published by Commit, or standard output.
@@ -206,19 +144,18 @@ class Destination {
 };
 
 Status WriteReportTo(const Report& report, Destination destination) {
-  auto output = std::make_shared<ChunkedOutput>(
-      [&destination](const std::string& text) { destination.Append(text); });
-  WriteReportText(report, output);
-  output->Flush();
+  JsonTextWriter text([&destination](const std::string& piece) { destination.Append(piece); });
+  WriteReportText(report, &text);
   return destination.Commit();
 }
 
 }  // namespace
 
 std::string SerializeReport(const Report& report) {
-  std::string text;
-  WriteReportText(report, std::make_shared<nlohmann::detail::output_string_adapter<char>>(text));
-  return text;
+  std::string whole;
+  JsonTextWriter text([&whole](const std::string& piece) { whole += piece; });
+  WriteReportText(report, &text);
+  return whole;
 }
 
 Status WriteReportAtomically(const Report& report, const std::string& path, ExistingFile existing) {
@@ -237,9 +174,7 @@ class StreamedReport::Text {
  public:
   explicit Text(Destination destination)
       : destination_(std::move(destination)),
-        output_(std::make_shared<ChunkedOutput>(
-            [this](const std::string& text) { destination_.Append(text); })),
-        layout_(output_) {}
+        layout_([this](const std::string& piece) { destination_.Append(piece); }) {}
 
   void Raw(const char* text) { layout_.Raw(text); }
   // `"key": ` of a top-level member, after a separator unless it is the first member.
@@ -249,21 +184,20 @@ class StreamedReport::Text {
   }
   void Member(const std::string& key, const Json& value) {
     Key(key);
-    layout_.Value(value, TextLayout::kIndentStep);
+    layout_.Value(value, JsonTextWriter::kIndentStep);
   }
   void Element(const Json& value, bool first) {
     Raw(first ? "[\n    " : ",\n    ");
-    layout_.Value(value, 2 * TextLayout::kIndentStep);
+    layout_.Value(value, 2 * JsonTextWriter::kIndentStep);
   }
   Status Commit() {
-    output_->Flush();
+    layout_.Flush();
     return destination_.Commit();
   }
 
  private:
   Destination destination_;
-  std::shared_ptr<ChunkedOutput> output_;
-  TextLayout layout_;
+  JsonTextWriter layout_;
   size_t members_ = 0;
 };
 

@@ -1,12 +1,13 @@
 // LoadReport and StepRowColumns (report/report_reader.h, report/step_row_columns.h): a report
 // read back is the document nlohmann's DOM parser gives of the file, with each process's step
 // rows in columns that give every row back as the file held it; the limits and the refusals.
+#include "report/report_reader.h"
+
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <string>
 #include <utility>
 
-#include "report/report_reader.h"
 #include "report/step_row_columns.h"
 #include "test_files.h"
 
@@ -104,10 +105,14 @@ TEST_CASE("step rows of any shape come back as the file held them", "[unit][repo
 TEST_CASE("a member met twice replaces the first, rows and all, as in a DOM", "[unit][report]") {
   const std::string row = R"({"index": 1, "busy_ns": 5})";
   CheckReadsAsItsDom(R"({"schema_version": "gpuattr.report/1",
-    "processes": [{"steps": {"rows": [)" + row + R"(]}}],
-    "processes": [{"steps": {"rows": [)" + row + "," + row + R"(], "rows": [)" + row + R"(]}},
-                  {"steps": {"rows": [)" + row + R"(]}, "steps": {"range": "s"}},
-                  {"steps": {"rows": [)" + row + R"(]}, "steps": {"rows": 3}}]})");
+    "processes": [{"steps": {"rows": [)" +
+                     row + R"(]}}],
+    "processes": [{"steps": {"rows": [)" +
+                     row + "," + row + R"(], "rows": [)" + row + R"(]}},
+                  {"steps": {"rows": [)" +
+                     row + R"(]}, "steps": {"range": "s"}},
+                  {"steps": {"rows": [)" +
+                     row + R"(]}, "steps": {"rows": 3}}]})");
 }
 
 TEST_CASE("a report nested deeper than the limit, not JSON, or not a report is refused",
