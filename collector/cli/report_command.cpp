@@ -8,6 +8,7 @@
 #include "export/html_report.h"
 #include "report/atomic_write.h"
 #include "report/report_reader.h"
+#include "report/report_writer.h"
 
 namespace gpuattr::collector {
 namespace {
@@ -55,22 +56,25 @@ StatusOr<std::string> ReportCommandOutput(const ReportCommandOptions& options) {
                                   " (its processes: " + (pids.empty() ? "none" : pids) + ")");
     }
   }
-  if (options.html.empty() && !options.json) return RenderReportView(loaded, options.view);
-  Json report = std::move(loaded).TakeDocumentWithRows();
-  if (!options.html.empty()) {
-    if (options.view.pid) {
-      Json& processes = report["processes"];
-      Json kept = Json::array();
-      for (Json& process : processes) {
-        const auto pid = process.is_object() ? process.find("pid") : process.end();
-        if (pid != process.end() && *pid == *options.view.pid) kept.push_back(std::move(process));
-      }
-      processes = std::move(kept);
-    }
-    GPUATTR_RETURN_IF_ERROR(WriteTextAtomically(RenderHtmlReport(report), options.html));
+  if (options.json) {
+    // Straight to standard output, the rows from their columns: no DOM of them, no whole text.
+    GPUATTR_RETURN_IF_ERROR(WriteLoadedReport(loaded, "-", ExistingFile::kReplace));
     return std::string();
   }
-  return report.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  if (options.html.empty()) return RenderReportView(loaded, options.view);
+  // The page embeds the whole document: it holds the rows as one DOM.
+  Json report = std::move(loaded).TakeDocumentWithRows();
+  if (options.view.pid) {
+    Json& processes = report["processes"];
+    Json kept = Json::array();
+    for (Json& process : processes) {
+      const auto pid = process.is_object() ? process.find("pid") : process.end();
+      if (pid != process.end() && *pid == *options.view.pid) kept.push_back(std::move(process));
+    }
+    processes = std::move(kept);
+  }
+  GPUATTR_RETURN_IF_ERROR(WriteTextAtomically(RenderHtmlReport(report), options.html));
+  return std::string();
 }
 
 Subcommand AddReportSubcommand(CLI::App& app) {

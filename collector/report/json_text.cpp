@@ -76,7 +76,8 @@ void JsonTextWriter::String(std::string_view text) {
       const size_t length = Utf8SequenceLength(text, i);
       if (length == 0) {  // not UTF-8: the library's replacement characters
         pending_.resize(start);
-        pending_.append(Json(std::string(text)).dump(-1, ' ', false, Json::error_handler_t::replace));
+        pending_.append(
+            Json(std::string(text)).dump(-1, ' ', false, Json::error_handler_t::replace));
         return;
       }
       i += length - 1;

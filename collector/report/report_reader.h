@@ -43,8 +43,8 @@ class LoadedReport {
   const nlohmann::json& document() const { return document_; }
   // The rows of processes[process_index]; empty for a process without rows.
   const StepRowColumns& StepRows(size_t process_index) const;
-  // The document with its rows back in place, each row as the file held it (`report --json`,
-  // `--html`, `merge`: these hold the whole DOM).
+  // The document with its rows back in place, each row as the file held it (`report --html`,
+  // `merge`: these hold the whole DOM).
   nlohmann::json TakeDocumentWithRows() &&;
 
  private:

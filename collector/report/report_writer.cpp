@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -24,29 +25,38 @@ namespace gpuattr::collector {
 namespace {
 
 using Json = nlohmann::json;
-// Pretty-prints without_step_rows as dump(2) would, except that at each process's steps.rows
-// (an empty array there) it writes that process's StepRowTable, one row's DOM at a time. Only the
-// containers on the way to a rows array are walked here; every other value goes to the
-// JsonTextWriter whole.
+// The step rows of one process as the writer reaches them: how many, and the i-th as JSON.
+struct RowSource {
+  size_t count = 0;
+  std::function<Json(size_t)> row;
+};
+
+// Pretty-prints `document` as dump(2) would, except that at each process's steps.rows (an empty
+// array there) it writes that process's rows from `rows_of(process index)`, one row's DOM at a
+// time. Only the containers on the way to a rows array are walked here; every other value goes
+// to the JsonTextWriter whole.
 class ReportTextWriter {
  public:
-  ReportTextWriter(JsonTextWriter* text, const Report& report) : layout_(*text) {
-    const Json* processes = Member(report.without_step_rows, "processes");
+  ReportTextWriter(JsonTextWriter* text, const Json& document,
+                   const std::function<RowSource(size_t)>& rows_of)
+      : layout_(*text) {
+    const Json* processes = Member(document, "processes");
     if (processes == nullptr || !processes->is_array()) return;
-    for (size_t i = 0; i < processes->size() && i < report.step_rows.size(); ++i) {
+    for (size_t i = 0; i < processes->size(); ++i) {
       const Json* steps = Member((*processes)[i], "steps");
       const Json* rows = steps == nullptr ? nullptr : Member(*steps, "rows");
-      const StepRowTable& table = report.step_rows[i];
-      if (rows == nullptr || table.rows == nullptr || table.rows->empty()) continue;
-      rows_at_[rows] = &table;
-      on_the_way_.insert({&report.without_step_rows, processes, &(*processes)[i], steps});
+      if (rows == nullptr || !rows->is_array() || !rows->empty()) continue;
+      RowSource source = rows_of(i);
+      if (source.count == 0) continue;
+      rows_at_[rows] = std::move(source);
+      on_the_way_.insert({&document, processes, &(*processes)[i], steps});
     }
   }
 
   void Write(const Json& value, unsigned indent) {
     const auto rows = rows_at_.find(&value);
     if (rows != rows_at_.end()) {
-      WriteRows(*rows->second, indent);
+      WriteRows(rows->second, indent);
     } else if (on_the_way_.count(&value) == 0) {
       layout_.Value(value, indent);
     } else if (value.is_object()) {
@@ -73,11 +83,9 @@ class ReportTextWriter {
     return found == object.end() ? nullptr : &*found;
   }
 
-  void WriteRows(const StepRowTable& table, unsigned indent) {
-    const std::vector<StepRow>& rows = *table.rows;
-    WriteArray(rows.size(), indent, [&](size_t i, unsigned inner) {
-      layout_.Value(StepRowJson(rows[i], table.device_measured), inner);
-    });
+  void WriteRows(const RowSource& rows, unsigned indent) {
+    WriteArray(rows.count, indent,
+               [&](size_t i, unsigned inner) { layout_.Value(rows.row(i), inner); });
   }
 
   // A non-empty array as dump(2) lays it out; write_element(i, indent) writes element i.
@@ -99,15 +107,31 @@ class ReportTextWriter {
   }
 
   JsonTextWriter& layout_;
-  std::unordered_map<const Json*, const StepRowTable*> rows_at_;
+  std::unordered_map<const Json*, RowSource> rows_at_;
   std::set<const Json*> on_the_way_;
 };
 
-void WriteReportText(const Report& report, JsonTextWriter* text) {
-  ReportTextWriter writer(text, report);
-  writer.Write(report.without_step_rows, 0);
+void WriteDocumentText(const Json& document, const std::function<RowSource(size_t)>& rows_of,
+                       JsonTextWriter* text) {
+  ReportTextWriter writer(text, document, rows_of);
+  writer.Write(document, 0);
   text->Raw('\n');
   text->Flush();
+}
+
+void WriteReportText(const Report& report, JsonTextWriter* text) {
+  WriteDocumentText(
+      report.without_step_rows,
+      [&report](size_t process) {
+        if (process >= report.step_rows.size() || report.step_rows[process].rows == nullptr) {
+          return RowSource{};
+        }
+        const StepRowTable& table = report.step_rows[process];
+        return RowSource{table.rows->size(), [&table](size_t i) {
+                           return StepRowJson((*table.rows)[i], table.device_measured);
+                         }};
+      },
+      text);
 }
 
 // Where a report's text goes: an AtomicTextFile, published by Commit, or standard output.
@@ -167,6 +191,20 @@ Status WriteReportAtomically(const Report& report, const std::string& path, Exis
 Status WriteReport(const Report& report, const std::string& path, ExistingFile existing) {
   GPUATTR_ASSIGN_OR_RETURN(Destination destination, Destination::Open(path, existing));
   return WriteReportTo(report, std::move(destination));
+}
+
+Status WriteLoadedReport(const LoadedReport& report, const std::string& path,
+                         ExistingFile existing) {
+  GPUATTR_ASSIGN_OR_RETURN(Destination destination, Destination::Open(path, existing));
+  JsonTextWriter text([&destination](const std::string& piece) { destination.Append(piece); });
+  WriteDocumentText(
+      report.document(),
+      [&report](size_t process) {
+        const StepRowColumns& rows = report.StepRows(process);
+        return RowSource{rows.size(), [&rows](size_t i) { return rows.Row(i); }};
+      },
+      &text);
+  return destination.Commit();
 }
 
 // The streamed report's text: dump(2)'s layout of a top-level object, written member by member.

@@ -16,6 +16,7 @@
 #include "base/status.h"
 #include "report/atomic_write.h"
 #include "report/report_builder.h"
+#include "report/report_reader.h"
 
 namespace gpuattr::collector {
 
@@ -33,6 +34,12 @@ Status WriteReportAtomically(const Report& report, const std::string& path,
 // WriteReportAtomically, or for the path "-" the same text on standard output (the commands
 // whose stdout is theirs: import, export, merge).
 Status WriteReport(const Report& report, const std::string& path, ExistingFile existing);
+
+// A report as LoadReport read it (report_reader.h), written as dump(2) gives its document with
+// the rows back in place, the rows taken from their columns one at a time (`gpuattr report
+// --json`: the text never exists whole, nor the rows' DOM). Same destinations as WriteReport.
+Status WriteLoadedReport(const LoadedReport& report, const std::string& path,
+                         ExistingFile existing);
 
 // A report written while it is assembled (`gpuattr merge`): the top-level members that sort
 // before "processes", then each process as it comes, then the members after it, as the same text

@@ -1,6 +1,8 @@
 // JsonTextWriter (report/json_text.h) against nlohmann's dump(2, ' ', false, replace): the same
 // bytes for every kind of value, every escape, valid and invalid UTF-8, floats, and random
 // strings of any bytes.
+#include "report/json_text.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -8,8 +10,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include "report/json_text.h"
 
 namespace gpuattr::collector {
 namespace {
@@ -24,16 +24,29 @@ std::string Written(const Json& value, unsigned indent = 0) {
   return whole;
 }
 
-std::string Dumped(const Json& value) { return value.dump(2, ' ', false, Json::error_handler_t::replace); }
+std::string Dumped(const Json& value) {
+  return value.dump(2, ' ', false, Json::error_handler_t::replace);
+}
 
 TEST_CASE("JsonTextWriter writes what dump(2) writes", "[unit][report]") {
   std::string every_byte;
   for (int c = 1; c < 256; ++c) every_byte.push_back(static_cast<char>(c));
   const std::vector<std::string> strings = {
-      "", "plain", "quote \" backslash \\ slash /", "\b\f\n\r\t\x01\x1f\x7f",
+      "",
+      "plain",
+      "quote \" backslash \\ slash /",
+      "\b\f\n\r\t\x01\x1f\x7f",
       "é ü 中文 𝄞 \xf4\x8f\xbf\xbf",  // 2, 3 and 4 bytes; U+10FFFF
-      "\x80", "a\xc3", "\xc0\x80", "\xed\xa0\x80", "\xf5\x80\x80\x80", "\xe0\x9f\xbf",
-      "\xf0\x8f\xbf\xbf", "\xf4\x90\x80\x80", "ok\xffok\xfe\xc3\xa9", every_byte};
+      "\x80",
+      "a\xc3",
+      "\xc0\x80",
+      "\xed\xa0\x80",
+      "\xf5\x80\x80\x80",
+      "\xe0\x9f\xbf",
+      "\xf0\x8f\xbf\xbf",
+      "\xf4\x90\x80\x80",
+      "ok\xffok\xfe\xc3\xa9",
+      every_byte};
   for (const std::string& s : strings) {
     INFO(Json(s).dump(-1, ' ', true, Json::error_handler_t::replace));
     CHECK(Written(Json(s)) == Dumped(Json(s)));
@@ -54,8 +67,8 @@ TEST_CASE("JsonTextWriter writes what dump(2) writes", "[unit][report]") {
   const Json document = {
       {"empty_object", Json::object()},
       {"empty_array", Json::array()},
-      {"integers", {std::numeric_limits<int64_t>::min(), int64_t{-1}, 0,
-                    std::numeric_limits<uint64_t>::max()}},
+      {"integers",
+       {std::numeric_limits<int64_t>::min(), int64_t{-1}, 0, std::numeric_limits<uint64_t>::max()}},
       {"nested", {{"a", {{"b", {1, {{"c", nullptr}}, Json::array({Json::array()})}}}}}},
       {"booleans", {true, false}},
       {"strings", strings},
@@ -76,9 +89,10 @@ TEST_CASE("JsonTextWriter escapes random bytes as dump does", "[unit][report]") 
     for (char& c : s) {
       // Mostly the bytes UTF-8 is made of, so that valid sequences occur too.
       const uint64_t pick = random() % 4;
-      c = static_cast<char>(pick == 0 ? random() % 256 : pick == 1 ? 0x80 + random() % 64
-                                                      : pick == 2 ? 0xC2 + random() % 51
-                                                                  : 0x20 + random() % 96);
+      c = static_cast<char>(pick == 0   ? random() % 256
+                            : pick == 1 ? 0x80 + random() % 64
+                            : pick == 2 ? 0xC2 + random() % 51
+                                        : 0x20 + random() % 96);
     }
     INFO(i);
     REQUIRE(Written(Json(s)) == Dumped(Json(s)));

@@ -1,6 +1,8 @@
-// LoadReport and StepRowColumns (report/report_reader.h, report/step_row_columns.h): a report
-// read back is the document nlohmann's DOM parser gives of the file, with each process's step
-// rows in columns that give every row back as the file held it; the limits and the refusals.
+// LoadReport, StepRowColumns and WriteLoadedReport (report/report_reader.h,
+// report/step_row_columns.h, report/report_writer.h): a report read back is the document
+// nlohmann's DOM parser gives of the file, with each process's step rows in columns that give
+// every row back as the file held it, and it writes back as dump(2) of that document; the limits
+// and the refusals.
 #include "report/report_reader.h"
 
 #include <catch2/catch.hpp>
@@ -8,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "report/report_writer.h"
 #include "report/step_row_columns.h"
 #include "test_files.h"
 
@@ -54,6 +57,10 @@ void CheckReadsAsItsDom(const std::string& text) {
   }
   const LoadedReport from_memory = LoadedReport::FromDocument(dom);
   CHECK(from_memory.document() == loaded->document());
+  // Written back (`report --json`): dump(2)'s text of the whole, rows from their columns.
+  REQUIRE(WriteLoadedReport(*loaded, dir.File("back.json"), ExistingFile::kReplace).ok());
+  CHECK(test_support::ReadFile(dir.File("back.json")) ==
+        dom.dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
   CHECK(std::move(*loaded).TakeDocumentWithRows() == dom);
 }
 
@@ -69,8 +76,16 @@ TEST_CASE("a report read back is its DOM with the step rows in columns: the gold
   for (const char* name : {"nested_ranges", "warmup_steps", "four_ranks", "fault_crash",
                            "autograd_threads", "graph_replay"}) {
     INFO(name);
-    CheckReadsAsItsDom(
-        test_support::ReadFile(std::string(GPUATTR_GOLDEN_DIR) + "/" + name + "/report.json"));
+    const std::string text =
+        test_support::ReadFile(std::string(GPUATTR_GOLDEN_DIR) + "/" + name + "/report.json");
+    CheckReadsAsItsDom(text);
+    // A report this gpuattr wrote reads back and writes out to the same bytes.
+    TempDir dir;
+    test_support::WriteFile(dir.File("r.json"), text);
+    StatusOr<LoadedReport> loaded = LoadReport(dir.File("r.json"));
+    REQUIRE(loaded.ok());
+    REQUIRE(WriteLoadedReport(*loaded, dir.File("back.json"), ExistingFile::kReplace).ok());
+    CHECK(test_support::ReadFile(dir.File("back.json")) == text);
   }
 }
 
