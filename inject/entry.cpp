@@ -1,8 +1,13 @@
 // The only translation unit of libgpuattr_inject.so with default-visibility symbols: the entry
-// points the CUDA driver and NVTX look up by name, plus the library constructor. exports.map
-// keeps everything else local. Every entry point is idempotent, noexcept, and ends in a
-// last-resort catch that disables the shim rather than letting an exception reach C frames.
+// points the CUDA driver and NVTX look up by name, libc's _exit and _Exit (interposed where the
+// shim is preloaded), plus the library constructor. exports.map keeps everything else local.
+// Every entry point is idempotent, lets no exception out, and ends in a last-resort catch that
+// disables the shim rather than letting an exception reach C frames.
 #include <cupti.h>
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "cupti/subscriber.h"
 #include "nvtx/nvtx_injection.h"
@@ -13,8 +18,17 @@
 
 namespace {
 
+using ExitFunction = void (*)(int);
+
+// The definitions of _exit and _Exit after ours (libc's, or another preloaded tool's), resolved
+// while the library loads so that exiting never calls into the loader.
+ExitFunction g_next_exit = nullptr;
+ExitFunction g_next_upper_exit = nullptr;
+
 // Runs on: the loader's thread (LD_PRELOAD, or any dlopen of the library).
 __attribute__((constructor)) void GpuattrOnLoad() noexcept {
+  g_next_exit = reinterpret_cast<ExitFunction>(dlsym(RTLD_NEXT, "_exit"));
+  g_next_upper_exit = reinterpret_cast<ExitFunction>(dlsym(RTLD_NEXT, "_Exit"));
   try {
     gpuattr::inject::OnLoad();
   } catch (...) {
@@ -22,7 +36,29 @@ __attribute__((constructor)) void GpuattrOnLoad() noexcept {
   }
 }
 
+// Ends this process's session as its exit handlers would have, then leaves through `next`, or
+// through the exit_group system call when there is none.
+[[noreturn]] void EndSessionAndExit(ExitFunction next, int status) noexcept {
+  try {
+    gpuattr::inject::OnImmediateExit();
+  } catch (...) {
+    gpuattr::inject::DisableShim();
+  }
+  if (next != nullptr) next(status);
+  for (;;) syscall(SYS_exit_group, status);
+}
+
 }  // namespace
+
+// _exit and _Exit, interposed when the shim is preloaded (gpuattr run): a process that leaves
+// through them, such as a multiprocessing fork worker ending in Python's os._exit, runs no exit
+// handler, so without this its last flush period and its Goodbye would be lost and its stream
+// read as truncated. Called by the application on any thread; libc's exit does not come here
+// (it calls its own _exit directly).
+GPUATTR_EXPORT void _exit(int status) {  // lint-inject: allow the interposed definition itself
+  EndSessionAndExit(g_next_exit, status);
+}
+GPUATTR_EXPORT void _Exit(int status) noexcept { EndSessionAndExit(g_next_upper_exit, status); }
 
 // Called by the CUDA driver during cuInit when CUDA_INJECTION64_PATH names this library.
 // Returns 1 in every case, as NVIDIA's samples do: a failure to trace must not fail CUDA.

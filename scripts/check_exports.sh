@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Checks that libgpuattr_inject.so exports exactly its entry points and depends on nothing heavy
-# (exemplars §9.6 rule 4, §9.8 step 0). Usage: scripts/check_exports.sh path/to/libgpuattr_inject.so
+# Checks that libgpuattr_inject.so exports exactly its entry points (with the interposed _exit and
+# _Exit) and depends on nothing heavy (exemplars §9.6 rule 4, §9.8 step 0).
+# Usage: scripts/check_exports.sh path/to/libgpuattr_inject.so
 set -euo pipefail
 
 lib="${1:?usage: $0 path/to/libgpuattr_inject.so}"
 [[ -f "$lib" ]] || { echo "check_exports: no such file: $lib" >&2; exit 2; }
 
-expected=$'InitializeInjection\nInitializeInjectionNvtx2'
+expected=$(printf '%s\n' InitializeInjection InitializeInjectionNvtx2 _exit _Exit | sort -u)
 # Defined dynamic symbols, minus the version-node pseudo symbols the linker may add.
 actual=$(nm -D --defined-only "$lib" | awk '$2 != "A" {print $3}' | sed 's/@.*//' | sort -u)
 status=0

@@ -176,8 +176,9 @@ std::string StatusNote(const nlohmann::json& process) {
   std::string note;
   if (lost.is_object()) {
     note =
-        "its stream ended without a Goodbye (the process was killed, or left through _exit "
-        "before its last flush): what it recorded after its last record may be lost";
+        "its stream ended without a Goodbye (the process was killed or crashed, or left "
+        "through _exit where the shim was not preloaded): what it recorded after its last "
+        "record may be lost";
     const std::optional<double> ns = NumberOf(Field(lost, "ns"));
     note += ns ? ", " + MsText(Field(lost, "ns")) + " ms of it until its connection closed."
                : " (when its connection closed is not known).";

@@ -1,9 +1,10 @@
 // FlushThread: the shim's only background thread, "gpuattr-flush" (all signals blocked).
 //
 // Every flush period (1 ms for a session's first kStartupCycles cycles, then doubling up to the
-// configured period, so a process that ends early, such as a fork worker leaving through _exit,
-// loses at most about a millisecond), and at once when a thread's ring passes half full
-// (WakeFlushThreadEarly), it turns what app threads and CUPTI produced into wire messages:
+// configured period, so a process that ends early without its exit handlers or the interposed
+// _exit, killed or crashed, loses at most about a millisecond), and at once when a thread's ring
+// passes half full (WakeFlushThreadEarly), it turns what app threads and CUPTI produced into wire
+// messages:
 //
 //   1. every kCuptiFlushEveryCycles cycles, and in a stream's last: cuptiActivityFlushAll(0) and
 //      cuptiActivityGetNumDroppedRecords (CUPTI calls; no lock of ours is held, see §9.6 rule 6:
@@ -29,10 +30,10 @@
 // runs; closing stops recording, forces a CUPTI flush, has the next API exit detach CUPTI
 // (waiting at most kDetachWaitMs), sends the last records, Diagnostics and WindowEnd.
 //
-// Threads: Start/Stop run on the session owner's thread (an app thread, the atexit caller); the
-// cycle methods run on the flush thread, or on the test thread when a test drives them directly
-// without Start. Lock order: wake_mutex_ is a leaf, held only to wait and to set stop_; no CUPTI
-// call and no intern-table call happens under it.
+// Threads: Start/Stop run on the session owner's thread (an app thread, the atexit or _exit
+// caller); the cycle methods run on the flush thread, or on the test thread when a test drives them
+// directly without Start. Lock order: wake_mutex_ is a leaf, held only to wait and to set stop_; no
+// CUPTI call and no intern-table call happens under it.
 #ifndef GPUATTR_INJECT_RUNTIME_FLUSH_THREAD_H_
 #define GPUATTR_INJECT_RUNTIME_FLUSH_THREAD_H_
 
@@ -87,7 +88,7 @@ class FlushThread final : private NameInterner {
   // Runs on: the thread starting the session.
   bool Start(const SessionInfo& info) noexcept;
   // Asks for the final cycle and waits for the thread at most `join_timeout_ms`.
-  // Runs on: the atexit caller.
+  // Runs on: the atexit or _exit caller.
   void Stop(int join_timeout_ms) noexcept;
   // Fork child: the thread does not exist here; close the socket and forget everything.
   void AbandonAfterFork() noexcept;

@@ -124,13 +124,20 @@ void FinishSession() noexcept {
   shim.hot_flags.fetch_or(kHotTornDown, std::memory_order_release);
 }
 
+// Ends the session of the process that started it, once: at exit, or at an earlier _exit.
+// Afterwards the shim is inert in this process image.
+void EndOwnSession() noexcept {
+  int running = kRunning;
+  if (getpid() != g_session_pid || !g_status.compare_exchange_strong(running, kInert)) return;
+  ReportMissingDriver();
+  FinishSession();
+}
+
 // Runs on: the thread ending the process, through atexit (registered when the session started,
 // so before CUDA's own exit handlers run).
 void AtExit() noexcept {
   try {
-    if (g_status.load(std::memory_order_acquire) != kRunning || getpid() != g_session_pid) return;
-    ReportMissingDriver();
-    FinishSession();
+    EndOwnSession();
   } catch (...) {
     DisableShim();
   }
@@ -232,6 +239,8 @@ bool EnsureSession() noexcept {
   g_status.store(kRunning, std::memory_order_release);
   return true;
 }
+
+void OnImmediateExit() noexcept { EndOwnSession(); }
 
 bool SessionArmed() noexcept { return g_info_ready && g_info.mode == wire::HelloMode::kArmed; }
 

@@ -16,7 +16,11 @@
 //                     driver_missing Refusal when it carries a CUDA runtime but no driver
 //                     (cuda_presence.h), forced CUPTI flush (outside our locks), then the flush
 //                     thread's final cycle, Diagnostics and Goodbye (bounded), then the
-//                     torn-down flag. A no-op everywhere else.
+//                     torn-down flag. A no-op everywhere else, and after the first time.
+//   OnImmediateExit - the same, from the interposed _exit/_Exit (entry.cpp), which run no exit
+//                     handler: a fork worker leaving through os._exit still sends its last
+//                     records and Goodbye. A vfork child (its pid is not the session's) and a
+//                     fork child that recorded nothing (no session of its own) return at once.
 //   exit check      - registered by OnLoad, so it runs after every other exit handler: a
 //                     process that never started a session but carries a CUDA runtime without
 //                     a driver starts one here to send driver_missing, and ends it.
@@ -38,6 +42,13 @@ void OnLoad() noexcept;
 // True when a session is running or starting (events are worth recording), false when the shim
 // is inert (no GPUATTR_SOCKET, or the session could not start). Runs on: any thread.
 bool EnsureSession() noexcept;
+
+// Ends the session as AtExit does, for a process leaving through _exit or _Exit. Bounded like
+// AtExit: the final sends share kFinalSendBudgetMs, then kLastWordBudgetMs, and the flush thread
+// is joined with a timeout. Not async-signal-safe: from a signal handler that interrupted the
+// shim on the same thread, the join can time out and the last records are lost, counted as
+// truncation. Runs on: the thread calling _exit.
+void OnImmediateExit() noexcept;
 
 // True when the running session is armed (GPUATTR_MODE=armed): CUPTI waits for a capture window
 // instead of being subscribed at cuInit. Runs on: any thread, after EnsureSession returned true.

@@ -92,7 +92,7 @@ TEST_CASE("a status that is not plain says what it means", "[unit][text]") {
       {"status", "truncated"},
       {"loss", {{"lost_span", {{"from_ns", 10}, {"to_ns", 2500010}, {"ns", 2500000}}}}}};
   CHECK_THAT(StatusNote(cut), Contains("truncated: its stream ended without a Goodbye"));
-  CHECK_THAT(StatusNote(cut), Contains("lost, 2.500 ms of it"));
+  CHECK_THAT(StatusNote(cut), Contains("2.500 ms of it until its connection closed"));
   const Json unknown_close = {{"status", "truncated"},
                               {"loss", {{"lost_span", {{"from_ns", 10}, {"ns", nullptr}}}}}};
   CHECK_THAT(StatusNote(unknown_close), Contains("is not known"));
