@@ -1,9 +1,9 @@
 # The default rule tables (collector/data/*.json) become raw string literals included by
-# analysis/rule_file.cpp, regenerated whenever a table changes: the binary needs no data files.
+# analysis/rule_file.cpp (and the device peak table by report/work_report.cpp), regenerated whenever a table changes: the binary needs no data files.
 set(GPUATTR_COLLECTOR_DATA_DIR ${CMAKE_CURRENT_SOURCE_DIR}/data)
 set(GPUATTR_COLLECTOR_GENERATED_DIR ${CMAKE_CURRENT_BINARY_DIR}/generated)
 set(GPUATTR_COLLECTOR_EMBEDDED)
-foreach(table family_rules phase_rules)
+foreach(table family_rules phase_rules device_peaks)
   add_custom_command(
     OUTPUT ${GPUATTR_COLLECTOR_GENERATED_DIR}/${table}.inc
     COMMAND ${CMAKE_COMMAND} -DINPUT=${GPUATTR_COLLECTOR_DATA_DIR}/${table}.json
@@ -38,6 +38,7 @@ add_library(gpuattr_collector_core STATIC
   analysis/refusal_catalogue.cpp
   analysis/rule_file.cpp
   analysis/step_fold.cpp
+  analysis/work_fold.cpp
   analysis/trace_builder.cpp
   report/atomic_write.cpp
   report/process_reader.cpp
@@ -48,6 +49,7 @@ add_library(gpuattr_collector_core STATIC
   report/step_row_columns.cpp
   report/report_writer.cpp
   report/summary.cpp
+  report/work_report.cpp
   ${GPUATTR_COLLECTOR_EMBEDDED}
 )
 target_include_directories(gpuattr_collector_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})

@@ -44,13 +44,15 @@ ActivityFolder::ActivityFolder(const TraceData& data, const AnalysisOptions& opt
               phase_masks_),
       modules_(paths_),
       host_ranges_(data),
-      steps_(data, paths_, options.step, options.skip_steps) {}
+      steps_(data, paths_, options.step, options.skip_steps),
+      work_(data, paths_) {}
 
 void ActivityFolder::RefreshNames() {
   if (!paths_.Refresh()) return;
   passes_.Refresh();
   phases_.Refresh();
   steps_.Refresh();
+  work_.Refresh();
   families_.Refresh();
   modules_.Refresh();
 }
@@ -95,6 +97,18 @@ void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord*
   if (attributed.kernel()) families_.Fold(activity, launch);
   steps_.Fold(attributed, category);
   if (options_.observer) Observe(attributed);
+}
+
+void ActivityFolder::FoldValueMark(const wire::ValueMark& mark) {
+  RefreshNames();
+  const std::optional<WorkCounts> counts = work_.Fold(mark);
+  if (!counts) return;
+  if (mark.node != 0) {
+    const uint32_t pass = paths_.PassIdOf(mark.node);
+    passes_.AddWork(pass, paths_.PassPath(pass), *counts);
+  }
+  steps_.RegisterInstances();
+  steps_.FoldWork(mark.timestamp_ns, *counts);
 }
 
 WorkCategory ActivityFolder::CategoryOf(const ActivityRecord& activity) {
@@ -195,6 +209,7 @@ ProcessAnalysis ActivityFolder::Finish(const LaunchCounts& launches) {
   result.modules = modules_.Finish();
   steps_.Finish(host_ranges_.durations_by_node(), result);
   host_ranges_.FinishSpansAndMarks(result);
+  work_.Finish(result);
   AddProcessFacts(data_, result);
   if (options_.observer) options_.observer->ProcessFinished(data_, result);
   return result;

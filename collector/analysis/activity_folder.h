@@ -12,6 +12,7 @@
 //                                                         ├─▶ step_fold      (steps)
 //                                                         └─▶ observer       (exports)
 //   closed ranges ──▶ host_range_fold (host durations, spans, marks) ──▶ pass tree, steps
+//   value marks   ──▶ work_fold (the FLOP counter's ledger) ──▶ pass tree, steps
 //
 // An attributed collective kernel (family_fold's category) takes the communication phase
 // whatever the phase of its path, so the phase terms still partition attributed time.
@@ -43,6 +44,7 @@
 #include "analysis/step_fold.h"
 #include "analysis/thread_history.h"
 #include "analysis/trace_data.h"
+#include "analysis/work_fold.h"
 
 namespace gpuattr::collector {
 
@@ -59,6 +61,9 @@ class ActivityFolder {
   // An activity leaving the reorder window that lies outside the capture window (window
   // streams, docs/attach.md): counted as excluded, and in nothing else.
   void ExcludeOutsideWindow() { ++excluded_activities_; }
+  // A ValueMark the watermark passed (or, at the end, any left): its counts go to its pass and
+  // to the steps open when it was sent.
+  void FoldValueMark(const wire::ValueMark& mark);
   // The launch left the join (graph launches keep a per-family dedupe until then).
   void ForgetLaunch(uint32_t correlation_id, const LaunchRecord& launch);
   // Once, after the last Release, with `data` finished; `launches` are the join's counts.
@@ -91,6 +96,7 @@ class ActivityFolder {
   ModuleFold modules_;
   HostRangeFold host_ranges_;
   StepFold steps_;
+  WorkFold work_;
   Totals totals_;
   Loss loss_;
   uint64_t excluded_activities_ = 0;

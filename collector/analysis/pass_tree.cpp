@@ -85,6 +85,7 @@ PassNode PassTree::Finalize(size_t index) {
   if (out.instances > 0) out.host = node.host_durations.Summary();
   out.busy_ns = node.busy.Total();
   out.total_ns = out.self_ns;
+  out.work_total = out.work_self;
   for (auto& [key, context] : node.contexts) {
     context.path = key;
     out.launch_contexts.push_back(std::move(context));
@@ -100,6 +101,7 @@ PassNode PassTree::Finalize(size_t index) {
   for (size_t child : child_indices) {
     out.children.push_back(Finalize(child));
     out.total_ns += out.children.back().total_ns;
+    out.work_total.Add(out.children.back().work_total);
   }
   std::stable_sort(out.children.begin(), out.children.end(),
                    [](const PassNode& a, const PassNode& b) {

@@ -1,11 +1,12 @@
 // PassTree: the pass tree under construction (docs/attribution.md §Passes): one node per path of
 // range names (domains merged), each with its device time by attribution kind, its busy union,
 // its device time by kernel family (the folded exports' leaf frames), the launch contexts of its
-// captured activities, and its host durations.
+// captured activities, its host durations, and the FLOPs and bytes of the ops that ran on it.
 //
 // The activity folder hands it every attributed activity with the names of its path; host
-// durations arrive once, at the end, from the host-range fold. Finish() returns the roots with
-// totals (self + children), phases and children ordered by total device time, then host time.
+// durations arrive once, at the end, from the host-range fold, and counted ops from the work fold.
+// Finish() returns the roots with totals (self + children: device time and work), phases and
+// children ordered by total device time, then host time.
 //
 // Single-threaded, on the thread that folds. Memory: one node per distinct path.
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_PASS_TREE_H_
@@ -46,6 +47,11 @@ class PassTree {
   // a pass merge).
   void AddHostDurations(uint32_t pass, const std::vector<std::string>& path,
                         const Samples<uint64_t>& durations);
+
+  // FLOPs and bytes of ops that ran on pass `pass`, whose path is `path` (work_fold.h).
+  void AddWork(uint32_t pass, const std::vector<std::string>& path, const WorkCounts& counts) {
+    NodeOfPass(pass, path).out.work_self.Add(counts);
+  }
 
   // The roots, finished, their phases by the rules' answers cached in `name_masks`. Once.
   std::vector<PassNode> Finish(PhaseRules::NameMasks& name_masks);

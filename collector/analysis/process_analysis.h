@@ -41,6 +41,19 @@ struct LaunchContext {
   uint64_t activities = 0;
 };
 
+// FLOPs and bytes counted by the PyTorch annotator's FLOP counter (docs/attribution.md §FLOPs):
+// the ops that ran under a pass node, or in a step.
+struct WorkCounts {
+  uint64_t flops = 0;           // integer FLOPs of the counted ops, a fused multiply-add is 2
+  uint64_t bytes_estimate = 0;  // their read-once/write-once traffic
+  uint64_t unknown_ops = 0;     // calls of ops without a rule: flops is a lower bound when > 0
+  void Add(const WorkCounts& other) {
+    flops += other.flops;
+    bytes_estimate += other.bytes_estimate;
+    unknown_ops += other.unknown_ops;
+  }
+};
+
 struct PassNode {
   std::string name;
   std::vector<std::string> path;
@@ -60,6 +73,8 @@ struct PassNode {
   // first; sums to self_ns exactly. The folded-stack exports' leaf frames.
   std::vector<std::pair<std::string, uint64_t>> self_by_family;
   std::optional<Phase> phase;  // of its path (docs/attribution.md §Phases)
+  WorkCounts work_self;        // ops that ran under exactly this node
+  WorkCounts work_total;       // self + children's totals
   std::vector<PassNode> children;
 };
 
@@ -305,6 +320,7 @@ struct StepRow {
   uint64_t unattributed_ns = 0;
   uint64_t busy_ns = 0;
   CategoryBusy categories;  // the category unions over all devices, within the step
+  WorkCounts work;          // ops counted while it was open, on any thread
   uint64_t host_ns() const { return end_ns - start_ns; }
   uint64_t gaps_ns() const { return host_ns() - busy_ns; }
 };
@@ -318,6 +334,27 @@ struct Steps {
   // Kept rows, by start; never null. Shared, not copied: a streaming trace keeps its analysis for
   // later reports while the report being written holds the same rows.
   std::shared_ptr<const std::vector<StepRow>> rows = std::make_shared<std::vector<StepRow>>();
+};
+
+// One op of the FLOP counter's ledger: how often it ran and, counted, its FLOPs and bytes.
+struct OpCount {
+  std::string op;  // as torch.profiler names it: aten::addmm
+  uint64_t calls = 0;
+  uint64_t flops = 0;
+  uint64_t bytes_estimate = 0;
+};
+
+// What the PyTorch annotator's FLOP counter sent (docs/attribution.md §FLOPs): every op it saw
+// is in exactly one of counted, free (views, allocations) and unknown (no rule: never a zero).
+struct WorkAnalysis {
+  std::optional<std::string> counter;  // its "counting (rules ...)" mark; empty: none came
+  std::optional<std::string> off;      // its "off: why" mark, when it could not count
+  WorkCounts total;                    // every counted op, wherever it ran
+  WorkCounts unattributed;             // those that ran with no range open
+  std::vector<OpCount> counted;        // most FLOPs first
+  std::vector<OpCount> free;           // most calls first
+  std::vector<OpCount> unknown;        // most calls first
+  std::vector<std::pair<std::string, uint64_t>> flops_by_dtype;  // most FLOPs first
 };
 
 struct ProcessAnalysis {
@@ -348,6 +385,7 @@ struct ProcessAnalysis {
   std::vector<ModuleRow> modules;  // most device time first; empty without module ranges
   std::vector<SpanStats> ranges;
   std::vector<MarkStats> marks;
+  std::optional<WorkAnalysis> work;  // empty: no FLOP counter mark or count came
 };
 
 // The numbers a multi-process report's summary merges, over the processes whose device time was

@@ -62,6 +62,16 @@ struct ProcessTrace::State {
     }
   }
 
+  // The value marks sent before `watermark` (kEverything: all, at the end), in arrival order
+  // (those of one thread are in time order), to the fold.
+  void FoldValueMarksBelow(uint64_t watermark) {
+    while (!data.value_marks.empty() && (watermark == LaunchJoin::kEverything ||
+                                         data.value_marks.front().timestamp_ns < watermark)) {
+      folder->FoldValueMark(data.value_marks.front());
+      data.value_marks.pop_front();
+    }
+  }
+
   // After each datagram: what the watermark passed is released, and what the fold consumed of
   // the host records is dropped.
   void Advance() {
@@ -70,6 +80,7 @@ struct ProcessTrace::State {
       return;
     }
     ReleaseBelow(data.last_timestamp_ns - window_ns);
+    FoldValueMarksBelow(data.last_timestamp_ns - window_ns);
     for (const uint64_t folded = folder->folded_host_ranges(); data.host_ranges_dropped < folded;
          ++data.host_ranges_dropped) {
       data.host_ranges.pop_front();
@@ -130,6 +141,7 @@ ProcessAnalysis ProcessTrace::TakeAnalysis() {
   if (!state.analysis) {
     GPUATTR_CHECK(state.folder);  // freed only once the analysis is taken
     state.ReleaseBelow(LaunchJoin::kEverything);
+    state.FoldValueMarksBelow(LaunchJoin::kEverything);
     state.analysis = state.folder->Finish(state.launches.counts());
     // Its per-instance step state is in the analysis now; nothing more can be released.
     if (state.data.finished) state.folder.reset();
@@ -142,7 +154,8 @@ size_t ProcessTrace::in_flight() const {
 }
 
 size_t ProcessTrace::host_records_held() const {
-  return state_->data.host_ranges.size() + state_->data.pushes.size();
+  return state_->data.host_ranges.size() + state_->data.pushes.size() +
+         state_->data.value_marks.size();
 }
 
 Status LoadRuleFiles(const std::string& phase_rules_path, const std::string& family_rules_path,

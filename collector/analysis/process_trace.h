@@ -94,7 +94,8 @@ class ProcessTrace {
 
   // Test accessor: activities waiting in the reorder window plus launches in flight.
   size_t in_flight() const;
-  // Test accessor: closed ranges and pushes held for a fold that has not consumed them yet.
+  // Test accessor: closed ranges, pushes and value marks held for a fold that has not consumed
+  // them yet.
   size_t host_records_held() const;
 
  private:

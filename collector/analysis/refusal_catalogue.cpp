@@ -84,8 +84,53 @@ constexpr RefusalEntry kNoRanges{
     "nvtx.annotate, torch.cuda.nvtx.range_push); an imported trace needs its annotations or "
     "torch.profiler's with_modules=True."};
 
+constexpr RefusalEntry kFlopsNotCounted{
+    "flops_not_counted",
+    "FLOPs were asked for (--flops), but the PyTorch annotator's FLOP counter did not count in "
+    "this process: no op's FLOPs are known, which is not zero FLOPs.",
+    "Run the PyTorch program under `gpuattr run --flops` with the annotator on (--pytorch modules "
+    "or ops) on torch >= 1.13 and the CUDA toolkit's libnvtx3interop; a rule file the counter "
+    "could not use is named in the cause (docs/pytorch.md §FLOPs)."};
+
+constexpr RefusalEntry kKernelUtilizationRequiresDeviceJoin{
+    "kernel_utilization_requires_device_join",
+    "Achieved FLOP/s divides counted FLOPs by the device time joined to the same pass; this "
+    "process's device join did not pass its gate (coverage overall, and forward and backward "
+    "separately, at least the threshold), so no such figure would be sound.",
+    "Look at coverage.unattributed for why kernels were not joined to a pass and put that work "
+    "in ranges (the PyTorch annotator, NVTX), or lower --coverage-threshold knowingly; without a "
+    "GPU there is no device time to join."};
+
+constexpr RefusalEntry kMfuDenominatorInvalid{
+    "mfu_denominator_invalid",
+    "MFU divides a step's FLOPs by the uninstrumented end-to-end step wall time times the "
+    "device's peak FLOP/s; no valid uninstrumented step time is known (the instrumented step "
+    "time and the kernel busy union are not valid denominators).",
+    "Add --clean-steps N: gpuattr runs the program a second time with only a step timer (no "
+    "shim, no ranges) and takes the median of N steps; or state the step time with "
+    "--clean-step-ms X."};
+
+constexpr RefusalEntry kPeakFlopsUnknown{
+    "peak_flops_unknown",
+    "The device's peak FLOP/s for the dtype that carried most FLOPs is not in gpuattr's device "
+    "table, so MFU has no peak to divide by.",
+    "State the peak with --peak-flops F (FLOP/s, dense, for that dtype), or add the device to "
+    "collector/data/device_peaks.json with its datasheet."};
+
+constexpr char kUnknownOpsRemedy[] =
+    "Each op here ran without a FLOP rule: its FLOPs are unknown, not zero, so every FLOP count "
+    "it ran under is a lower bound. Add a rule for it to a rule file and pass it with "
+    "--flop-rules FILE (docs/pytorch.md §FLOPs).";
+
 }  // namespace
 
+const RefusalEntry& FlopsNotCountedRefusal() { return kFlopsNotCounted; }
+const RefusalEntry& KernelUtilizationRequiresDeviceJoinRefusal() {
+  return kKernelUtilizationRequiresDeviceJoin;
+}
+const RefusalEntry& MfuDenominatorInvalidRefusal() { return kMfuDenominatorInvalid; }
+const RefusalEntry& PeakFlopsUnknownRefusal() { return kPeakFlopsUnknown; }
+const char* UnknownOpsRemedy() { return kUnknownOpsRemedy; }
 const RefusalEntry& NoRangesAdvice() { return kNoRanges; }
 const RefusalEntry& NoDeviceActivityInTraceRefusal() { return kNoDeviceActivityInTrace; }
 const RefusalEntry& LegacyProfilerTraceRefusal() { return kLegacyProfilerTrace; }

@@ -34,6 +34,16 @@ const RefusalEntry& AttachRequiresShimRefusal();
 const RefusalEntry& AttachOtherUserRefusal();
 const RefusalEntry& DaemonUnreachableRefusal();
 
+// FLOPs (docs/attribution.md §FLOPs): FLOPs were asked for and the PyTorch annotator's counter
+// did not count; achieved FLOP/s without a device join that passed its gate; MFU without the
+// uninstrumented step time; a device whose peak FLOP/s gpuattr does not know. And not a refusal
+// but the remedy of the unknown-op ledger.
+const RefusalEntry& FlopsNotCountedRefusal();
+const RefusalEntry& KernelUtilizationRequiresDeviceJoinRefusal();
+const RefusalEntry& MfuDenominatorInvalidRefusal();
+const RefusalEntry& PeakFlopsUnknownRefusal();
+const char* UnknownOpsRemedy();
+
 // Not a refusal but advice, the report's `advice` (nothing was lost, the numbers stand): no
 // process of the capture has a range, so nothing can be attributed to a pass. Says how to get
 // ranges: the PyTorch annotator, NVTX.

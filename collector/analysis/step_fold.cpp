@@ -147,6 +147,14 @@ void StepFold::FoldTerms(uint64_t launch_ns, const ActivityOutcome& outcome, uin
   }
 }
 
+void StepFold::FoldWork(uint64_t timestamp_ns, const WorkCounts& counts) {
+  for (Key* key : tracked_) {
+    std::optional<size_t> id;
+    EarliestAt(key->instances, timestamp_ns, id);
+    if (id) instances_[*id].work.Add(counts);
+  }
+}
+
 // A merged interval of a union over all devices closed: its overlap with every tracked instance.
 template <typename Field>
 void StepFold::AddOverlap(const Interval& merged, Field field) {
@@ -250,6 +258,7 @@ void StepFold::Finish(const std::map<uint32_t, Samples<uint64_t>>& host_duration
     row.unattributed_ns = instance.unattributed_ns;
     row.busy_ns = instance.busy_ns;
     row.categories = CategoryUnions::BusyOf(instance.category_ns);
+    row.work = instance.work;
     rows->push_back(std::move(row));
   }
   steps.rows = std::move(rows);

@@ -7,7 +7,8 @@
 // tracked when they are --step, or, auto-detecting, once a range of that key is seen at the top
 // level of the main thread (TraceData::main_tid: a step is the training loop's). A released
 // activity adds its terms to the earliest instance of each tracked key that holds its launch time,
-// whichever thread launched it (an autograd thread's backward, a DDP reducer's all-reduce); each
+// whichever thread launched it (an autograd thread's backward, a DDP reducer's all-reduce), and so
+// do the FLOP counter's counts by the time they were sent; each
 // merged interval of the all-device busy union, and of each category union (category_unions.h), as
 // it closes, adds its overlap to every tracked instance. The step range is chosen at the end from
 // the closed ranges' counts (a step-like name with two or more top-level instances first, then the
@@ -62,6 +63,10 @@ class StepFold {
   // An activity with timestamps (after RegisterInstances for its release), of `category`.
   void Fold(const AttributedActivity& attributed, WorkCategory category);
 
+  // Counted ops (work_fold.h) sent at `timestamp_ns`, on any thread: added to the earliest
+  // instance of each tracked key open then, as a launch at that time would be.
+  void FoldWork(uint64_t timestamp_ns, const WorkCounts& counts);
+
   // steps, or steps_reason. `host_durations`: closed instances' durations by path node (the
   // host-range fold's), which auto-detection counts. Once.
   void Finish(const std::map<uint32_t, Samples<uint64_t>>& host_durations,
@@ -78,6 +83,7 @@ class StepFold {
     uint64_t unattributed_ns = 0;
     uint64_t busy_ns = 0;
     CategoryUnions::Lengths category_ns{};  // its share of each category union
+    WorkCounts work{};
   };
   // The instances of one step key, whatever their node (ProfilerStep#1, #2, ... are one key),
   // in one index: an activity asks each tracked key once, however many steps the run had.

@@ -139,6 +139,7 @@ void TraceBuilder::Apply(const wire::RecordView& record) {
     case RecordType::kRangeStart:
     case RecordType::kRangeEnd:
     case RecordType::kMark:
+    case RecordType::kValueMark:
     case RecordType::kApiEnter:
     case RecordType::kApiExit:
     case RecordType::kGraphNodeCreated:
@@ -247,6 +248,12 @@ void TraceBuilder::ApplyHostEvent(const wire::RecordView& record) {
       const auto mark = record.As<wire::Mark>();
       SeeTimestamp(mark.timestamp_ns);
       ++data_.marks[{mark.name_string, mark.domain_string}];
+      break;
+    }
+    case wire::RecordType::kValueMark: {
+      const auto mark = record.As<wire::ValueMark>();
+      SeeTimestamp(mark.timestamp_ns);
+      data_.value_marks.push_back(mark);
       break;
     }
     case wire::RecordType::kApiEnter: {

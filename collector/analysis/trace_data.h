@@ -196,6 +196,9 @@ struct TraceData {
   std::unordered_map<uint64_t, SpanRange> open_spans;  // by range id
   std::vector<SpanRange> spans;
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> marks;  // (name, domain) -> count
+  // ValueMarks (marks with a count, on their thread's path) not yet folded, in arrival order: the
+  // fold takes them once the watermark passed them, when every range they fell in is known.
+  std::deque<wire::ValueMark> value_marks;
 
   // Device activity and graphs (launches in flight live in LaunchJoin).
   std::vector<KernelShape> shapes;

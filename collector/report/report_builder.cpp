@@ -63,9 +63,6 @@ ProcessEntry BuildProcess(const ProcessAnalysis& analysis, const ReportInputs& i
   } else {
     process["devices"] = nullptr;
   }
-  Json passes = Json::array();
-  for (const PassNode& root : analysis.passes) passes.push_back(PassJson(root, measured));
-  process["passes"] = std::move(passes);
   if (measured) {
     Json families = Json::array();
     for (const FamilyStats& family : analysis.families) {
@@ -77,12 +74,20 @@ ProcessEntry BuildProcess(const ProcessAnalysis& analysis, const ReportInputs& i
   }
   process["phases"] = PhasesJson(measured, analysis.phases);
   process["modules"] = ModulesJson(measured, analysis.modules);
-  process["steps"] = analysis.steps ? StepsJson(measured, *analysis.steps) : Json(nullptr);
+  process["steps"] =
+      analysis.steps ? StepsJson(measured, WorkCounted(analysis), *analysis.steps) : Json(nullptr);
   process["steps_reason"] = analysis.steps ? Json(nullptr) : Json(analysis.steps_reason);
   process["coverage"] =
       CoverageJson(measured, analysis.attributed_kernel_ns, analysis.totals.kernel_ns,
                    analysis.unattributed, inputs.coverage_threshold, analysis.phase_coverage);
   process["coverage"]["fallbacks"] = FallbacksJson(measured, analysis.fallbacks);
+  PassWorkSettings pass_work;
+  process["work"] = ProcessWorkJson(analysis, process["coverage"], inputs.work, &pass_work);
+  Json passes = Json::array();
+  for (const PassNode& root : analysis.passes) {
+    passes.push_back(PassJson(root, measured, pass_work));
+  }
+  process["passes"] = std::move(passes);
 
   Json ranges = Json::array();
   for (const SpanStats& span : analysis.ranges) {
@@ -187,8 +192,8 @@ Report BuildReport(const ReportInputs& inputs) {
   for (ProcessEntry& process : processes) {
     process_json.push_back(std::move(process.json));
     const ProcessAnalysis& analysis = *process.analysis;
-    built.step_rows.push_back(
-        {analysis.device_measured, analysis.steps ? analysis.steps->rows : nullptr});
+    built.step_rows.push_back({analysis.device_measured, WorkCounted(analysis),
+                               analysis.steps ? analysis.steps->rows : nullptr});
   }
   // Advice (refusal_catalogue.h): how to get ranges when no process has one.
   const bool any_range = std::any_of(processes.begin(), processes.end(), [](const auto& entry) {

@@ -20,6 +20,7 @@
 
 #include "analysis/process_analysis.h"
 #include "base/status.h"
+#include "report/work_report.h"
 
 namespace gpuattr::collector {
 
@@ -59,6 +60,8 @@ struct ReportInputs {
   // says whether the analyses attributed by inheritance (AnalysisOptions: the same values).
   double coverage_threshold = 0.95;
   bool inherit = true;
+  // FLOPs: --flops, --peak-flops, the clean step time (docs/attribution.md §FLOPs).
+  WorkInputs work;
   // Collector-side loss not attributable to one process (bad clients, framing errors).
   uint64_t rejected_connections = 0;
   uint64_t rejected_messages = 0;
@@ -67,6 +70,7 @@ struct ReportInputs {
 // One process's steps.rows, kept out of the DOM until written.
 struct StepRowTable {
   bool device_measured = false;                      // false: every device term of a row is null
+  bool work_counted = false;                         // false: every FLOP term of a row is null
   std::shared_ptr<const std::vector<StepRow>> rows;  // null: no steps
 };
 

@@ -18,14 +18,14 @@
 
 namespace gpuattr::collector {
 
-namespace {
-
 using Json = nlohmann::json;
 
 Json Fraction(uint64_t part, uint64_t whole) {
   if (whole == 0) return nullptr;
   return static_cast<double>(part) / static_cast<double>(whole);
 }
+
+namespace {
 
 Json PathOrNull(const std::optional<std::vector<std::string>>& path) {
   return path ? Json(*path) : Json(nullptr);
@@ -113,6 +113,29 @@ std::array<uint64_t, std::size(kStepTerms)> StepTerms(const StepRow& row) {
           row.categories.communication_exposed_ns};
 }
 
+// kStepWorkTerms of `row`, in order.
+std::array<uint64_t, std::size(kStepWorkTerms)> StepWorkTerms(const StepRow& row) {
+  return {row.work.flops, row.work.bytes_estimate, row.work.unknown_ops};
+}
+
+Json PassWorkJson(const PassNode& node, PassWorkSettings settings) {
+  if (!settings.counted) return nullptr;
+  const WorkCounts& self = node.work_self;
+  // FLOP/s over the node's own busy time; nothing counted there, nothing achieved.
+  Json achieved = nullptr;
+  if (settings.achieved && self.flops != 0 && node.busy_ns != 0) {
+    achieved = static_cast<double>(self.flops) * 1e9 / static_cast<double>(node.busy_ns);
+  }
+  return {{"flops", self.flops},
+          {"flops_total", node.work_total.flops},
+          {"bytes_estimate", self.bytes_estimate},
+          {"bytes_estimate_total", node.work_total.bytes_estimate},
+          {"unknown_ops", self.unknown_ops},
+          {"unknown_ops_total", node.work_total.unknown_ops},
+          {"achieved_flops_per_s", std::move(achieved)},
+          {"arithmetic_intensity_hypothesis", Fraction(self.flops, self.bytes_estimate)}};
+}
+
 }  // namespace
 
 std::string UtcSeconds(uint64_t realtime_ns, const char* strftime_format) {
@@ -153,7 +176,7 @@ std::optional<uint64_t> ParseIsoUtc(const std::string& text) {
   return static_cast<uint64_t>(seconds) * 1000000000u + nanoseconds;
 }
 
-Json PassJson(const PassNode& node, bool device_measured) {
+Json PassJson(const PassNode& node, bool device_measured, PassWorkSettings work) {
   Json out;
   out["name"] = node.name;
   out["path"] = node.path;
@@ -189,8 +212,11 @@ Json PassJson(const PassNode& node, bool device_measured) {
     out["launch_contexts"] = nullptr;
   }
   out["phase"] = node.phase ? Json(PhaseName(*node.phase)) : Json(nullptr);
+  out["work"] = PassWorkJson(node, work);
   Json children = Json::array();
-  for (const PassNode& child : node.children) children.push_back(PassJson(child, device_measured));
+  for (const PassNode& child : node.children) {
+    children.push_back(PassJson(child, device_measured, work));
+  }
   out["children"] = std::move(children);
   return out;
 }
@@ -310,17 +336,21 @@ Json ModulesJson(bool measured, const std::vector<ModuleRow>& modules) {
   return out;
 }
 
-Json StepsJson(bool measured, const Steps& steps) {
+Json StepsJson(bool measured, bool work_counted, const Steps& steps) {
   Json summary = Json::object();
   std::vector<uint64_t> column;  // one term at a time: a run can have millions of rows
+  auto median_of = [&](auto terms_of, size_t i) {
+    column.clear();
+    for (const StepRow& row : *steps.rows) column.push_back(terms_of(row)[i]);
+    return Json(Summarize(column).median);
+  };
   for (size_t i = 0; i < std::size(kStepTerms); ++i) {
-    Json median = nullptr;
-    if (!steps.rows->empty() && (measured || i == 0)) {
-      column.clear();
-      for (const StepRow& row : *steps.rows) column.push_back(StepTerms(row)[i]);
-      median = Summarize(column).median;
-    }
-    summary[kStepTerms[i]] = std::move(median);
+    summary[kStepTerms[i]] =
+        !steps.rows->empty() && (measured || i == 0) ? median_of(StepTerms, i) : Json(nullptr);
+  }
+  for (size_t i = 0; i < std::size(kStepWorkTerms); ++i) {
+    summary[kStepWorkTerms[i]] =
+        !steps.rows->empty() && work_counted ? median_of(StepWorkTerms, i) : Json(nullptr);
   }
   return {{"range", steps.range},         {"detected", steps.detected},
           {"instances", steps.instances}, {"unfinished", steps.unfinished},
@@ -466,13 +496,17 @@ Json RecomputeFraction(bool measured, const PhaseTotals& phases) {
              : Json(nullptr);
 }
 
-Json StepRowJson(const StepRow& row, bool device_measured) {
+Json StepRowJson(const StepRow& row, bool device_measured, bool work_counted) {
   Json out = {
       {"index", row.index}, {"name", row.name}, {"start_ns", row.start_ns}, {"end_ns", row.end_ns}};
   const auto terms = StepTerms(row);
   for (size_t i = 0; i < terms.size(); ++i) {
     // host_ns is measured on the host; every other term needs device time.
     out[kStepTerms[i]] = device_measured || i == 0 ? Json(terms[i]) : Json(nullptr);
+  }
+  const auto work_terms = StepWorkTerms(row);
+  for (size_t i = 0; i < work_terms.size(); ++i) {
+    out[kStepWorkTerms[i]] = work_counted ? Json(work_terms[i]) : Json(nullptr);
   }
   out["recompute_fraction"] = RecomputeFraction(device_measured, row.phases);
   return out;

@@ -39,20 +39,32 @@ inline constexpr const char* kStepTerms[] = {"host_ns",
                                              "communication_hidden_ns",
                                              "communication_exposed_ns"};
 
+// A step row's counts of the FLOP counter (docs/attribution.md §FLOPs): null when the process
+// counted nothing.
+inline constexpr const char* kStepWorkTerms[] = {"flops", "bytes_estimate", "unknown_ops"};
+
 // The UTC second of a wall-clock time through strftime (a result under 64 bytes).
 std::string UtcSeconds(uint64_t realtime_ns, const char* strftime_format);
 // "2025-01-02T03:04:05.123456789Z".
 std::string IsoUtc(uint64_t realtime_ns);
 // IsoUtc's text read back (1 to 9 fraction digits); empty for anything else.
 std::optional<uint64_t> ParseIsoUtc(const std::string& text);
+// part / whole, or null when whole is 0.
+nlohmann::json Fraction(uint64_t part, uint64_t whole);
 // The value, or null when empty.
 template <typename T>
 nlohmann::json OptionalJson(const std::optional<T>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
+// How the nodes of `passes` spell their `work` (docs/attribution.md §FLOPs): null when the
+// process counted nothing; achieved_flops_per_s only where its device join passed its gate.
+struct PassWorkSettings {
+  bool counted = false;
+  bool achieved = false;
+};
 // One node of `passes`, with its children.
-nlohmann::json PassJson(const PassNode& node, bool measured);
+nlohmann::json PassJson(const PassNode& node, bool measured, PassWorkSettings work);
 // One element of `families`; `kernel_ns` is the whole's kernel time, for `share`.
 nlohmann::json FamilyJson(const FamilyStats& family, uint64_t kernel_ns);
 nlohmann::json DeviceJson(const DeviceStats& device);
@@ -72,9 +84,10 @@ nlohmann::json FallbacksJson(bool measured, const std::vector<Fallback>& fallbac
 nlohmann::json LossJson(const Loss& loss, bool measured);
 // `steps` with its rows left [] (report_builder.h): they are rendered by StepRowJson when the
 // report is written.
-nlohmann::json StepsJson(bool measured, const Steps& steps);
-// One element of steps.rows (docs/attribution.md §Steps).
-nlohmann::json StepRowJson(const StepRow& row, bool measured);
+nlohmann::json StepsJson(bool measured, bool work_counted, const Steps& steps);
+// One element of steps.rows (docs/attribution.md §Steps); `work_counted`: the process's FLOP
+// counter ran, else the kStepWorkTerms are null.
+nlohmann::json StepRowJson(const StepRow& row, bool measured, bool work_counted);
 // A process's capture window (docs/attach.md §What a window's report covers); null unless its
 // stream was a window's. Wire enum values this collector does not know read as null.
 nlohmann::json WindowJson(const ProcessAnalysis& analysis, uint64_t attach_index);

@@ -128,7 +128,8 @@ void WriteReportText(const Report& report, JsonTextWriter* text) {
         }
         const StepRowTable& table = report.step_rows[process];
         return RowSource{table.rows->size(), [&table](size_t i) {
-                           return StepRowJson((*table.rows)[i], table.device_measured);
+                           return StepRowJson((*table.rows)[i], table.device_measured,
+                                              table.work_counted);
                          }};
       },
       text);

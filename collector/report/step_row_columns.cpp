@@ -19,12 +19,15 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr size_t kFixedColumns = 4;  // index, name, start_ns, end_ns
-constexpr size_t kColumnCount = kFixedColumns + std::size(kStepTerms) + 1;
+constexpr size_t kColumnCount =
+    kFixedColumns + std::size(kStepTerms) + 1 + std::size(kStepWorkTerms);
 
 constexpr std::array<std::string_view, kColumnCount> ColumnKeys() {
   std::array<std::string_view, kColumnCount> keys{"index", "name", "start_ns", "end_ns"};
-  for (size_t i = 0; i < std::size(kStepTerms); ++i) keys[kFixedColumns + i] = kStepTerms[i];
-  keys[kColumnCount - 1] = "recompute_fraction";
+  size_t next = kFixedColumns;
+  for (const char* term : kStepTerms) keys[next++] = term;
+  keys[next++] = "recompute_fraction";
+  for (const char* term : kStepWorkTerms) keys[next++] = term;
   return keys;
 }
 

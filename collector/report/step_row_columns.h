@@ -2,9 +2,9 @@
 // a DOM: a report grows with the run only through its step rows, and a DOM object per row costs
 // about 1.4 KB against 460 bytes of text, so `gpuattr report`, `diff` and `gate` of a
 // million-step report needed gigabytes. Here a member of one of the writer's keys (kStepTerms,
-// index, name, start_ns, end_ns, recompute_fraction) costs 9 bytes: a kind and 8 bytes of value,
-// in blocks of kBlockRows, so the columns never hold more than one block of slack. A name is
-// stored once per distinct text.
+// index, name, start_ns, end_ns, recompute_fraction, kStepWorkTerms) costs 9 bytes: a kind and 8
+// bytes of value, in blocks of kBlockRows, so the columns never hold more than one block of slack.
+// A name is stored once per distinct text.
 //
 // Nothing of the row is lost: a member of another key, or whose value is an object or an array,
 // is kept aside as JSON (and costs its DOM), and so is a row that is not an object; Row() gives

@@ -217,6 +217,33 @@ void Mark(uint32_t domain, uint32_t name) noexcept {
   t->ring.Push(wire::RecordType::kMark, wire::Mark{MonotonicNs(), t->tid, name, domain, 0});
 }
 
+// A mark with event attributes: a ValueMark, on the thread's path, when they carry an unsigned
+// integer payload (the PyTorch annotator's FLOP counts), else a Mark.
+void MarkWithAttributes(uint32_t domain, const nvtxEventAttributes_t* attributes) noexcept {
+  const uint32_t name = MessageOf(attributes);
+  constexpr size_t kNeeded = offsetof(nvtxEventAttributes_t, payload) + sizeof(uint64_t);
+  if (attributes == nullptr || attributes->version == 0 || attributes->size < kNeeded) {
+    Mark(domain, name);
+    return;
+  }
+  uint64_t value = 0;
+  switch (attributes->payloadType) {
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
+      value = attributes->payload.ullValue;
+      break;
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32:
+      value = attributes->payload.uiValue;
+      break;
+    default:
+      Mark(domain, name);
+      return;
+  }
+  ThreadState* t = RecordingThread();
+  if (t == nullptr) return;
+  t->ring.Push(wire::RecordType::kValueMark,
+               wire::ValueMark{MonotonicNs(), t->tid, name, domain, t->current_node, value});
+}
+
 void NameThread(uint32_t tid, uint32_t name) noexcept {
   if (name == 0) return;
   ThreadState* t = RecordingThread();
@@ -243,7 +270,7 @@ nvtxDomainHandle_t DomainHandle(uint32_t id) noexcept {
   return fallback
 
 void NVTX_API MarkEx(const nvtxEventAttributes_t* attributes) noexcept {
-  GPUATTR_NVTX_GUARD(, Mark(0, MessageOf(attributes)));
+  GPUATTR_NVTX_GUARD(, MarkWithAttributes(0, attributes));
 }
 void NVTX_API MarkA(const char* message) noexcept {
   GPUATTR_NVTX_GUARD(, Mark(0, InternAscii(message)));
@@ -280,7 +307,7 @@ void NVTX_API NameOsThreadW(uint32_t tid, const wchar_t* name) noexcept {
 
 void NVTX_API DomainMarkEx(nvtxDomainHandle_t domain,
                            const nvtxEventAttributes_t* attributes) noexcept {
-  GPUATTR_NVTX_GUARD(, Mark(DomainId(domain), MessageOf(attributes)));
+  GPUATTR_NVTX_GUARD(, MarkWithAttributes(DomainId(domain), attributes));
 }
 nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t domain,
                                           const nvtxEventAttributes_t* attributes) noexcept {

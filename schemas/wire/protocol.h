@@ -86,6 +86,7 @@ enum class RecordType : uint16_t {
   kWindowEnd = 24,      // shim -> collector: it ends, with the detach outcome
   kAttachRequest = 25,  // `gpuattr attach` -> daemon
   kAttachReply = 26,    // daemon -> `gpuattr attach`
+  kValueMark = 27,      // an NVTX mark with an unsigned integer payload, on its thread's path
 };
 
 struct RecordHeader {
@@ -179,6 +180,19 @@ struct Mark {
   uint32_t reserved;
 };
 static_assert(sizeof(Mark) == 24);
+
+// A mark whose event attributes carry an unsigned integer payload (NVTX_PAYLOAD_TYPE_UNSIGNED_INT64
+// or _INT32), sent instead of Mark, with the path node open on its thread: a count that belongs to
+// the pass it was made in (the PyTorch annotator's FLOPs and bytes, docs/pytorch.md §FLOPs).
+struct ValueMark {
+  uint64_t timestamp_ns;
+  uint32_t tid;
+  uint32_t name_string;
+  uint32_t domain_string;
+  uint32_t node;  // the thread's path node; 0: no range open
+  uint64_t value;
+};
+static_assert(sizeof(ValueMark) == 32);
 
 enum class ApiDomain : uint8_t { kRuntime = 1, kDriver = 2 };
 
@@ -452,6 +466,7 @@ GPUATTR_WIRE_BODY(ThreadName, kThreadName);
 GPUATTR_WIRE_BODY(RangeStart, kRangeStart);
 GPUATTR_WIRE_BODY(RangeEnd, kRangeEnd);
 GPUATTR_WIRE_BODY(Mark, kMark);
+GPUATTR_WIRE_BODY(ValueMark, kValueMark);
 GPUATTR_WIRE_BODY(ApiEnter, kApiEnter);
 GPUATTR_WIRE_BODY(ApiExit, kApiExit);
 GPUATTR_WIRE_BODY(Kernel, kKernel);
@@ -493,6 +508,8 @@ constexpr uint32_t MinBodyBytes(RecordType type) {
       return sizeof(RangeEnd);
     case RecordType::kMark:
       return sizeof(Mark);
+    case RecordType::kValueMark:
+      return sizeof(ValueMark);
     case RecordType::kApiEnter:
       return sizeof(ApiEnter);
     case RecordType::kApiExit:

@@ -38,7 +38,7 @@ Report ReportWithSteps(int64_t rows) {
       {"schema_version", "gpuattr.report/1"},
       {"processes",
        {{{"pid", 1}, {"steps", {{"range", "ProfilerStep#*"}, {"rows", Json::array()}}}}}}};
-  report.step_rows.push_back({true, steps});
+  report.step_rows.push_back({true, false, steps});
   return report;
 }
 

@@ -550,3 +550,56 @@ TEST_CASE("start/end ranges and marks are reported beside the stack", "[unit][tr
 
 }  // namespace
 }  // namespace gpuattr::collector::testing
+
+namespace gpuattr::collector::testing {
+namespace {
+
+// The FLOP counter's value marks through the wire (docs/attribution.md §FLOPs): each goes to the
+// pass its thread was in and to the step open then, folded once the watermark passed it (a 1 µs
+// window here, so most fold while streaming) or at the end.
+TEST_CASE("value marks count FLOPs on their pass and step, streamed or at the end",
+          "[unit][trace]") {
+  enum : uint32_t { kFlops = 20, kBytes = 21, kMm = 22 };
+  for (const uint64_t window : {uint64_t{1000}, AnalysisOptions().reorder_window_ns}) {
+    AnalysisOptions options;
+    options.reorder_window_ns = window;
+    ProcessTrace trace(options);
+    Feeder feed(trace);
+    Message first = Preamble(/*cupti=*/false);
+    first.Str(kFlops, "gpuattr.flops").Str(kBytes, "gpuattr.bytes").Str(kMm, "aten::mm float32");
+    for (uint64_t step = 0; step < 2; ++step) {
+      const uint64_t t = 10'000 * (step + 1);
+      first.Push(t, 1, kNodeStep).Push(t + 100, 1, kNodeForward);
+      first.Add(wire::ValueMark{t + 200, 1, kMm, kFlops, kNodeForward, 1000 * (step + 1)});
+      first.Add(wire::ValueMark{t + 200, 1, kMm, kBytes, kNodeForward, 100});
+      first.Pop(t + 300, 1, kNodeForward);
+      // Another thread's backward, while the step is open.
+      first.Add(wire::ValueMark{t + 400, 2, kMm, kFlops, kNodeBackward, 2000});
+      first.Pop(t + 900, 1, kNodeStep);
+    }
+    REQUIRE(feed.Send(first).ok());
+    Message last;
+    last.Add(Bye(50'000));
+    REQUIRE(feed.Send(last).ok());
+    trace.Finish();
+
+    const Json process = ProcessReportOf(trace);
+    INFO("window " << window);
+    CHECK(process["work"]["flops"] == 3000 + 4000);
+    const Json& forward = Pass(process, {"step", "forward"});
+    CHECK(forward["work"]["flops"] == 3000);
+    CHECK(forward["work"]["bytes_estimate"] == 200);
+    CHECK(Pass(process, {"step", "backward"})["work"]["flops"] == 4000);
+    CHECK(Pass(process, {"step"})["work"]["flops"] == 0);
+    CHECK(Pass(process, {"step"})["work"]["flops_total"] == 7000);
+    const Json& rows = process["steps"]["rows"];
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0]["flops"] == 3000);
+    CHECK(rows[1]["flops"] == 4000);
+    CHECK(rows[1]["bytes_estimate"] == 100);
+    CHECK(process["steps"]["summary"]["flops"] == 3000);  // the lower median
+  }
+}
+
+}  // namespace
+}  // namespace gpuattr::collector::testing

@@ -241,16 +241,16 @@ TEST_CASE("the written text is dump(2) of the whole report with the step rows in
     row.busy_ns = 400;
     rows.push_back(row);
   }
-  report.step_rows = {{true, std::make_shared<std::vector<StepRow>>(rows)},
-                      {true, nullptr},
-                      {false, std::make_shared<std::vector<StepRow>>(1, rows[0])}};
+  report.step_rows = {{true, true, std::make_shared<std::vector<StepRow>>(rows)},
+                      {true, false, nullptr},
+                      {false, false, std::make_shared<std::vector<StepRow>>(1, rows[0])}};
 
   Json whole = report.without_step_rows;
   for (size_t p = 0; p < 3; ++p) {
     if (report.step_rows[p].rows == nullptr) continue;
     for (const StepRow& row : *report.step_rows[p].rows) {
       whole["processes"][p]["steps"]["rows"].push_back(
-          StepRowJson(row, report.step_rows[p].device_measured));
+          StepRowJson(row, report.step_rows[p].device_measured, report.step_rows[p].work_counted));
     }
   }
   const std::string expected = whole.dump(2) + "\n";

@@ -3,6 +3,8 @@
 #include "nvtx/nvtx_injection.h"
 
 #include <catch2/catch.hpp>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -280,6 +282,47 @@ TEST_CASE("start/end ranges and marks are records with minted ids, off the stack
   CHECK(records[4].type == wire::RecordType::kThreadName);
   CHECK(records[4].As<wire::ThreadName>().tid == 4242);
   CHECK(NameOf(records[4].As<wire::ThreadName>().name_string) == "worker");
+}
+
+TEST_CASE("a mark with an unsigned integer payload is a ValueMark on the thread's path", "[nvtx]") {
+  Installed nvtx;
+  DomainHandlers handlers;
+  auto domain_mark = Core2<nvtxDomainMarkEx_impl_fntype>(NVTX_CBID_CORE2_DomainMarkEx);
+  auto mark_ex = Core<nvtxMarkEx_impl_fntype>(NVTX_CBID_CORE_MarkEx);
+  nvtxDomainHandle_t flops = handlers.create("gpuattr.flops");
+
+  handlers.push("forward");
+  const uint32_t forward_node = CurrentThreadIfAny()->current_node;
+  nvtxEventAttributes_t attributes = Attributes("aten::mm float32");
+  attributes.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+  attributes.payload.ullValue = (uint64_t{1} << 40) + 7;
+  domain_mark(flops, &attributes);
+  attributes.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT32;
+  attributes.payload.ullValue = 0;
+  attributes.payload.uiValue = 9;
+  mark_ex(&attributes);
+  attributes.payloadType = NVTX_PAYLOAD_TYPE_DOUBLE;  // not a count: a plain mark
+  attributes.payload.dValue = 1.5;
+  domain_mark(flops, &attributes);
+  nvtxEventAttributes_t too_small = Attributes("older");
+  too_small.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+  too_small.size = offsetof(nvtxEventAttributes_t, payload);  // no payload field: a plain mark
+  mark_ex(&too_small);
+  handlers.pop();
+
+  const std::vector<Record> records = DrainMyRing();
+  REQUIRE(records.size() == 6);
+  REQUIRE(records[1].type == wire::RecordType::kValueMark);
+  const auto counted = records[1].As<wire::ValueMark>();
+  CHECK(counted.node == forward_node);
+  CHECK(counted.value == (uint64_t{1} << 40) + 7);
+  CHECK(NameOf(counted.name_string) == "aten::mm float32");
+  CHECK(NameOf(counted.domain_string) == "gpuattr.flops");
+  REQUIRE(records[2].type == wire::RecordType::kValueMark);
+  CHECK(records[2].As<wire::ValueMark>().value == 9);
+  CHECK(records[2].As<wire::ValueMark>().domain_string == 0);
+  CHECK(records[3].type == wire::RecordType::kMark);
+  CHECK(records[4].type == wire::RecordType::kMark);  // its message lies past its size too
 }
 
 TEST_CASE("unusable export tables are refused and short tables filled partially", "[nvtx]") {
