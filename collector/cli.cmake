@@ -54,7 +54,8 @@ target_compile_options(gpuattr_collector_ingest PRIVATE ${GPUATTR_WARNINGS})
 # executable, where `gpuattr run` looks for it (cli/shim_locator.h), and the NVTX library it calls
 # when torch has no NVTX binding (the CUDA toolkit's libnvtx3interop; empty when the toolkit has
 # none: the annotator then asks the dynamic loader for it by name).
-foreach(_site_file sitecustomize.py gpuattr_pytorch.py)
+foreach(_site_file sitecustomize.py gpuattr_pytorch.py gpuattr_flops.py flop_rules.json
+                   gpuattr_step_timer.py)
   configure_file(${PROJECT_SOURCE_DIR}/python/gpuattr_site/${_site_file}
                  ${PROJECT_BINARY_DIR}/python/gpuattr_site/${_site_file} COPYONLY)
 endforeach()

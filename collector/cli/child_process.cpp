@@ -1,8 +1,10 @@
 #include "cli/child_process.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <string_view>
@@ -66,19 +68,35 @@ std::vector<std::string> BuildChildEnvironment(const std::vector<std::string>& e
   return result;
 }
 
-void AddPythonAnnotator(std::vector<std::string>* environment, const std::string& mode,
-                        const std::string& python_site, const std::string& nvtx_library) {
-  SetVariable(environment, kPytorchEnv, mode);
-  if (mode == "off") return;
+namespace {
+
+// `python_site` first on PYTHONPATH, not repeated when already listed.
+void PrependPythonPath(std::vector<std::string>* environment, const std::string& python_site) {
   const std::string python_path = GetVariable(*environment, "PYTHONPATH");
   if (python_path.empty()) {
     SetVariable(environment, "PYTHONPATH", python_site);
   } else if (!ListsEntry(python_path, python_site, ":")) {
     SetVariable(environment, "PYTHONPATH", python_site + ":" + python_path);
   }
+}
+
+}  // namespace
+
+void AddPythonAnnotator(std::vector<std::string>* environment, const std::string& mode,
+                        const std::string& python_site, const std::string& nvtx_library) {
+  SetVariable(environment, kPytorchEnv, mode);
+  if (mode == "off") return;
+  PrependPythonPath(environment, python_site);
   if (!nvtx_library.empty() && GetVariable(*environment, kNvtxLibraryEnv).empty()) {
     SetVariable(environment, kNvtxLibraryEnv, nvtx_library);
   }
+}
+
+void AddStepTimer(std::vector<std::string>* environment, const std::string& python_site,
+                  const std::string& timer_path) {
+  SetVariable(environment, kPytorchEnv, "off");
+  SetVariable(environment, kStepTimerEnv, timer_path);
+  PrependPythonPath(environment, python_site);
 }
 
 std::vector<std::string> CurrentEnvironment() {
@@ -91,7 +109,7 @@ std::vector<std::string> CurrentEnvironment() {
 
 StatusOr<SpawnResult> SpawnChild(const std::vector<std::string>& argv,
                                  const std::vector<std::string>& environment,
-                                 const sigset_t& signal_mask) {
+                                 const sigset_t& signal_mask, ChildStdio stdio) {
   if (argv.empty()) return InvalidArgumentError("no command to run");
   std::vector<char*> argv_pointers;
   for (const std::string& arg : argv) argv_pointers.push_back(const_cast<char*>(arg.c_str()));
@@ -108,11 +126,22 @@ StatusOr<SpawnResult> SpawnChild(const std::vector<std::string>& argv,
   }
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
   posix_spawnattr_setsigmask(&attributes, &signal_mask);
+  posix_spawn_file_actions_t file_actions;
+  if (posix_spawn_file_actions_init(&file_actions) != 0) {
+    posix_spawnattr_destroy(&attributes);
+    return InternalError("posix_spawn_file_actions_init failed");
+  }
+  if (stdio == ChildStdio::kDevNull) {
+    posix_spawn_file_actions_addopen(&file_actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&file_actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&file_actions, STDOUT_FILENO, STDERR_FILENO);
+  }
   SpawnResult result;
   // glibc's posix_spawnp reports a failed exec as its return value (it spawns with CLONE_VFORK
   // and waits for the exec), so "not found" needs no pipe of our own.
-  const int error = posix_spawnp(&result.pid, argv[0].c_str(), nullptr, &attributes,
+  const int error = posix_spawnp(&result.pid, argv[0].c_str(), &file_actions, &attributes,
                                  argv_pointers.data(), env_pointers.data());
+  posix_spawn_file_actions_destroy(&file_actions);
   posix_spawnattr_destroy(&attributes);
   if (error == 0) return result;
   switch (error) {

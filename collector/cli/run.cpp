@@ -37,6 +37,7 @@ namespace gpuattr::collector {
 namespace {
 
 constexpr char kSocketName[] = "collector.sock";
+constexpr char kStepTimerName[] = "clean-steps";  // the clean run's step timer file
 
 // What the poll loop learned from the signalfd and from reaping.
 struct SignalEvents {
@@ -163,9 +164,11 @@ StatusOr<std::string> PytorchMode(const RunOptions& options) {
   return mode;
 }
 
-// The traced command's environment: the shim, the socket and the Python annotator in `mode`.
+// The traced command's environment: the shim, the socket and the Python annotator in `mode`,
+// counting FLOPs with `flop_rules` (absolute; empty: the built-in rules) when `flops`.
 StatusOr<std::vector<std::string>> TracedEnvironment(const std::string& pytorch_mode,
-                                                     const std::string& socket_path) {
+                                                     const std::string& socket_path, bool flops,
+                                                     const std::string& flop_rules) {
   GPUATTR_ASSIGN_OR_RETURN(const std::string shim, LocateShim());
   std::vector<std::string> environment =
       BuildChildEnvironment(CurrentEnvironment(), shim, socket_path);
@@ -174,7 +177,95 @@ StatusOr<std::vector<std::string>> TracedEnvironment(const std::string& pytorch_
     GPUATTR_ASSIGN_OR_RETURN(python_site, LocatePythonSite());
   }
   AddPythonAnnotator(&environment, pytorch_mode, python_site, GPUATTR_NVTX_LIBRARY_PATH);
+  if (flops) {
+    SetVariable(&environment, kFlopsEnv, "1");
+    if (!flop_rules.empty()) SetVariable(&environment, kFlopRulesEnv, flop_rules);
+  }
   return environment;
+}
+
+// --flops and its companions, checked before anything starts; the rule file made absolute (the
+// command may change its directory).
+Status CheckWorkOptions(RunOptions* options, const std::string& pytorch_mode) {
+  if (!options->flop_rules_path.empty()) {
+    options->flops = true;
+    char* absolute = realpath(options->flop_rules_path.c_str(), nullptr);
+    if (absolute == nullptr) {
+      return InvalidArgumentError("--flop-rules " + options->flop_rules_path + ": " +
+                                  std::strerror(errno));
+    }
+    options->flop_rules_path = absolute;
+    std::free(absolute);
+  }
+  if (options->flops && pytorch_mode == "off") {
+    return InvalidArgumentError(
+        "--flops counts through the Python annotator, which --pytorch off (or GPUATTR_PYTORCH=off) "
+        "turns off");
+  }
+  if (options->peak_flops && !(*options->peak_flops > 0)) {
+    return InvalidArgumentError("--peak-flops must be a positive number of FLOP/s");
+  }
+  if (options->clean_step_ms && !(*options->clean_step_ms > 0)) {
+    return InvalidArgumentError("--clean-step-ms must be a positive number of milliseconds");
+  }
+  return Status::Ok();
+}
+
+// The clean run's step timer file: "<pid> <rank> <ns>" lines, per process in the order written.
+// Lines that are not three numbers are passed over (a process cut mid-write).
+std::vector<CleanRun::Process> ReadStepTimes(const std::string& path) {
+  std::vector<CleanRun::Process> processes;
+  std::FILE* file = std::fopen(path.c_str(), "re");
+  if (file == nullptr) return processes;
+  std::map<uint32_t, size_t> index_of_pid;
+  char line[128];
+  while (std::fgets(line, sizeof(line), file) != nullptr) {
+    unsigned long pid = 0;
+    long rank = 0;
+    unsigned long long end_ns = 0;
+    char extra = 0;
+    if (std::sscanf(line, "%lu %ld %llu %c", &pid, &rank, &end_ns, &extra) != 3 ||
+        pid > UINT32_MAX || rank < -1 || rank > INT32_MAX) {
+      continue;
+    }
+    auto [found, added] = index_of_pid.try_emplace(static_cast<uint32_t>(pid), processes.size());
+    if (added) {
+      processes.push_back({static_cast<uint32_t>(pid), static_cast<int32_t>(rank), {}});
+    }
+    processes[found->second].step_ends_ns.push_back(end_ns);
+  }
+  std::fclose(file);
+  return processes;
+}
+
+// --clean-steps: CMD once more with only the step timer, its stdio on /dev/null, waited for with
+// signals forwarded as for the traced run; what it timed.
+StatusOr<CleanRun> RunClean(const RunOptions& options, const std::string& timer_path, int signal_fd,
+                            const sigset_t& original_mask) {
+  CleanRun clean;
+  clean.steps = options.clean_steps;
+  clean.skip_steps = options.analysis.skip_steps;
+  GPUATTR_ASSIGN_OR_RETURN(const std::string python_site, LocatePythonSite());
+  std::vector<std::string> environment = CurrentEnvironment();
+  AddStepTimer(&environment, python_site, timer_path);
+  GPUATTR_ASSIGN_OR_RETURN(
+      const SpawnResult spawned,
+      SpawnChild(options.command, environment, original_mask, ChildStdio::kDevNull));
+  if (spawned.pid <= 0) {
+    clean.failure = std::string("could not start: ") + std::strerror(spawned.exec_error);
+    return clean;
+  }
+  SignalEvents events;
+  while (!events.child_exited) {
+    pollfd fd{signal_fd, POLLIN, 0};
+    if (poll(&fd, 1, -1) < 0 && errno != EINTR) {
+      return InternalError(std::string("poll: ") + std::strerror(errno));
+    }
+    GPUATTR_RETURN_IF_ERROR(DrainSignals(signal_fd, spawned.pid, &events));
+  }
+  clean.exit_status = ShellExitStatus(events.wait_status);
+  clean.processes = ReadStepTimes(timer_path);
+  return clean;
 }
 
 // `gpuattr run --armed`: CMD with the shim armed for the daemon; signals forwarded, no report.
@@ -189,8 +280,9 @@ StatusOr<int> RunArmed(const RunOptions& options, const std::string& pytorch_mod
                  "daemon listens there (gpuattr daemon)\n",
                  probe.status().message().c_str(), options.command[0].c_str());
   }
-  GPUATTR_ASSIGN_OR_RETURN(std::vector<std::string> environment,
-                           TracedEnvironment(pytorch_mode, socket_path));
+  GPUATTR_ASSIGN_OR_RETURN(
+      std::vector<std::string> environment,
+      TracedEnvironment(pytorch_mode, socket_path, options.flops, options.flop_rules_path));
   SetVariable(&environment, kModeEnv, "armed");
 
   sigset_t original_mask;
@@ -262,6 +354,23 @@ Subcommand AddRunSubcommand(CLI::App& app) {
                   "step, backward, optimizer, loss and dataloader ranges), ops (those and a "
                   "range per aten op) or off; default: $GPUATTR_PYTORCH, else modules")
       ->check(CLI::IsMember({"modules", "ops", "off"}));
+  run->add_flag(
+      "--flops", options->flops,
+      "Count each aten op's FLOPs and bytes in the Python annotator, by per-op rules over "
+      "the shapes that ran: FLOPs, achieved FLOP/s, intensity and MFU per pass "
+      "(docs/pytorch.md §FLOPs)");
+  run->add_option("--flop-rules", options->flop_rules_path,
+                  "A FLOP rule file (gpuattr.flop_rules/1) read before the built-in rules; "
+                  "implies --flops");
+  run->add_option("--peak-flops", options->peak_flops,
+                  "The device's dense peak FLOP/s for MFU, instead of gpuattr's device table");
+  CLI::Option* clean_steps =
+      run->add_option("--clean-steps", options->clean_steps,
+                      "MFU's denominator: run CMD a second time with only a step timer (no shim, "
+                      "no ranges, output discarded) and take the median of N steps");
+  run->add_option("--clean-step-ms", options->clean_step_ms,
+                  "MFU's denominator, stated: the uninstrumented step wall time in milliseconds")
+      ->excludes(clean_steps);
   AddAnalysisFlags(run,
                    {&options->analysis, &options->phase_rules_path, &options->family_rules_path});
   run->add_flag("-q,--quiet", options->quiet, "No summary on stderr");
@@ -302,6 +411,7 @@ StatusOr<int> RunCapture(const RunOptions& requested) {
   }
   // Checked before anything is set up: a bad GPUATTR_PYTORCH creates no socket.
   GPUATTR_ASSIGN_OR_RETURN(const std::string pytorch_mode, PytorchMode(options));
+  GPUATTR_RETURN_IF_ERROR(CheckWorkOptions(&options, pytorch_mode));
   if (options.armed) return RunArmed(options, pytorch_mode);
   if (!(options.drain_timeout_s >= 0.0 && options.drain_timeout_s <= kMaxDrainTimeoutS)) {
     return InvalidArgumentError("--drain-timeout must be between 0 and " +
@@ -343,8 +453,9 @@ StatusOr<int> RunCapture(const RunOptions& requested) {
 
   const uint64_t started_realtime_ns = NowNs(CLOCK_REALTIME);
   const uint64_t started_monotonic_ns = NowNs(CLOCK_MONOTONIC);
-  GPUATTR_ASSIGN_OR_RETURN(const std::vector<std::string> environment,
-                           TracedEnvironment(pytorch_mode, socket_path));
+  GPUATTR_ASSIGN_OR_RETURN(
+      const std::vector<std::string> environment,
+      TracedEnvironment(pytorch_mode, socket_path, options.flops, options.flop_rules_path));
   GPUATTR_ASSIGN_OR_RETURN(const SpawnResult spawned,
                            SpawnChild(options.command, environment, original_mask));
   if (spawned.pid <= 0) return SpawnFailureStatus(options.command[0], spawned.exec_error);
@@ -386,6 +497,16 @@ StatusOr<int> RunCapture(const RunOptions& requested) {
   inputs.inherit = analysis.inherit;
   inputs.rejected_connections = server->stats().rejected_connections;
   inputs.rejected_messages = server->stats().rejected_messages;
+  inputs.work.requested = options.flops;
+  inputs.work.peak_flops_per_s = options.peak_flops;
+  if (options.clean_step_ms) {
+    inputs.work.stated_step_ns = static_cast<uint64_t>(*options.clean_step_ms * 1e6 + 0.5);
+  }
+  if (options.clean_steps > 0) {
+    GPUATTR_ASSIGN_OR_RETURN(
+        inputs.work.clean_run,
+        RunClean(options, dir.path() + "/" + kStepTimerName, signal_fd, original_mask));
+  }
   const Report report = BuildReport(inputs);
   GPUATTR_RETURN_IF_ERROR(WriteReportAtomically(report, options.output, existing));
   if (exports) GPUATTR_RETURN_IF_ERROR(exports->Commit());

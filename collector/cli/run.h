@@ -19,6 +19,11 @@
 // cuts that wait short. Whatever is still open then ends as truncated; descendants still running
 // are left alone. (An orphan sees gpuattr, not init, as its parent.)
 //
+// Clean run (`--clean-steps N`, docs/attribution.md §FLOPs): after the traced run and its
+// report's inputs are complete, CMD runs once more with no shim and no ranges, only the Python
+// step timer, its stdin, stdout and stderr on /dev/null and signals forwarded as above; its step
+// times give MFU its denominator. Its exit status is not gpuattr's.
+//
 // Armed (`gpuattr run --armed`, docs/attach.md): gpuattr collects nothing itself and writes no
 // report. CMD runs with the shim in armed mode (GPUATTR_MODE=armed) pointed at the daemon's
 // socket; reports come from `gpuattr attach` through the daemon. No daemon reachable: a warning,
@@ -30,6 +35,8 @@
 #ifndef GPUATTR_COLLECTOR_CLI_RUN_H_
 #define GPUATTR_COLLECTOR_CLI_RUN_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +70,15 @@ struct RunOptions {
   // --pytorch: the Python annotator's mode, "modules", "ops" or "off" (docs/pytorch.md); empty:
   // GPUATTR_PYTORCH's value, else "modules".
   std::string pytorch_mode;
+  // FLOPs (docs/attribution.md §FLOPs): --flops counts through the annotator, with --flop-rules
+  // before the built-in rules; --peak-flops replaces the device table's peak; the uninstrumented
+  // step time comes from a second, bare run of CMD (--clean-steps N: the median of N steps) or
+  // is stated (--clean-step-ms).
+  bool flops = false;
+  std::string flop_rules_path;
+  std::optional<double> peak_flops;
+  uint64_t clean_steps = 0;
+  std::optional<double> clean_step_ms;
 };
 
 // Runs the capture and returns the exit status gpuattr should exit with.

@@ -18,6 +18,15 @@
 #   aten::<op>                          with GPUATTR_PYTORCH=ops: each aten op a thread runs
 #                                       after its first module call (a dispatch mode)
 #
+# With GPUATTR_FLOPS=1 (gpuattr run --flops) the same dispatch mode counts each op's FLOPs and
+# bytes (gpuattr_flops.py) and sends them as NVTX marks with an integer payload, which the shim
+# records with the thread's open-range path, so they belong to the pass the op ran in:
+#   domain gpuattr.flops  message "<op> <dtype>"  payload: FLOPs    (a counted op)
+#   domain gpuattr.bytes  message "<op> <dtype>"  payload: bytes    (its traffic estimate)
+#   domain gpuattr.ops    message "free <op>" or "unknown <op>"  payload: 1
+# and one mark without payload in gpuattr.flops at install, "counting (<rules>)", or
+# "off: <why>" when it cannot count.
+#
 # Backward by module: when a module call returns with outputs that need a gradient, the autograd
 # nodes its forward made are claimed for it (_claim_nodes) and get a pre-hook and a hook. The
 # pre-hook, on whichever thread autograd runs the node, pushes the call's module path as context
@@ -41,6 +50,8 @@ import itertools
 import os
 import threading
 
+import gpuattr_flops
+
 _annotator = None
 
 _CONTEXT_DOMAIN = b"gpuattr.context"  # the shim's context ranges (inject/nvtx, docs/pytorch.md)
@@ -61,6 +72,10 @@ class _EventAttributes(ctypes.Structure):
 
 
 _NVTX_MESSAGE_TYPE_REGISTERED = 3
+_NVTX_PAYLOAD_TYPE_UNSIGNED_INT64 = 1
+_FLOPS_DOMAIN = b"gpuattr.flops"  # the FLOP counter's marks (docs/pytorch.md §FLOPs)
+_BYTES_DOMAIN = b"gpuattr.bytes"
+_OPS_DOMAIN = b"gpuattr.ops"
 
 
 class _Nvtx:
@@ -73,6 +88,7 @@ class _Nvtx:
     def __init__(self, torch):
         self.push_context = None
         self.pop_context = None
+        self.domain_mark = None
         try:
             library = ctypes.CDLL(os.environ.get("GPUATTR_NVTX_LIBRARY", "libnvtx3interop.so.1"))
         except OSError:
@@ -105,8 +121,9 @@ class _Nvtx:
         self.mark = lambda text: mark(text.encode("utf-8", "replace"))
         try:
             self._init_context(library)
+            self._init_domain_marks(library)
         except AttributeError:  # a library without NVTX domains: no backward by module
-            self.push_context = self.pop_context = None
+            self.push_context = self.pop_context = self.domain_mark = None
 
     def _init_context(self, library):
         create = library.nvtxDomainCreateA
@@ -136,6 +153,41 @@ class _Nvtx:
 
         self.push_context = push_context
         self.pop_context = lambda: pop(domain)
+
+    def _init_domain_marks(self, library):
+        """domain_mark(domain, message, value): nvtxDomainMarkEx in `domain` (bytes) with the
+        registered `message` (str) and `value` as an unsigned 64-bit payload (None: none)."""
+        create = library.nvtxDomainCreateA
+        register = library.nvtxDomainRegisterStringA
+        mark = library.nvtxDomainMarkEx
+        mark.argtypes = [ctypes.c_void_p, ctypes.POINTER(_EventAttributes)]
+        mark.restype = None
+        domains = {}  # name -> handle
+        messages = {}  # (domain name, message) -> registered handle
+        per_thread = threading.local()  # an attributes structure each: ctypes releases the GIL
+
+        def domain_mark(domain_name, message, value):
+            handle = messages.get((domain_name, message))
+            if handle is None:
+                domain = domains.get(domain_name)
+                if domain is None:
+                    domain = domains[domain_name] = create(domain_name)
+                handle = register(domain, message.encode("utf-8", "replace"))
+                messages[(domain_name, message)] = handle
+            attributes = getattr(per_thread, "attributes", None)
+            if attributes is None:
+                attributes = per_thread.attributes = _EventAttributes(
+                    version=3, size=ctypes.sizeof(_EventAttributes),
+                    message_type=_NVTX_MESSAGE_TYPE_REGISTERED)
+            attributes.message = handle
+            if value is None:
+                attributes.payload_type = 0
+            else:
+                attributes.payload_type = _NVTX_PAYLOAD_TYPE_UNSIGNED_INT64
+                attributes.payload = value
+            mark(domains[domain_name], ctypes.byref(attributes))
+
+        self.domain_mark = domain_mark
 
 
 def _grad_nodes(value, tensor_type, found=None, depth=0):
@@ -169,14 +221,15 @@ class _ThreadStack(threading.local):
         self.leaf = None
         self.leaf_context = 0
         self.leaf_depth = 0
-        self.op_ranges_entered = False
+        self.op_mode_entered = False
+        self.in_op_mode = False
 
     def reset(self):
         del self.names[:], self.modules[:], self.roots[:]
 
 
 class Annotator:
-    def __init__(self, torch, nvtx, op_ranges=False):
+    def __init__(self, torch, nvtx, op_ranges=False, counter=None):
         self._torch = torch
         self._nvtx = nvtx
         self._stack = _ThreadStack()
@@ -204,7 +257,9 @@ class Annotator:
         self._tensor_type = torch.Tensor
         self._grad_enabled = torch.is_grad_enabled
         self._handles = []
-        self._op_ranges = self._make_op_ranges() if op_ranges else None
+        self._counter = counter
+        self._op_mode = (self._make_op_mode(op_ranges, counter)
+                         if op_ranges or counter is not None else None)
 
     @staticmethod
     def _find_is_compiling(torch):
@@ -267,10 +322,11 @@ class Annotator:
 
         return wrapped
 
-    def _call_in_range(self, name_of, function, args, kwargs):
+    def _call_in_range(self, name_of, function, args, kwargs, inside=None):
         """function(*args, **kwargs) inside a range named name_of(function), which closes however
         the call ends; an error naming or pushing it disables the annotator, and the call runs
-        all the same."""
+        all the same. inside(function, args, kwargs, result), a guarded hook, runs in the range
+        after a call that returned."""
         name = None
         if self._may_emit():
             try:
@@ -280,25 +336,32 @@ class Annotator:
                 name = None
                 self._disable(error)
         try:
-            return function(*args, **kwargs)
+            result = function(*args, **kwargs)
+            if inside is not None:
+                inside(function, args, kwargs, result)
+            return result
         finally:
             if name is not None:
                 self._pop_to(name)
 
-    # --- op ranges (--pytorch ops) --------------------------------------------------------------
+    # --- the op mode: op ranges (--pytorch ops) and FLOP counting (--flops) -------------------
 
-    def _make_op_ranges(self):
-        """A dispatch mode that puts each aten op it sees in a range named as torch.profiler
-        names the op (`aten::addmm`), or None (and a mark) for a torch without dispatch modes.
-        A thread enters it at its first module call (_forward_pre), so modes the program entered
-        before, a simulated device's among them, run inside its ranges."""
+    def _make_op_mode(self, op_ranges, counter):
+        """A dispatch mode over the aten ops a thread runs once it entered the mode (at its first
+        module call, _forward_pre, or its first backward call: autograd runs the nodes, on
+        whichever thread, with the modes of the thread that called backward): with op_ranges each
+        op runs in a range named as torch.profiler names it (`aten::addmm`); with a counter its
+        FLOPs and bytes are sent as marks from inside that range (_count). None (and a mark) for
+        a torch without dispatch modes. Modes the program entered before the thread entered this
+        one, a simulated device's among them, run inside its ranges."""
         try:
             from torch.utils._python_dispatch import TorchDispatchMode
         except ImportError as error:
-            self._nvtx.mark("gpuattr.pytorch: op ranges off: %s" % error)
+            self._nvtx.mark("gpuattr.pytorch: op mode off: %s" % error)
             return None
         annotator = self
-        names = {}  # op -> its range name
+        stack = self._stack
+        names = {}  # op -> its name, as torch.profiler names it
 
         def op_name(func):
             name = names.get(func)
@@ -306,17 +369,43 @@ class Annotator:
                 name = names[func] = func._schema.name
             return name
 
-        class OpRanges(TorchDispatchMode):
+        count = (self._guarded(lambda func, args, kwargs, result: annotator._count(
+            func, op_name(func), args, kwargs, result)) if counter is not None else None)
+
+        class OpMode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                return annotator._call_in_range(op_name, func, args, kwargs or {})
+                kwargs = kwargs or {}
+                if stack.in_op_mode:  # a second instance on this thread's mode stack
+                    return func(*args, **kwargs)
+                stack.in_op_mode = True
+                try:
+                    if op_ranges:
+                        return annotator._call_in_range(op_name, func, args, kwargs, inside=count)
+                    result = func(*args, **kwargs)
+                finally:
+                    stack.in_op_mode = False
+                if count is not None:
+                    count(func, args, kwargs, result)
+                return result
 
-        return OpRanges()
+        return OpMode()
 
-    def _enter_op_ranges(self):
+    def _enter_op_mode(self):
         stack = self._stack
-        if not stack.op_ranges_entered:
-            stack.op_ranges_entered = True
-            self._op_ranges.__enter__()
+        if not stack.op_mode_entered:
+            stack.op_mode_entered = True
+            self._op_mode.__enter__()
+
+    def _count(self, func, op, args, kwargs, result):
+        """Sends the FLOPs and bytes of one op that ran (docs/pytorch.md §FLOPs)."""
+        counted = self._counter.count(func, op, args, kwargs, result)
+        domain_mark = self._nvtx.domain_mark
+        if counted[0] == gpuattr_flops.COUNTED:
+            message = op + " " + counted[3]
+            domain_mark(_FLOPS_DOMAIN, message, counted[1])
+            domain_mark(_BYTES_DOMAIN, message, counted[2])
+        else:
+            domain_mark(_OPS_DOMAIN, counted[0] + " " + op, 1)
 
     # --- the thread's NVTX stack -------------------------------------------------------------
 
@@ -387,8 +476,8 @@ class Annotator:
 
     def _forward_pre(self, module, inputs):
         stack = self._stack
-        if self._op_ranges is not None:
-            self._enter_op_ranges()
+        if self._op_mode is not None:
+            self._enter_op_mode()
         name = self._submodule_range_name(module)
         is_root = name is None
         if is_root:
@@ -544,6 +633,13 @@ class Annotator:
                 with annotator._lock:
                     annotator._backward_depth += 1
                 try:
+                    if annotator._op_mode is not None and annotator._may_emit():
+                        # Autograd runs each node with the calling thread's dispatch modes as
+                        # they are now (on every thread it runs nodes on): enter ours first.
+                        try:
+                            annotator._enter_op_mode()
+                        except Exception as error:
+                            annotator._disable(error)
                     if annotator._by_module and annotator._may_emit():
                         try:  # the nodes no module call made, as torch.profiler links them
                             roots = _grad_nodes(args[0] if args else kwargs.get("tensors"),
@@ -614,13 +710,39 @@ class Annotator:
                                                   iterator_type.__next__)
 
 
+def _flop_counter(torch, nvtx):
+    """The FLOP counter when GPUATTR_FLOPS is 1 (gpuattr run --flops), with the rule file of
+    GPUATTR_FLOP_RULES before ours, else None. A mark tells the report which: "gpuattr.flops:
+    counting (<rules>)", or "gpuattr.flops: off: <why>"."""
+    if os.environ.get("GPUATTR_FLOPS") != "1":
+        return None
+    why = None
+    if nvtx.domain_mark is None:
+        why = "its marks need NVTX domains, and libnvtx3interop could not be loaded"
+    else:
+        try:
+            from torch.utils._python_dispatch import TorchDispatchMode  # noqa: F401
+        except ImportError:
+            why = "torch %s has no dispatch modes (torch >= 1.13 has)" % torch.__version__
+    counter = None
+    if why is None:
+        try:
+            counter = gpuattr_flops.load_counter(torch, os.environ.get("GPUATTR_FLOP_RULES"))
+        except gpuattr_flops.RuleFileError as error:
+            why = "a rule file cannot be used: %s" % error
+    nvtx.mark("gpuattr.flops: off: %s" % why if counter is None else
+              "gpuattr.flops: counting (%s)" % counter.description)
+    return counter
+
+
 def install(torch):
     """Installs the annotator once, on the freshly imported `torch` (sitecustomize calls this,
-    unless GPUATTR_PYTORCH is off; `ops` adds the op ranges)."""
+    unless GPUATTR_PYTORCH is off; `ops` adds the op ranges, GPUATTR_FLOPS=1 the FLOP counter)."""
     global _annotator
     if _annotator is not None:
         return
-    annotator = Annotator(torch, _Nvtx(torch),
-                          op_ranges=os.environ.get("GPUATTR_PYTORCH") == "ops")
+    nvtx = _Nvtx(torch)
+    annotator = Annotator(torch, nvtx, op_ranges=os.environ.get("GPUATTR_PYTORCH") == "ops",
+                          counter=_flop_counter(torch, nvtx))
     annotator.install()
     _annotator = annotator

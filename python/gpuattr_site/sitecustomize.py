@@ -7,6 +7,8 @@
 #     loading, then removes itself;
 #   - GPUATTR_PYTORCH=off, or any failure here, leaves the program exactly as it would run bare;
 #   - nothing is printed.
+# With GPUATTR_STEP_TIMER set (the clean run of `gpuattr run --clean-steps`) it installs the step
+# timer (gpuattr_step_timer) instead of the annotator, and nothing else.
 # Runs on: the interpreter's main thread at startup (site.py), then on whichever thread first
 # imports torch.
 import os
@@ -30,7 +32,11 @@ def _chain_previous_sitecustomize():
 
 class _TorchImportWatcher:
     """A meta-path finder that only answers for `torch`: it finds torch's real spec through the
-    other finders and wraps its loader, so the annotator installs once torch's module ran."""
+    other finders and wraps its loader, so the annotator (or, given a timer file, the step timer)
+    installs once torch's module ran."""
+
+    def __init__(self, step_timer_path):
+        self._step_timer_path = step_timer_path
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "torch":
@@ -42,14 +48,20 @@ class _TorchImportWatcher:
         if spec is None or spec.loader is None:
             return spec
         original_exec = spec.loader.exec_module
+        step_timer_path = self._step_timer_path
 
         def exec_then_annotate(module):
             original_exec(module)
             try:
-                import gpuattr_pytorch
+                if step_timer_path:
+                    import gpuattr_step_timer
 
-                gpuattr_pytorch.install(module)
-            except Exception:  # the annotator never harms the program: it is just not there
+                    gpuattr_step_timer.install(module, step_timer_path)
+                else:
+                    import gpuattr_pytorch
+
+                    gpuattr_pytorch.install(module)
+            except Exception:  # never harms the program: the annotator is just not there
                 pass
 
         spec.loader.exec_module = exec_then_annotate
@@ -59,5 +71,7 @@ class _TorchImportWatcher:
 try:
     _chain_previous_sitecustomize()
 finally:
-    if os.environ.get("GPUATTR_PYTORCH", "modules") != "off" and "torch" not in sys.modules:
-        sys.meta_path.insert(0, _TorchImportWatcher())
+    _step_timer_path = os.environ.get("GPUATTR_STEP_TIMER")
+    if "torch" not in sys.modules and (
+            _step_timer_path or os.environ.get("GPUATTR_PYTORCH", "modules") != "off"):
+        sys.meta_path.insert(0, _TorchImportWatcher(_step_timer_path))

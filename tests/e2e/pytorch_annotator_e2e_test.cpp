@@ -27,6 +27,7 @@
 #include <tuple>
 #include <vector>
 
+#include "pytorch_e2e_util.h"
 #include "scenario_check.h"
 #include "subprocess.h"
 #include "test_files.h"
@@ -43,33 +44,6 @@ using test_support::TempDir;
 using test_support::WriteFile;
 
 constexpr int kSteps = 4;
-// The interpreter that has torch, found at configure time; empty when none had it.
-constexpr const char* kPython = GPUATTR_TORCH_PYTHON;
-
-// Every case starts here: without torch there is nothing to test, and that is a failure
-// (scripts/setup.sh installs python3-torch), never a skip.
-void RequireTorch() {
-  INFO(
-      "no python3 that imports torch was found when the build was configured; install "
-      "python3-torch (scripts/setup.sh does) and configure again");
-  REQUIRE(std::string(kPython) != "");
-}
-
-const json* FindPass(const json& nodes, const std::vector<std::string>& path) {
-  for (const json& node : nodes) {
-    if (node["path"].get<std::vector<std::string>>() == path) return &node;
-    if (const json* found = FindPass(node["children"], path)) return found;
-  }
-  return nullptr;
-}
-
-template <typename Visit>
-void ForEachPass(const json& nodes, const Visit& visit) {
-  for (const json& node : nodes) {
-    visit(node);
-    ForEachPass(node["children"], visit);
-  }
-}
 
 void CollectNames(const json& nodes, std::vector<std::string>* names) {
   ForEachPass(nodes, [&](const json& node) { names->push_back(node["name"].get<std::string>()); });
@@ -83,17 +57,6 @@ std::vector<std::string> TrainCommand(const std::string& timings_path) {
     command.push_back(timings_path);
   }
   return command;
-}
-
-ProcessResult RunUnderGpuattr(const std::vector<std::string>& gpuattr_flags,
-                              const std::vector<std::string>& command,
-                              const std::string& report_path,
-                              const std::map<std::string, std::string>& env = {}) {
-  std::vector<std::string> argv = {GPUATTR_BIN, "run", "--quiet", "-o", report_path};
-  argv.insert(argv.end(), gpuattr_flags.begin(), gpuattr_flags.end());
-  argv.push_back("--");
-  argv.insert(argv.end(), command.begin(), command.end());
-  return RunProcess(argv, env, /*timeout_s=*/120);
 }
 
 // Total perf_counter_ns per call kind, from the script's --timings lines.
@@ -206,11 +169,6 @@ TEST_CASE("an unannotated torch training loop gets the PyTorch model's pass tree
 // The environment of a torch program on the simulated GPU (`python3 -m simgpu_torch SCRIPT`,
 // train_simulated.py): its fake CUPTI and library, and simgpu_torch itself on PYTHONPATH (the
 // annotator's site goes first).
-std::map<std::string, std::string> SimulatedTorchEnvironment() {
-  return {{"GPUATTR_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY},
-          {"SIMGPU_PYWORK_LIBRARY", SIMGPU_PYWORK_LIBRARY},
-          {"PYTHONPATH", SIMGPU_TORCH_DIR}};
-}
 
 TEST_CASE(
     "every aten op's simulated kernel lands where the program's own bookkeeping says, with "
