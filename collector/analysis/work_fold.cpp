@@ -9,8 +9,8 @@ namespace gpuattr::collector {
 namespace {
 
 // "<op> <dtype>" (gpuattr.flops, gpuattr.bytes) or "free <op>" / "unknown <op>" (gpuattr.ops).
-void ParseMessage(std::string_view message, bool in_ops_domain, std::string& op,
-                  std::string& dtype, bool& free, bool& unknown, bool& malformed) {
+void ParseMessage(std::string_view message, bool in_ops_domain, std::string& op, std::string& dtype,
+                  bool& free, bool& unknown, bool& malformed) {
   if (in_ops_domain) {
     constexpr std::string_view kFree = "free ";
     constexpr std::string_view kUnknown = "unknown ";

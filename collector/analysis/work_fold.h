@@ -55,10 +55,10 @@ class WorkFold {
   // One distinct message of the counter's domains: an op, its dtype, and what it added.
   struct Entry {
     std::string op;
-    std::string dtype;        // counted ops; empty otherwise
-    bool free = false;        // gpuattr.ops "free <op>"
-    bool unknown = false;     // gpuattr.ops "unknown <op>"
-    bool malformed = false;   // a message the counter never sends: counted nowhere
+    std::string dtype;       // counted ops; empty otherwise
+    bool free = false;       // gpuattr.ops "free <op>"
+    bool unknown = false;    // gpuattr.ops "unknown <op>"
+    bool malformed = false;  // a message the counter never sends: counted nowhere
     uint64_t calls = 0;
     uint64_t flops = 0;
     uint64_t bytes_estimate = 0;
@@ -73,7 +73,7 @@ class WorkFold {
   // By (message, in gpuattr.ops): a counted op's message is the same in gpuattr.flops and
   // gpuattr.bytes, one entry for both. Entries stay put in the map: entry_of_id_ points at them.
   std::map<std::pair<std::string, bool>, Entry> entries_;
-  std::map<std::pair<uint32_t, bool>, Entry*> entry_of_id_;  // until names change
+  std::map<std::pair<uint32_t, bool>, Entry*> entry_of_id_;        // until names change
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> other_marks_;  // (name, domain) -> count
   WorkCounts unattributed_;
   bool any_ = false;  // a counter mark came

@@ -29,15 +29,15 @@ std::string DeviceJoinShortfall(bool measured, const Json& coverage) {
   const double threshold = coverage.value("threshold", 0.0);
   const Json& overall = coverage["attributed_fraction"];
   if (!overall.is_number() || coverage["passed"] != true) {
-    return overall.is_number() ? "coverage " + Percent(overall.get<double>()) + " is below " +
-                                     Percent(threshold)
-                               : "no kernel time was measured";
+    return overall.is_number()
+               ? "coverage " + Percent(overall.get<double>()) + " is below " + Percent(threshold)
+               : "no kernel time was measured";
   }
   for (const char* phase : {"forward", "backward"}) {
     const Json& fraction = coverage["by_phase"][phase];
     if (fraction.is_number() && fraction.get<double>() < threshold) {
-      return std::string(phase) + " coverage " + Percent(fraction.get<double>()) +
-             " is below " + Percent(threshold);
+      return std::string(phase) + " coverage " + Percent(fraction.get<double>()) + " is below " +
+             Percent(threshold);
     }
   }
   return "";
@@ -64,7 +64,7 @@ std::optional<uint64_t> InstrumentedStepNs(const ProcessAnalysis& analysis) {
   std::vector<uint64_t> durations;
   for (size_t i = 1; i < rows.size(); ++i) {
     durations.push_back(rows[i].end_ns >= rows[i - 1].end_ns ? rows[i].end_ns - rows[i - 1].end_ns
-                                                               : 0);
+                                                             : 0);
   }
   return Summarize(durations).median;
 }
@@ -143,8 +143,8 @@ Json MfuJson(const ProcessAnalysis& analysis, const WorkAnalysis& work, const Wo
                                  "the step time or the peak FLOP/s is not positive", 0);
   } else {
     const double seconds = static_cast<double>(out["clean_step_ns"].get<uint64_t>()) * 1e-9;
-    out["value"] = static_cast<double>(*step_flops) /
-                   (seconds * out["peak_flops_per_s"].get<double>());
+    out["value"] =
+        static_cast<double>(*step_flops) / (seconds * out["peak_flops_per_s"].get<double>());
   }
   return out;
 }
@@ -186,8 +186,8 @@ CleanStepTime CleanStepTimeOf(const CleanRun& run, int32_t rank) {
   if (durations.size() < run.steps || durations.empty()) {
     result.why_not = "the clean run timed " + std::to_string(durations.size()) + " of the " +
                      std::to_string(run.steps) + " steps asked (it ended " +
-                     std::to_string(ends.size()) + " steps, the first " +
-                     std::to_string(first) + " not timed";
+                     std::to_string(ends.size()) + " steps, the first " + std::to_string(first) +
+                     " not timed";
     if (run.exit_status && *run.exit_status != 0) {
       result.why_not += ", and exited with status " + std::to_string(*run.exit_status);
     }
@@ -201,23 +201,20 @@ CleanStepTime CleanStepTimeOf(const CleanRun& run, int32_t rank) {
 std::optional<DevicePeak> DevicePeakOf(const std::string& device_name, const std::string& dtype) {
   static const Json table = Json::parse(kDevicePeaksText);
   for (const Json& device : table["devices"]) {
-    const bool matches = std::any_of(
-        device["match"].begin(), device["match"].end(), [&](const Json& text) {
+    const bool matches =
+        std::any_of(device["match"].begin(), device["match"].end(), [&](const Json& text) {
           return device_name.find(text.get<std::string>()) != std::string::npos;
         });
     if (!matches) continue;
     const Json& peaks = device["peak_flops_per_s"];
     if (!peaks.contains(dtype)) return std::nullopt;
-    return DevicePeak{peaks[dtype].get<double>(), device["name"].get<std::string>() + ", " +
-                                                      dtype + ": " +
-                                                      device["source"].get<std::string>()};
+    return DevicePeak{peaks[dtype].get<double>(), device["name"].get<std::string>() + ", " + dtype +
+                                                      ": " + device["source"].get<std::string>()};
   }
   return std::nullopt;
 }
 
-bool WorkCounted(const ProcessAnalysis& analysis) {
-  return analysis.work && !analysis.work->off;
-}
+bool WorkCounted(const ProcessAnalysis& analysis) { return analysis.work && !analysis.work->off; }
 
 Json ProcessWorkJson(const ProcessAnalysis& analysis, const Json& coverage,
                      const WorkInputs& inputs, PassWorkSettings* pass_settings) {

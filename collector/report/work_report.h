@@ -39,16 +39,16 @@ struct CleanRun {
     std::vector<uint64_t> step_ends_ns;
   };
   std::vector<Process> processes;
-  std::string failure;                // why it did not run at all; empty: it ran
-  std::optional<int> exit_status;     // the shell's, once it ran
+  std::string failure;             // why it did not run at all; empty: it ran
+  std::optional<int> exit_status;  // the shell's, once it ran
 };
 
 // The run's FLOP settings.
 struct WorkInputs {
-  bool requested = false;                   // --flops
-  std::optional<double> peak_flops_per_s;   // --peak-flops
-  std::optional<uint64_t> stated_step_ns;   // --clean-step-ms
-  std::optional<CleanRun> clean_run;        // --clean-steps
+  bool requested = false;                  // --flops
+  std::optional<double> peak_flops_per_s;  // --peak-flops
+  std::optional<uint64_t> stated_step_ns;  // --clean-step-ms
+  std::optional<CleanRun> clean_run;       // --clean-steps
 };
 
 // One clean step time for a traced process of rank `rank` (-1: none): the median of N steps of

@@ -195,8 +195,8 @@ TEST_CASE("FLOPs asked for and not counted are a refusal, never zero", "[unit][w
   analysis.work = WorkAnalysis{};
   analysis.work->off = "torch 1.12 has no dispatch modes";
   work = ProcessWorkJson(analysis, Coverage(1, 1, 1), inputs, &settings);
-  CHECK(work["refusal"]["cause"].get<std::string>().find(
-            "off: torch 1.12 has no dispatch modes") != std::string::npos);
+  CHECK(work["refusal"]["cause"].get<std::string>().find("off: torch 1.12 has no dispatch modes") !=
+        std::string::npos);
 }
 
 }  // namespace

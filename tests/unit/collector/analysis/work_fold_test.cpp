@@ -20,8 +20,12 @@ struct Marks {
   wire::ValueMark Mark(const std::string& domain, const std::string& message, uint64_t value,
                        const std::vector<std::string>& names = {"step", "forward"},
                        uint64_t timestamp_ns = 100) {
-    return {timestamp_ns, 1, trace.Str(message), trace.Str(domain),
-            names.empty() ? 0 : trace.Node(names), value};
+    return {timestamp_ns,
+            1,
+            trace.Str(message),
+            trace.Str(domain),
+            names.empty() ? 0 : trace.Node(names),
+            value};
   }
   TraceFixture trace;
   PathNames paths{trace.data};
