@@ -127,8 +127,7 @@ TEST_CASE("a convolution's FLOPs equal torch's conv formula, forward and backwar
   CheckStepRowsAreTheTree(process);
 }
 
-TEST_CASE("a transformer block's FLOPs equal hand-computed values, forward and backward",
-          "[e2e]") {
+TEST_CASE("a transformer block's FLOPs equal hand-computed values, forward and backward", "[e2e]") {
   RequireTorch();
   TempDir dir;
   const json process = RunModel(dir, "block");
@@ -146,7 +145,8 @@ TEST_CASE("a transformer block's FLOPs equal hand-computed values, forward and b
   // the input's and the weight's gradients, 2 T in out each, and the bias's, T out.
   auto linear = [&](const std::string& name, uint64_t in, uint64_t out) {
     CHECK(Flops(process, module(name)) == kSteps * 2 * tokens * in * out);
-    CHECK(Flops(process, backward(module(name))) == kSteps * (4 * tokens * in * out + tokens * out));
+    CHECK(Flops(process, backward(module(name))) ==
+          kSteps * (4 * tokens * in * out + tokens * out));
   };
   linear("qkv", width, 3 * width);
   linear("out", width, width);
@@ -165,9 +165,9 @@ TEST_CASE("a transformer block's FLOPs equal hand-computed values, forward and b
   const uint64_t scores = 2 * batch * heads * seq * head * seq;
   const uint64_t attend = 2 * batch * heads * seq * seq * head;
   const uint64_t softmax = batch * heads * seq * seq;
-  CHECK(Flops(process, {kStep, block}) == kSteps * (scores + attend + softmax + 2 * tokens * width));
-  CHECK(Flops(process, {kStep, block, "backward"}) ==
-        kSteps * (2 * scores + 2 * attend + softmax));
+  CHECK(Flops(process, {kStep, block}) ==
+        kSteps * (scores + attend + softmax + 2 * tokens * width));
+  CHECK(Flops(process, {kStep, block, "backward"}) == kSteps * (2 * scores + 2 * attend + softmax));
   // At the step itself: the loss (out.sum()) and autograd's own sum of the two gradients of the
   // first residual's output, which two ops used.
   CHECK(Flops(process, {kStep}) == kSteps * 2 * tokens * width);
@@ -236,8 +236,8 @@ TEST_CASE(
   const bool backward_thread = GENERATE(false, true);
   TempDir dir;
   const std::string report_path = dir.File("report.json");
-  std::vector<std::string> command = {kPython, PYTORCH_SIMULATED_SCRIPT, "--steps", "3", "--truth",
-                                      dir.File("truth.json")};
+  std::vector<std::string> command = {kPython,   PYTORCH_SIMULATED_SCRIPT, "--steps", "3",
+                                      "--truth", dir.File("truth.json")};
   if (backward_thread) command.push_back("--backward-thread");
   const ProcessResult run =
       RunUnderGpuattr({"--flops"}, command, report_path, SimulatedTorchEnvironment());
@@ -299,9 +299,8 @@ uint64_t BareRunStepNs(const std::string& timings_path, uint64_t skip, uint64_t 
   return durations[(durations.size() - 1) / 2];
 }
 
-TEST_CASE(
-    "MFU refuses without an uninstrumented step time, and --clean-steps takes the bare run's",
-    "[e2e]") {
+TEST_CASE("MFU refuses without an uninstrumented step time, and --clean-steps takes the bare run's",
+          "[e2e]") {
   RequireTorch();
   TempDir dir;
   const json refused = RunModel(dir, "mlp", {"--peak-flops", "1e9"});
@@ -313,9 +312,9 @@ TEST_CASE(
   // Steps of 30 ms of sleep; the bare run writes its own step ends beside ours.
   TempDir clean_dir;
   const std::string timings = clean_dir.File("timings.jsonl");
-  const json clean = RunModel(
-      clean_dir, "mlp", {"--clean-steps", "3", "--skip-steps", "1", "--peak-flops", "1e9"},
-      {"--steps", "6", "--step-ms", "30", "--timings", timings});
+  const json clean =
+      RunModel(clean_dir, "mlp", {"--clean-steps", "3", "--skip-steps", "1", "--peak-flops", "1e9"},
+               {"--steps", "6", "--step-ms", "30", "--timings", timings});
   const json& mfu = clean["work"]["mfu"];
   REQUIRE(mfu["refusal"].is_null());
   CHECK(mfu["clean_step_source"] == "clean_run");

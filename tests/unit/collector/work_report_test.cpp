@@ -8,6 +8,7 @@
 #include <string>
 
 #include "report/report_json.h"
+#include "test_files.h"
 
 namespace gpuattr::collector {
 namespace {
@@ -67,6 +68,25 @@ TEST_CASE("device peaks come from the table by the device's name, per dtype",
   CHECK(DevicePeakOf("AMD Instinct MI300X", "bfloat16")->flops_per_s == 1307.4e12);
   CHECK_FALSE(DevicePeakOf("NVIDIA B200", "float64"));  // not in its datasheet's table
   CHECK_FALSE(DevicePeakOf("Simulated GPU", "float32"));
+}
+
+TEST_CASE("every device and dtype of the peak table is found by its device's names",
+          "[unit][work_report]") {
+  const Json table = test_support::ReadJson(GPUATTR_DEVICE_PEAKS);
+  REQUIRE(table["format"] == "gpuattr.device_peaks/1");
+  REQUIRE(table["devices"].size() >= 6);
+  for (const Json& device : table["devices"]) {
+    REQUIRE_FALSE(device["source"].get<std::string>().empty());
+    // An entry's first name is its own (an earlier entry takes none of it): every dtype of it.
+    const std::string name = device["match"][0];
+    for (const auto& [dtype, peak] : device["peak_flops_per_s"].items()) {
+      INFO(name << " " << dtype);
+      const auto found = DevicePeakOf("NVIDIA " + name, dtype);
+      REQUIRE(found);
+      CHECK(found->flops_per_s == peak.get<double>());
+      CHECK(found->source.find(device["name"].get<std::string>() + ", " + dtype + ": ") == 0);
+    }
+  }
 }
 
 // A process with one forward node and three step rows of 1000 FLOPs each, its device measured.
