@@ -152,6 +152,120 @@ std::string PassTree(const Json& process, const ReportViewOptions& options) {
   return out + table.Render();
 }
 
+// ---- FLOPs (docs/attribution.md §FLOPs) ----
+
+uint64_t FlopsTotal(const Json& pass) {
+  return static_cast<uint64_t>(NumberOf(Field(Field(pass, "work"), "flops_total")).value_or(0.0));
+}
+
+void AddWorkRows(TextTable& table, const Json& list, size_t depth,
+                 const ReportViewOptions& options) {
+  std::vector<const Json*> passes;
+  for (const Json* pass : ElementsOf(list)) {
+    if (FlopsTotal(*pass) > 0) passes.push_back(pass);
+  }
+  std::stable_sort(passes.begin(), passes.end(),
+                   [](const Json* a, const Json* b) { return FlopsTotal(*a) > FlopsTotal(*b); });
+  const std::string indent(2 * std::min(depth, kMaxIndentLevels), ' ');
+  if (depth >= kReportViewMaxDepth) {
+    if (!passes.empty()) table.AddNote(indent + "… deeper levels not shown");
+    return;
+  }
+  const size_t shown = std::min(passes.size(), options.top);
+  for (size_t i = 0; i < shown; ++i) {
+    const Json& pass = *passes[i];
+    const Json& work = Field(pass, "work");
+    std::string name = StringText(Field(pass, "name"));
+    if (depth > kMaxIndentLevels) name = "[" + std::to_string(depth) + "] " + name;
+    const bool lower_bound = NumberOf(Field(work, "unknown_ops")).value_or(0) > 0;
+    table.Add({indent + name, SiText(Field(work, "flops"), "FLOP") + (lower_bound ? "+" : ""),
+               SiText(Field(work, "flops_total"), "FLOP"),
+               SiText(Field(work, "bytes_estimate"), "B"),
+               SiText(Field(work, "achieved_flops_per_s"), "FLOP/s"),
+               Fixed(Field(work, "arithmetic_intensity_hypothesis"))});
+    AddWorkRows(table, Field(pass, "children"), depth + 1, options);
+  }
+  if (passes.size() > shown) {
+    table.AddNote(indent + "… " + std::to_string(passes.size() - shown) + " more");
+  }
+}
+
+std::string WorkRefusal(const Json& refusal, const std::string& what) {
+  return WrapText(
+             StringText(Field(refusal, "cause")),
+             "    " + what + ": refused (" + StringText(Field(refusal, "code")) + "): ", "      ") +
+         WrapText(StringText(Field(refusal, "remedy")), "      remedy: ", "      ");
+}
+
+std::string Mfu(const Json& mfu) {
+  const Json& refusal = Field(mfu, "refusal");
+  const std::string instrumented =
+      "instrumented step " + MsText(Field(mfu, "instrumented_step_ns")) + " ms";
+  if (refusal.is_object()) {
+    return WorkRefusal(refusal, "MFU") + "      (" + instrumented + ", never a denominator)\n";
+  }
+  const std::string clean_source = StringText(Field(mfu, "clean_step_source"));
+  std::string clean = MsText(Field(mfu, "clean_step_ns")) + " ms " + clean_source;
+  if (clean_source == "clean_run") {
+    clean += ", " + CountText(Field(mfu, "clean_steps_timed")) + " steps";
+  }
+  return WrapText(Percent(Field(mfu, "value")) + " = step " +
+                      SiText(Field(mfu, "step_flops"), "FLOP") + " / (uninstrumented step " +
+                      clean + " x peak " + SiText(Field(mfu, "peak_flops_per_s"), "FLOP/s") + " " +
+                      StringText(Field(mfu, "dtype")) + ", " +
+                      StringText(Field(mfu, "peak_source")) + "); " + instrumented,
+                  "    MFU ", "      ");
+}
+
+// The FLOP counter's section: empty when FLOPs were neither asked for nor counted.
+std::string Work(const Json& process, const ReportViewOptions& options) {
+  const Json& work = Field(process, "work");
+  if (!work.is_object()) return "";
+  if (Field(work, "refusal").is_object()) {
+    return "  FLOPs\n" + WorkRefusal(Field(work, "refusal"), "FLOPs");
+  }
+  const Json& ops = Field(work, "ops");
+  auto calls = [&](const char* kind) {
+    double total = 0;
+    for (const Json* op : ElementsOf(Field(ops, kind))) {
+      total += NumberOf(Field(*op, "calls")).value_or(0);
+    }
+    return std::to_string(ElementsOf(Field(ops, kind)).size()) + " " + kind + " (" +
+           Formatted("%.0f", total) + " calls)";
+  };
+  std::string out = FitLine("  FLOPs: ", StringText(Field(work, "counter")));
+  out += WrapText(
+      SiText(Field(work, "flops"), "FLOP") + " counted, " +
+          SiText(Field(work, "bytes_estimate"), "B") + " read-once/write-once, intensity " +
+          Fixed(Field(work, "arithmetic_intensity_hypothesis")) + " FLOP/B (a hypothesis); ops " +
+          calls("counted") + ", " + calls("free") + ", " + calls("unknown"),
+      "    ", "      ");
+  const std::vector<const Json*> unknown = ElementsOf(Field(ops, "unknown"));
+  if (!unknown.empty()) {
+    std::string names;
+    for (size_t i = 0; i < std::min(unknown.size(), options.top); ++i) {
+      names += (i ? ", " : "") + StringText(Field(*unknown[i], "op")) + " x" +
+               CountText(Field(*unknown[i], "calls"));
+    }
+    out += WrapText(names, "    unknown (FLOPs marked + are lower bounds): ", "      ");
+    out += WrapText(StringText(Field(ops, "unknown_remedy")), "      ", "      ");
+  }
+  const Json& achieved = Field(work, "achieved");
+  if (Field(achieved, "refusal").is_object()) {
+    out += WorkRefusal(Field(achieved, "refusal"), "achieved FLOP/s");
+  }
+  out += Mfu(Field(work, "mfu"));
+  TextTable table("  ", {{"pass (FLOPs: self, total; bytes self)", true},
+                         {"flops"},
+                         {"total"},
+                         {"bytes"},
+                         {"achieved"},
+                         {"FLOP/B*"}});
+  AddWorkRows(table, Field(process, "passes"), 0, options);
+  return out + table.Render() +
+         "  * arithmetic intensity: a hypothesis from the traffic estimate\n";
+}
+
 std::string Families(const Json& families, const ReportViewOptions& options) {
   if (!families.is_array()) return "  kernel families: n/a\n";
   if (families.empty()) return "  kernel families: none\n";
@@ -422,6 +536,8 @@ std::string Process(const Json& process, const StepRowColumns& step_rows,
   const std::string modules = Modules(Field(process, "modules"), options);
   if (!modules.empty()) out += "\n" + modules;
   out += Steps(Field(process, "steps"), Field(process, "steps_reason"), step_rows, options);
+  const std::string work = Work(process, options);
+  if (!work.empty()) out += "\n" + work;
   out += "\n" + Coverage(Field(process, "coverage"));
   const Json& loss = Field(process, "loss");
   if (!loss.is_object()) {

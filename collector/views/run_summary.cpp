@@ -62,6 +62,27 @@ double TotalNs(const Json& pass) {
   return host.is_number() ? host.get<double>() : 0.0;
 }
 
+// The FLOP counter in one line (docs/attribution.md §FLOPs): what it counted and MFU, or the
+// refusal's code where a figure is null.
+std::string WorkLine(const Json& work) {
+  const Json& refusal = Field(work, "refusal");
+  if (refusal.is_object()) return "  FLOPs: refused (" + Text(Field(refusal, "code")) + ")\n";
+  const Json& unknown = Field(Field(work, "ops"), "unknown");
+  std::string line = "  FLOPs " + SiText(Field(work, "flops"), "FLOP");
+  if (unknown.is_array() && !unknown.empty()) {
+    line += " (a lower bound: " + std::to_string(unknown.size()) + " ops without a rule)";
+  }
+  const Json& mfu = Field(work, "mfu");
+  const Json& mfu_refusal = Field(mfu, "refusal");
+  line += mfu_refusal.is_object() ? ", MFU refused (" + Text(Field(mfu_refusal, "code")) + ")"
+                                  : ", MFU " + Percent(Field(mfu, "value"));
+  const Json& achieved = Field(Field(work, "achieved"), "refusal");
+  if (achieved.is_object()) {
+    line += ", achieved FLOP/s refused (" + Text(Field(achieved, "code")) + ")";
+  }
+  return line + "\n";
+}
+
 }  // namespace
 
 std::string RenderRankTable(const Json& report) {
@@ -188,6 +209,8 @@ std::string RenderSummary(const nlohmann::json& report) {
              MsText(Field(median, "host_ns")) + ", busy " + MsText(Field(median, "busy_ns")) +
              ", gaps " + MsText(Field(median, "gaps_ns")) + "\n";
     }
+    const Json& work = Field(process, "work");
+    if (work.is_object()) out += WorkLine(work);
     const Json& coverage = Field(process, "coverage");
     out += "  coverage " + Percent(Field(coverage, "attributed_fraction")) + " (threshold " +
            Percent(Field(coverage, "threshold")) + ", passed " + Text(Field(coverage, "passed")) +

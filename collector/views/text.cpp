@@ -2,6 +2,7 @@
 #include "views/text.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <utility>
@@ -52,6 +53,19 @@ std::string CountText(const Json& value) {
   if (value.is_number_unsigned()) return std::to_string(value.get<uint64_t>());
   if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
   return kNotMeasured;
+}
+
+std::string SiText(const nlohmann::json& value, const char* unit) {
+  const std::optional<double> number = NumberOf(value);
+  if (!number) return kNotMeasured;
+  static constexpr const char* kPrefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  double scaled = *number;
+  size_t prefix = 0;
+  while (std::fabs(scaled) >= 1000.0 && prefix + 1 < std::size(kPrefixes)) {
+    scaled /= 1000.0;
+    ++prefix;
+  }
+  return Formatted("%.4g ", scaled) + kPrefixes[prefix] + unit;
 }
 
 std::string StringText(const Json& value) {

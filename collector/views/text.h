@@ -34,6 +34,8 @@ std::string Formatted(const char* format, double value);
 std::string MsText(const nlohmann::json& ns);
 // An integer as written; kNotMeasured for anything else.
 std::string CountText(const nlohmann::json& value);
+// A number with an SI prefix and `unit`: "17.18 GFLOP", "989.4 TFLOP/s"; "n/a" when not one.
+std::string SiText(const nlohmann::json& value, const char* unit);
 // A string, sanitised; kNotMeasured for anything else.
 std::string StringText(const nlohmann::json& value);
 // "yes" or "no"; kNotMeasured for anything else.

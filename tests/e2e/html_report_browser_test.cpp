@@ -504,3 +504,69 @@ TEST_CASE("The HTML report renders a 10,000-node pass tree, building only the ro
 
 }  // namespace
 }  // namespace gpuattr::e2e
+
+namespace gpuattr::e2e {
+namespace {
+
+TEST_CASE(
+    "The HTML report shows FLOPs, achieved FLOP/s, intensity as a hypothesis, MFU and the "
+    "unknown ledger",
+    "[visualization][html]") {
+  RequireChromium();
+  TempDir dir;
+  // The golden nested-ranges run, with the FLOP counter's work on its first pass.
+  json report = json::parse(
+      ReadFile(std::string(GPUATTR_SOURCE_DIR) + "/tests/golden/nested_ranges/report.json"));
+  json& process = report["processes"][0];
+  json& pass = process["passes"][0];
+  pass["work"] = {{"flops", 4'000'000'000},
+                  {"flops_total", 4'000'000'000},
+                  {"bytes_estimate", 2'000'000'000},
+                  {"bytes_estimate_total", 2'000'000'000},
+                  {"unknown_ops", 1},
+                  {"unknown_ops_total", 1},
+                  {"achieved_flops_per_s", 2e12},
+                  {"arithmetic_intensity_hypothesis", 2.0}};
+  process["work"] = {{"counter", "counting (rules: flop_rules.json)"},
+                     {"refusal", nullptr},
+                     {"flops", 4'000'000'000},
+                     {"bytes_estimate", 2'000'000'000},
+                     {"arithmetic_intensity_hypothesis", 2.0},
+                     {"unattributed_flops", 0},
+                     {"flops_by_dtype", {{"float32", 4'000'000'000}}},
+                     {"ops",
+                      {{"counted", json::array()},
+                       {"free", json::array()},
+                       {"unknown", {{{"op", "aten::erfinv"}, {"calls", 3}}}},
+                       {"unknown_remedy", "Add a rule with --flop-rules FILE."}}},
+                     {"achieved", {{"gate_passed", true}, {"refusal", nullptr}}},
+                     {"mfu",
+                      {{"value", 0.25},
+                       {"step_flops", 1'000'000'000},
+                       {"clean_step_ns", 4'000'000},
+                       {"clean_step_source", "clean_run"},
+                       {"clean_steps_timed", 5},
+                       {"instrumented_step_ns", 4'500'000},
+                       {"dtype", "float32"},
+                       {"peak_flops_per_s", 1e12},
+                       {"peak_source", "--peak-flops"},
+                       {"refusal", nullptr}}}};
+  const std::string input = dir.File("work.json");
+  test_support::WriteFile(input, report.dump());
+  const std::string page = dir.File("page.html");
+  REQUIRE(ExitStatus(RunProcess({GPUATTR_BIN, "report", input, "--html", page})) == 0);
+  const ProcessResult dom_run = RunChromium(dir, page, {"--dump-dom"});
+  INFO("chromium stderr: " << dom_run.err);
+  REQUIRE(ExitStatus(dom_run) == 0);
+  const std::string work = Block(dom_run.out, "work");
+  REQUIRE_FALSE(work.empty());
+  CHECK_THAT(work, Catch::Contains("25.0 %"));     // MFU
+  CHECK_THAT(work, Catch::Contains("4 GFLOP+"));   // a lower bound, marked
+  CHECK_THAT(work, Catch::Contains("2 TFLOP/s"));  // achieved
+  CHECK_THAT(work, Catch::Contains("arithmetic intensity (hypothesis)"));
+  CHECK_THAT(work, Catch::Contains("never a denominator"));
+  CHECK_THAT(Block(dom_run.out, "unknown-ops"), Catch::Contains("aten::erfinv"));
+}
+
+}  // namespace
+}  // namespace gpuattr::e2e

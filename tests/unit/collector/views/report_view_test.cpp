@@ -393,3 +393,115 @@ TEST_CASE("hostile documents render without throwing", "[report_view]") {
 }
 
 }  // namespace gpuattr::collector
+
+namespace gpuattr::collector {
+namespace {
+
+// TreeProcess with the FLOP counter's work: `layer` holds FLOPs with an unknown op under it.
+Json WorkProcess(Json mfu, Json achieved_refusal) {
+  Json process = TreeProcess();
+  Json& step = process["passes"][0];
+  auto work = [](uint64_t flops, uint64_t total, uint64_t unknown, Json achieved) {
+    return Json{{"flops", flops},
+                {"flops_total", total},
+                {"bytes_estimate", 2 * flops},
+                {"bytes_estimate_total", 2 * total},
+                {"unknown_ops", unknown},
+                {"unknown_ops_total", unknown},
+                {"achieved_flops_per_s", std::move(achieved)},
+                {"arithmetic_intensity_hypothesis", flops ? Json(0.5) : Json(nullptr)}};
+  };
+  step["work"] = work(0, 3'000'000'000, 1, nullptr);
+  Json& forward = step["children"][0];
+  forward["work"] = work(0, 3'000'000'000, 1, nullptr);
+  forward["children"][0]["work"] = work(3'000'000'000, 3'000'000'000, 1,
+                                        achieved_refusal.is_null() ? Json(1e12) : Json(nullptr));
+  step["children"][1]["work"] = work(0, 0, 0, nullptr);
+  process["work"] = {
+      {"counter", "counting (rules: flop_rules.json)"},
+      {"refusal", nullptr},
+      {"flops", 3'000'000'000},
+      {"bytes_estimate", 6'000'000'000},
+      {"arithmetic_intensity_hypothesis", 0.5},
+      {"unattributed_flops", 0},
+      {"flops_by_dtype", {{"bfloat16", 3'000'000'000}}},
+      {"ops",
+       {{"counted",
+         {{{"op", "aten::mm"},
+           {"calls", 2},
+           {"flops", 3'000'000'000},
+           {"bytes_estimate", 6'000'000'000}}}},
+        {"free", {{{"op", "aten::view"}, {"calls", 5}}}},
+        {"unknown", {{{"op", "aten::erfinv"}, {"calls", 1}}}},
+        {"unknown_remedy", "Add a rule with --flop-rules FILE."}}},
+      {"achieved", {{"gate_passed", achieved_refusal.is_null()}, {"refusal", achieved_refusal}}},
+      {"mfu", std::move(mfu)}};
+  return process;
+}
+
+Json Refusal(const std::string& code) {
+  return {{"code", code}, {"cause", "because " + code}, {"remedy", "do " + code}};
+}
+
+TEST_CASE(
+    "FLOPs render per pass with achieved FLOP/s, intensity as a hypothesis, MFU and the "
+    "unknown ledger",
+    "[report_view]") {
+  const Json mfu = {{"value", 0.4},
+                    {"step_flops", 1'500'000'000},
+                    {"clean_step_ns", 4'000'000},
+                    {"clean_step_source", "clean_run"},
+                    {"clean_steps_timed", 5},
+                    {"instrumented_step_ns", 4'400'000},
+                    {"dtype", "bfloat16"},
+                    {"peak_flops_per_s", 989.4e12},
+                    {"peak_source", "NVIDIA H200 SXM, bfloat16: datasheet"},
+                    {"refusal", nullptr}};
+  const std::string text = View(Report(Json::array({WorkProcess(mfu, nullptr)})), {});
+  CHECK(LineWith(text, "FLOPs: counting (rules: flop_rules.json)").size() > 0);
+  CHECK(LineWith(text, "3 GFLOP counted").find("(a hypothesis)") != std::string::npos);
+  CHECK(LineWith(text, "MFU 40.00% = step 1.5 GFLOP").find("4.000 ms clean_run, 5 steps") !=
+        std::string::npos);
+  CHECK(text.find("instrumented step 4.400 ms") != std::string::npos);
+  CHECK(LineWith(text, "unknown (FLOPs marked + are lower bounds)").find("aten::erfinv x1") !=
+        std::string::npos);
+  const std::string layer = Lines(text)[LineIndex(text, "pass (FLOPs") + 3];
+  CHECK(layer.find("      layer ") == 0);
+  CHECK(layer.find("3 GFLOP+") != std::string::npos);
+  CHECK(layer.find("1 TFLOP/s") != std::string::npos);
+  CHECK(layer.find("0.500") != std::string::npos);
+  CHECK(text.find("a hypothesis from the traffic estimate") != std::string::npos);
+  CheckWidth(text);
+}
+
+TEST_CASE("FLOP figures that are null render their refusal's code, cause and remedy",
+          "[report_view]") {
+  const Json mfu = {{"value", nullptr},
+                    {"step_flops", 1'500'000'000},
+                    {"clean_step_ns", nullptr},
+                    {"clean_step_source", nullptr},
+                    {"instrumented_step_ns", 4'400'000},
+                    {"peak_flops_per_s", nullptr},
+                    {"peak_source", nullptr},
+                    {"refusal", Refusal("mfu_denominator_invalid")}};
+  const std::string text = View(
+      Report(Json::array({WorkProcess(mfu, Refusal("kernel_utilization_requires_device_join"))})),
+      {});
+  CHECK(
+      LineWith(text, "achieved FLOP/s: refused (kernel_utilization_requires_device_join)").size() >
+      0);
+  CHECK(text.find("remedy: do kernel_utilization_requires_device_join") != std::string::npos);
+  CHECK(LineWith(text, "MFU: refused (mfu_denominator_invalid)").size() > 0);
+  CHECK(LineWith(text, "instrumented step 4.400 ms, never a denominator").size() > 0);
+  CHECK(Lines(text)[LineIndex(text, "pass (FLOPs") + 3].find("n/a") != std::string::npos);
+
+  Json not_counted = TreeProcess();
+  not_counted["work"] = {{"counter", nullptr}, {"refusal", Refusal("flops_not_counted")}};
+  const std::string refused = View(Report(Json::array({not_counted})), {});
+  CHECK(LineWith(refused, "FLOPs: refused (flops_not_counted)").size() > 0);
+  CHECK(LineWith(refused, "remedy: do flops_not_counted").size() > 0);
+  CHECK(View(Report(Json::array({TreeProcess()})), {}).find("FLOPs") == std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuattr::collector
