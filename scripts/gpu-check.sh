@@ -105,13 +105,15 @@ torch_cupti="${torch_cupti:-$system_cupti}"
 echo "libcupti for CUDA programs: ${system_cupti:-none found}; for PyTorch: ${torch_cupti:-none found}"
 [[ -n "$system_cupti" ]] || { echo "gpu-check.sh: no libcupti.so.13 on this machine"; exit 1; }
 
-# traced NAME TIMEOUT CUPTI CMD...: CMD under gpuattr run; stdout (the truth) to NAME.truth.json.
+# traced NAME TIMEOUT CUPTI CMD...: CMD under gpuattr run (with run_flags); stdout (the truth) to
+# NAME.truth.json.
+run_flags=()
 traced() {
   local name="$1" limit cupti="$3"; limit="$(within "$2")"; shift 3
   echo "== $name (gpuattr run, ${limit} s): $*"
   (( limit > 0 )) || { echo "   skipped: out of time"; status=1; return; }
   GPUATTR_CUPTI_LIBRARY="$cupti" timeout "$limit" "$gpuattr" run --force-overwrite -o "$out/$name.report.json" \
-    --activities "$out/$name.activities.jsonl" -- "$@" \
+    --activities "$out/$name.activities.jsonl" "${run_flags[@]}" -- "$@" \
     >"$out/$name.truth.json" 2>"$out/$name.stderr" || { echo "   failed: rc=$?"; status=1; }
 }
 bare() {
@@ -163,6 +165,13 @@ for model in lesson checkpointed; do
   profiled "torch_modules_$model" 120 "$py" torch_modules.py --model "$model" --steps 20 \
     --warmup 5
 done
+
+# FLOPs and MFU (issue 22): the lesson model under --flops, MFU's denominator from a bare second
+# run (--clean-steps); torch.profiler's with_flops figures come from the profiled run above.
+run_flags=(--flops --clean-steps 10 --skip-steps 5)
+traced torch_modules_flops 240 "$torch_cupti" "$py" torch_modules.py --model lesson --steps 20 \
+  --warmup 5
+run_flags=()
 
 "$py" "$gpu_dir/compare.py" "$out" || status=1
 echo "gpu-check.sh: done in $((SECONDS - start)) s, exit $status; outputs in $out"

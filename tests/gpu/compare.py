@@ -241,6 +241,44 @@ def cupti_rows(questions, row, record):
             record(f"cupti_questions {name}: child", child_outcome(child))
 
 
+MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+
+
+def profiler_flops(trace):
+    """FLOPs of the matrix products in a torch.profiler trace recorded with_flops, by op name."""
+    by_op = {}
+    for event in (trace or {}).get("traceEvents", []):
+        flops = (event.get("args") or {}).get("flops")
+        if event.get("cat") == "cpu_op" and event.get("name") in MATMUL_OPS and flops:
+            by_op[event["name"]] = by_op.get(event["name"], 0) + flops
+    return by_op
+
+
+def flops_rows(outdir, row, record):
+    run = load(outdir, "torch_modules_flops.report.json")
+    processes = [] if run is None else run.get("processes") or []
+    work = (processes[0].get("work") or {}) if processes else {}
+    mfu = work.get("mfu") or {}
+    record("torch_modules_flops: MFU (%s, %s)" % (mfu.get("dtype"), mfu.get("peak_source")),
+           mfu.get("value"))
+    record("torch_modules_flops: clean step ns (bare run) vs instrumented",
+           None if mfu.get("clean_step_ns") is None
+           else "%s vs %s" % (mfu.get("clean_step_ns"), mfu.get("instrumented_step_ns")))
+    achieved = (work.get("achieved") or {})
+    row("torch_modules_flops: device join gate for achieved FLOP/s", achieved.get("gate_passed"),
+        "passed", None if not work else achieved.get("gate_passed") is True)
+    ours = {op["op"]: op["flops"] for op in (work.get("ops") or {}).get("counted", [])
+            if op["op"] in MATMUL_OPS}
+    trace = load(outdir, "torch_modules_lesson.torch_trace.json")
+    theirs = profiler_flops(trace)
+    if not ours or not theirs:
+        row("torch_modules_flops: matmul FLOPs vs torch.profiler with_flops", None, "equal", None)
+        return
+    ratio = sum(ours.values()) / sum(theirs.values())
+    row("torch_modules_flops: matmul FLOPs / torch.profiler with_flops (%s)" % sorted(theirs),
+        ratio, "1.0 (same steps)", abs(ratio - 1.0) < 1e-9)
+
+
 def main():
     outdir = sys.argv[1]
     rows = []
@@ -344,10 +382,14 @@ def main():
                     None if rel is None else f"{rel:.3%}", f"within {MODULE_TOLERANCE:.0%}",
                     None if rel is None else rel <= MODULE_TOLERANCE)
 
-    # 7. Every gpu_probe run against its own truth.
+    # 7. FLOPs and MFU (issue 22): the lesson model under --flops --clean-steps; its matrix
+    # products' FLOPs against torch.profiler's with_flops figures for the same program and steps.
+    flops_rows(outdir, row, record)
+
+    # 8. Every gpu_probe run against its own truth.
     probe_rows(outdir, row)
 
-    # 8. cupti-notes §10, from cupti_questions.
+    # 9. cupti-notes §10, from cupti_questions.
     cupti_rows(load(outdir, "cupti_questions.json"), row, record)
 
     with open(os.path.join(outdir, "summary.json"), "w") as f:

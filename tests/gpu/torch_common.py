@@ -54,7 +54,8 @@ def profiler(args):
     acts = [torch.profiler.ProfilerActivity.CPU]
     if args.device == "cuda":
         acts.append(torch.profiler.ProfilerActivity.CUDA)
-    prof = torch.profiler.profile(activities=acts)
+    # with_flops: torch's own FLOP figures, beside gpuattr's (scripts/gpu-check.sh, issue 22).
+    prof = torch.profiler.profile(activities=acts, with_flops=True)
 
     @contextlib.contextmanager
     def run():
