@@ -56,6 +56,8 @@ def _conv(x_shape, w_shape, out_shape, transposed):
 
 _HELPERS = {"numel": _numel, "prod": math.prod, "conv": _conv, "tr": _transposed, "len": len,
             "min": min, "max": max, "sum": sum, "abs": abs}
+# What an expression evaluates in: the helpers and no builtins (eval would otherwise add them).
+_GLOBALS = dict(_HELPERS, __builtins__={})
 _ATTRIBUTES = {"numel", "itemsize"}
 _NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call,
           ast.Name, ast.Constant, ast.Subscript, ast.Slice, ast.Attribute, ast.Tuple, ast.List,
@@ -150,23 +152,24 @@ class RuleTable:
 
 
 def _torch_registry():
-    """torch's FlopCounterMode formulas by op packet (torch >= 2.1), or {}."""
+    """torch's FlopCounterMode formulas by op packet (torch >= 2.1), or None."""
     try:
         from torch.utils.flop_counter import flop_registry
     except ImportError:
-        return {}
-    return flop_registry if isinstance(flop_registry, dict) else {}
+        return None
+    return flop_registry if isinstance(flop_registry, dict) else None
 
 
 class FlopCounter:
     """Counts one aten op: (COUNTED, flops, bytes, dtype), (FREE,) or (UNKNOWN,)."""
 
-    def __init__(self, torch, table, torch_registry=None):
+    def __init__(self, torch, table):
         self._tensor_type = torch.Tensor
         self._table = table
-        self._registry = _torch_registry() if torch_registry is None else torch_registry
+        registry = _torch_registry()
+        self._registry = registry if registry is not None else {}
         self.description = "rules: %s%s" % (
-            ", ".join(table.sources), ", torch FlopCounterMode" if self._registry else "")
+            ", ".join(table.sources), ", torch FlopCounterMode" if registry is not None else "")
 
     def count(self, func, op, args, kwargs, result):
         table = self._table
@@ -186,8 +189,8 @@ class FlopCounter:
         names = self._names(args, kwargs, result)
         try:
             if flops is None:
-                flops = eval(rule.flops, _HELPERS, names)
-            traffic = (eval(rule.bytes, _HELPERS, names) if rule is not None and
+                flops = eval(rule.flops, _GLOBALS, names)
+            traffic = (eval(rule.bytes, _GLOBALS, names) if rule is not None and
                        rule.bytes is not None else self._read_once_write_once(args, kwargs, result))
         except Exception:
             return (UNKNOWN,)

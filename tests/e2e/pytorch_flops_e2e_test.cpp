@@ -191,6 +191,52 @@ TEST_CASE("an op without a rule is in the unknown ledger with its calls, never a
   for (const json& row : process["steps"]["rows"]) CHECK(row["unknown_ops"] == 2);
 }
 
+// OpCount of `op` in the process's ledger `kind` (counted, free, unknown), or null.
+json Ledger(const json& process, const std::string& kind, const std::string& op) {
+  for (const json& entry : process["work"]["ops"][kind]) {
+    if (entry["op"] == op) return entry;
+  }
+  return nullptr;
+}
+
+TEST_CASE("a rule file comes first, then torch's FlopCounterMode registry, then the built-in rules",
+          "[e2e]") {
+  RequireTorch();
+  TempDir dir;
+  const std::string rules = dir.File("rules.json");
+  test_support::WriteFile(rules, R"json({"format": "gpuattr.flop_rules/1",
+    "free": ["aten::sum"],
+    "rules": [{"ops": ["aten::erfinv"], "flops": "3 * numel(a0)"},
+              {"ops": ["aten::addmm"], "flops": "5", "bytes": "a1.numel * a1.itemsize"}]})json");
+  // The unknown model: Linear(64, 32) over 8 rows, then tanh and erfinv.
+  const json process = RunModel(dir, "unknown", {"--flop-rules", rules}, {"--fake-flop-registry"});
+  CHECK(process["work"]["counter"].get<std::string>().find(
+            "rules.json, flop_rules.json, torch FlopCounterMode") != std::string::npos);
+  CHECK(process["work"]["ops"]["unknown"].empty());
+  const json erfinv = Ledger(process, "counted", "aten::erfinv");  // the file's rule
+  REQUIRE(erfinv.is_object());
+  CHECK(erfinv["flops"] == erfinv["calls"].get<uint64_t>() * 3 * 8 * 32);
+  const json addmm = Ledger(process, "counted", "aten::addmm");  // the file's, over ours
+  REQUIRE(addmm.is_object());
+  CHECK(addmm["flops"] == 5 * kSteps);
+  CHECK(addmm["bytes_estimate"] == kSteps * 8 * 64 * 4);
+  const json mm = Ledger(process, "counted", "aten::mm");  // torch's registry, over ours
+  REQUIRE(mm.is_object());
+  CHECK(mm["flops"] == 7 * mm["calls"].get<uint64_t>());
+  CHECK(Ledger(process, "free", "aten::sum").is_object());  // the file's free list, over ours
+  CHECK(Ledger(process, "counted", "aten::sum").is_null());
+
+  const std::string broken = dir.File("broken.json");
+  test_support::WriteFile(broken, R"json({"format": "gpuattr.flop_rules/1",
+    "rules": [{"ops": ["aten::mm"], "flops": "__import__('os').system('true')"}]})json");
+  TempDir refused_dir;
+  const json refused = RunModel(refused_dir, "mlp", {"--flop-rules", broken});
+  CHECK(refused["work"]["refusal"]["code"] == "flops_not_counted");
+  CHECK(refused["work"]["refusal"]["cause"].get<std::string>().find(
+            "only abs, conv, len, max, min, numel, prod, sum, tr may be called") !=
+        std::string::npos);
+}
+
 TEST_CASE("the lesson block's FLOPs and bytes per op are the lesson's arithmetic", "[e2e]") {
   RequireTorch();
   TempDir dir;

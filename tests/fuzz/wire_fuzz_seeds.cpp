@@ -93,6 +93,44 @@ Datagrams TimestampsAcrossTheSignBit() {
   return datagrams;
 }
 
+// The FLOP counter (issue 22): its marks (counted, free, unknown ops, another domain's value mark)
+// on a forward and, from another thread, a backward range of two steps, and its counting mark.
+Datagrams FlopCounter() {
+  Datagrams datagrams;
+  datagrams.push_back(Message()
+                          .Add(MakeHello(99))
+                          .Str(1, "ProfilerStep#0")
+                          .Str(2, "forward")
+                          .Str(3, "gpuattr.flops")
+                          .Str(4, "gpuattr.bytes")
+                          .Str(5, "gpuattr.ops")
+                          .Str(6, "aten::mm float32")
+                          .Str(7, "free aten::view")
+                          .Str(8, "unknown aten::erfinv")
+                          .Str(9, "gpuattr.flops: counting (rules: flop_rules.json)")
+                          .Str(10, "app")
+                          .Add(MakeNode(1, 0, 1))
+                          .Add(MakeNode(2, 1, 2))
+                          .Add(wire::Mark{5, 7, 9, 0, 0})
+                          .Bytes(0));
+  datagrams.push_back(Message()
+                          .Push(100, 7, 1)
+                          .Push(110, 7, 2)
+                          .Add(wire::ValueMark{120, 7, 6, 3, 2, 4096})
+                          .Add(wire::ValueMark{120, 7, 6, 4, 2, 1536})
+                          .Add(wire::ValueMark{121, 7, 7, 5, 2, 1})
+                          .Add(wire::ValueMark{122, 7, 8, 5, 2, 1})
+                          .Add(wire::ValueMark{123, 7, 10, 10, 2, 512})
+                          .Pop(200, 7, 2)
+                          .Add(wire::ValueMark{300, 8, 6, 3, 1, 8192})
+                          .Pop(410, 7, 1)
+                          .Add(wire::ValueMark{500, 7, 6, 3, 0, 64})
+                          .Bytes(1));
+  const wire::Goodbye goodbye{600, static_cast<uint32_t>(wire::GoodbyeReason::kExit), 0};
+  datagrams.push_back(Message().Add(goodbye).Bytes(2));
+  return datagrams;
+}
+
 bool Write(const std::string& path, const Datagrams& datagrams) {
   const std::vector<uint8_t> bytes = gpuattr::fuzz::FrameDatagrams(datagrams);
   std::ofstream file(path, std::ios::binary);
@@ -111,6 +149,7 @@ int main(int argc, char** argv) {
   const std::string dir = argv[1];
   const bool ok = Write(dir + "/nested_ranges.bin", NestedRanges()) &&
                   Write(dir + "/graph_copy_truncated.bin", GraphAndCopyTruncated()) &&
-                  Write(dir + "/timestamps_across_sign_bit.bin", TimestampsAcrossTheSignBit());
+                  Write(dir + "/timestamps_across_sign_bit.bin", TimestampsAcrossTheSignBit()) &&
+                  Write(dir + "/flop_counter.bin", FlopCounter());
   return ok ? 0 : 1;
 }
