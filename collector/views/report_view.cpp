@@ -154,8 +154,8 @@ std::string PassTree(const Json& process, const ReportViewOptions& options) {
 
 // ---- FLOPs (docs/attribution.md §FLOPs) ----
 
-uint64_t FlopsTotal(const Json& pass) {
-  return static_cast<uint64_t>(NumberOf(Field(Field(pass, "work"), "flops_total")).value_or(0.0));
+double FlopsTotal(const Json& pass) {
+  return NumberOf(Field(Field(pass, "work"), "flops_total")).value_or(0.0);
 }
 
 void AddWorkRows(TextTable& table, const Json& list, size_t depth,
