@@ -475,7 +475,7 @@ std::string Steps(const Json& steps, const Json& reason, const StepRowColumns& r
   if (rows.size() > shown) table.AddNote("… " + std::to_string(rows.size() - shown) + " more");
   const Json& summary = Field(steps, "summary");
   table.Add(StepCells("median", [&](const char* key) { return Field(summary, key); }));
-  return out + table.Render();
+  return out + table.Render() + "  host: the step as instrumented, under gpuattr\n";
 }
 
 std::string Coverage(const Json& coverage) {

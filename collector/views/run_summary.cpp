@@ -205,7 +205,7 @@ std::string RenderSummary(const nlohmann::json& report) {
     if (steps.is_object()) {
       const Json& median = Field(steps, "summary");
       out += "  steps '" + Text(Field(steps, "range")) + "': " + Text(Field(steps, "instances")) +
-             " (skipped " + Text(Field(steps, "skipped")) + "), median ms: step " +
+             " (skipped " + Text(Field(steps, "skipped")) + "), median ms: instrumented step " +
              MsText(Field(median, "host_ns")) + ", busy " + MsText(Field(median, "busy_ns")) +
              ", gaps " + MsText(Field(median, "gaps_ns")) + "\n";
     }

@@ -235,6 +235,7 @@ TEST_CASE("filled phases, steps, coverage by phase and launch statistics render"
                  R"(\s+4\.000\s+2\.000\s+0\.500\s+0\.250\s+0\.125\s+0\.060\s+0\.000\s+0\.125)"));
   CHECK_THAT(text, Catch::Contains(
                        "steps (ms): range 'step' (auto-detected), 4 instances, 2 skipped, 2 rows"));
+  CHECK_THAT(text, Catch::Contains("host: the step as instrumented, under gpuattr"));
   CHECK_THAT(
       LineWith(text, "  0 "),
       Catch::Matches(
