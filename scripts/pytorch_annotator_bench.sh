@@ -3,7 +3,8 @@
 # hooks with their NVTX push and pop, recorded by the shim under `gpuattr run`), per module call
 # that makes an autograd node and is backpropagated (the claim of its node, and the node's hooks
 # with their context and leaf ranges), and the wall time of a small real training step, each
-# with --pytorch modules against --pytorch off, side by side in one run. Not a test: results go
+# with --pytorch modules against --pytorch off, side by side in one run; and per aten op and per
+# training step, --flops (the FLOP counter, issue 22) against --pytorch modules. Not a test: results go
 # in docs/benchmarks.md §Python annotator.
 #   scripts/pytorch_annotator_bench.sh [GPUATTR] [PYTHON]
 #   defaults: build/collector/gpuattr, /usr/bin/python3 (Debian's, which has torch)
@@ -63,7 +64,24 @@ start = time.perf_counter_ns()
 for _ in range(steps):
     train_step()
 per_step = (time.perf_counter_ns() - start) / steps
-print("%.1f %.1f %.1f" % (per_module_call, per_graph_module_call, per_step))
+
+
+class Adds(nn.Module):  # 100 aten::add a call, inside one module call
+    def forward(self, x):
+        for _ in range(100):
+            x = x + 1.0
+        return x
+
+
+adds, small = Adds(), torch.zeros(16)
+for _ in range(100):
+    adds(small)
+op_calls = 2000
+start = time.perf_counter_ns()
+for _ in range(op_calls):
+    adds(small)
+per_op = (time.perf_counter_ns() - start) / (op_calls * 100)
+print("%.1f %.1f %.1f %.1f" % (per_module_call, per_graph_module_call, per_step, per_op))
 PY
 
 # keep_best TABLE MODE VALUE: TABLE[MODE] becomes the smaller of itself and VALUE (best of rounds).
@@ -72,15 +90,20 @@ keep_best() {
   if [[ -z "${table[$2]:-}" ]] || awk "BEGIN{exit !($3 < ${table[$2]})}"; then table[$2]=$3; fi
 }
 
-declare -A module_ns graph_ns step_ns
+# Modes: the annotator off, on (modules), and on with the FLOP counter (--flops: a dispatch mode
+# that counts every aten op, issue 22).
+declare -A module_ns graph_ns step_ns op_ns
 for round in 1 2 3; do
-  for mode in off modules; do
-    taskset -c 0 "$gpuattr" run -q --force-overwrite --pytorch "$mode" -o "$work/r.json" -- \
+  for mode in off modules flops; do
+    flags=(--pytorch "$mode")
+    [[ "$mode" == flops ]] && flags=(--pytorch modules --flops)
+    taskset -c 0 "$gpuattr" run -q --force-overwrite "${flags[@]}" -o "$work/r.json" -- \
       "$python" "$work/bench.py" >"$work/out"
-    read -r m g s <"$work/out"
+    read -r m g s o <"$work/out"
     keep_best module_ns "$mode" "$m"
     keep_best graph_ns "$mode" "$g"
     keep_best step_ns "$mode" "$s"
+    keep_best op_ns "$mode" "$o"
   done
 done
 echo "== machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p'); one core (taskset -c 0); best of 3, alternating"
@@ -89,3 +112,7 @@ awk -v mo="${module_ns[off]}" -v mm="${module_ns[modules]}" -v go="${graph_ns[of
   printf "module call (nn.Identity): off %.2f us, modules %.2f us, annotator cost %.2f us per call\n", mo/1e3, mm/1e3, (mm-mo)/1e3
   printf "module call with its node, forward + backward (x * 1.0): off %.2f us, modules %.2f us, annotator cost %.2f us per call\n", go/1e3, gm/1e3, (gm-go)/1e3
   printf "training step (conv, relu, linear, loss, SGD): off %.1f us, modules %.1f us, %.2fx\n", so/1e3, sm/1e3, sm/so }'
+awk -v om="${op_ns[modules]}" -v of="${op_ns[flops]}" -v sm="${step_ns[modules]}" \
+  -v sf="${step_ns[flops]}" 'BEGIN{
+  printf "aten op (x + 1.0 on 16 floats): modules %.2f us, flops %.2f us, FLOP counter %.2f us per op\n", om/1e3, of/1e3, (of-om)/1e3
+  printf "training step: modules %.1f us, flops %.1f us, %.2fx\n", sm/1e3, sf/1e3, sf/sm }'

@@ -14,7 +14,6 @@
 #
 # Runs on: whichever thread runs an aten op under the annotator's dispatch mode.
 import ast
-import itertools
 import json
 import math
 import os
@@ -166,6 +165,7 @@ class FlopCounter:
     def __init__(self, torch, table):
         self._tensor_type = torch.Tensor
         self._table = table
+        self._dtype_names = {}  # torch dtype -> "float32"
         registry = _torch_registry()
         self._registry = registry if registry is not None else {}
         self.description = "rules: %s%s" % (
@@ -186,56 +186,50 @@ class FlopCounter:
                     flops = None
         if flops is None and rule is None:
             return (UNKNOWN,)
-        names = self._names(args, kwargs, result)
+        names, traffic, dtype = self._describe(args, kwargs, result)
         try:
             if flops is None:
                 flops = eval(rule.flops, _GLOBALS, names)
-            traffic = (eval(rule.bytes, _GLOBALS, names) if rule is not None and
-                       rule.bytes is not None else self._read_once_write_once(args, kwargs, result))
+            if rule is not None and rule.bytes is not None:
+                traffic = eval(rule.bytes, _GLOBALS, names)
         except Exception:
             return (UNKNOWN,)
         if (type(flops) is not int or flops < 0 or type(traffic) is not int or traffic < 0):
             return (UNKNOWN,)
-        return (COUNTED, flops, traffic, self._dtype(args, result))
+        return (COUNTED, flops, traffic, dtype)
 
-    # --- the arguments as rules read them ------------------------------------------------------
+    def _describe(self, args, kwargs, result):
+        """In one walk over the op's arguments and outputs: the names a rule reads them by, the
+        read-once/write-once bytes (every tensor argument read once but an `out=` one, every
+        output written once; 0-dim tensors are scalars, not traffic), and the dtype (the first
+        output's, else the first argument's)."""
+        tensor_type = self._tensor_type
+        walked = [0, None]  # bytes, first dtype
 
-    def _value(self, value):
-        if isinstance(value, self._tensor_type):
-            shape = Shape(value.shape)
-            shape.itemsize = value.element_size()
-            return shape
-        if isinstance(value, (list, tuple)):
-            return [self._value(item) for item in value]
-        return value
+        def read(value, traffic=True):
+            if isinstance(value, tensor_type):
+                shape = Shape(value.shape)
+                itemsize = shape.itemsize = value.element_size()
+                if traffic and shape:
+                    walked[0] += math.prod(shape) * itemsize
+                if walked[1] is None:
+                    walked[1] = value.dtype
+                return shape
+            if isinstance(value, (list, tuple)):
+                return [read(item, traffic) for item in value]
+            return value
 
-    def _names(self, args, kwargs, result):
-        names = {"a%d" % index: self._value(value) for index, value in enumerate(args)}
-        names["kw"] = {key: self._value(value) for key, value in kwargs.items()}
-        outputs = result if isinstance(result, (list, tuple)) else [result]
-        names["out"] = [self._value(value) for value in outputs]
-        return names
-
-    def _tensor_bytes(self, value):
-        """Bytes of the tensors in value (a tensor, or a list or tuple of them), 0-dim ones left
-        out: a scalar is a kernel argument, not memory traffic."""
-        if isinstance(value, self._tensor_type):
-            return value.numel() * value.element_size() if value.dim() > 0 else 0
-        if isinstance(value, (list, tuple)):
-            return sum(self._tensor_bytes(item) for item in value)
-        return 0
-
-    def _read_once_write_once(self, args, kwargs, result):
-        read = sum(self._tensor_bytes(value) for value in args)
-        read += sum(self._tensor_bytes(value) for key, value in kwargs.items() if key != "out")
-        return read + self._tensor_bytes(result)
-
-    def _dtype(self, args, result):
-        outputs = result if isinstance(result, (list, tuple)) else (result,)
-        for value in itertools.chain(outputs, args):
-            if isinstance(value, self._tensor_type):
-                return str(value.dtype).replace("torch.", "")
-        return "none"
+        out = [read(value) for value in (result if isinstance(result, (list, tuple))
+                                          else (result,))]
+        names = {"a%d" % index: read(value) for index, value in enumerate(args)}
+        names["kw"] = {key: read(value, key != "out") for key, value in kwargs.items()}
+        names["out"] = out
+        dtype = walked[1]
+        name = self._dtype_names.get(dtype)
+        if name is None:
+            name = self._dtype_names[dtype] = (str(dtype).replace("torch.", "")
+                                               if dtype is not None else "none")
+        return names, walked[0], name
 
 
 def load_counter(torch, rule_file=None):
