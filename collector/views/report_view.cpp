@@ -217,8 +217,30 @@ std::string Mfu(const Json& mfu) {
                   "    MFU ", "      ");
 }
 
+// FLOPs per step: the kept rows (top N) and their lower median.
+std::string WorkSteps(const Json& steps, const StepRowColumns& rows,
+                      const ReportViewOptions& options) {
+  if (!steps.is_object() || rows.empty()) return "";
+  TextTable table("  ", {{"step", true}, {"flops"}, {"bytes"}, {"unknown ops"}});
+  auto cells = [](std::string first, const auto& member) {
+    return std::vector<std::string>{std::move(first), SiText(member("flops"), "FLOP"),
+                                    SiText(member("bytes_estimate"), "B"),
+                                    CountText(member("unknown_ops"))};
+  };
+  const size_t shown = std::min(rows.size(), options.top);
+  for (size_t i = 0; i < shown; ++i) {
+    table.Add(cells(CountText(rows.Member(i, "index")),
+                    [&](const char* key) { return rows.Member(i, key); }));
+  }
+  if (rows.size() > shown) table.AddNote("… " + std::to_string(rows.size() - shown) + " more");
+  const Json& summary = Field(steps, "summary");
+  table.Add(cells("median", [&](const char* key) { return Field(summary, key); }));
+  return table.Render();
+}
+
 // The FLOP counter's section: empty when FLOPs were neither asked for nor counted.
-std::string Work(const Json& process, const ReportViewOptions& options) {
+std::string Work(const Json& process, const StepRowColumns& step_rows,
+                 const ReportViewOptions& options) {
   const Json& work = Field(process, "work");
   if (!work.is_object()) return "";
   if (Field(work, "refusal").is_object()) {
@@ -263,7 +285,8 @@ std::string Work(const Json& process, const ReportViewOptions& options) {
                          {"FLOP/B*"}});
   AddWorkRows(table, Field(process, "passes"), 0, options);
   return out + table.Render() +
-         "  * arithmetic intensity: a hypothesis from the traffic estimate\n";
+         "  * arithmetic intensity: a hypothesis from the traffic estimate\n" +
+         WorkSteps(Field(process, "steps"), step_rows, options);
 }
 
 std::string Families(const Json& families, const ReportViewOptions& options) {
@@ -536,7 +559,7 @@ std::string Process(const Json& process, const StepRowColumns& step_rows,
   const std::string modules = Modules(Field(process, "modules"), options);
   if (!modules.empty()) out += "\n" + modules;
   out += Steps(Field(process, "steps"), Field(process, "steps_reason"), step_rows, options);
-  const std::string work = Work(process, options);
+  const std::string work = Work(process, step_rows, options);
   if (!work.empty()) out += "\n" + work;
   out += "\n" + Coverage(Field(process, "coverage"));
   const Json& loss = Field(process, "loss");

@@ -3,6 +3,8 @@
 //  - the FLOPs of an MLP, a convolution and a transformer block (tests/e2e/pytorch/
 //    flops_models.py) equal hand-computed values exactly, per module, forward and backward, and
 //    each step row's FLOPs are its tree's: modules, loss, autograd's own sums and optimizer;
+//  - the built-in rules of ops the models do not reach (attention, transposed convolutions, ...)
+//    give torch's formulas on made-up arguments (tests/e2e/pytorch/flop_rule_cases.py);
 //  - an op without a rule is in the unknown ledger with its calls, and its pass is marked as a
 //    lower bound, never given zero;
 //  - the profiling lesson's block: each op's FLOPs and bytes are the lesson's arithmetic, and the
@@ -235,6 +237,40 @@ TEST_CASE("a rule file comes first, then torch's FlopCounterMode registry, then 
   CHECK(refused["work"]["refusal"]["cause"].get<std::string>().find(
             "only abs, conv, len, max, min, numel, prod, sum, tr may be called") !=
         std::string::npos);
+}
+
+TEST_CASE("the built-in rules of ops the models do not reach give torch's formulas", "[e2e]") {
+  RequireTorch();
+  const ProcessResult run =
+      test_support::RunProcess({kPython, PYTORCH_FLOP_RULE_CASES, GPUATTR_PYTHON_SITE});
+  INFO("stderr: " << run.err);
+  REQUIRE(ExitStatus(run) == 0);
+  const json cases = json::parse(run.out);
+  auto flops = [&](const char* name) {
+    INFO(name << ": " << cases[name].dump());
+    REQUIRE(cases[name][0] == "counted");
+    return cases[name][1].get<uint64_t>();
+  };
+  // Attention over (batch 2, heads 4), 16 queries, 32 keys, head width 8: Q K^T and the product
+  // with V, 2 b h s_q s_k d each; backward recomputes the scores and makes four more products.
+  const uint64_t bh = 2 * 4, sq = 16, sk = 32, d = 8;
+  CHECK(flops("sdpa") == 2 * bh * sq * sk * d + 2 * bh * sq * sk * d);
+  CHECK(flops("sdpa_backward") == bh * sq * sk * (6 * d + 4 * d));
+  // A transposed convolution 8 -> 4 channels, 3x3, over (2, 8, 5, 5): its positions are the
+  // input's; backward the input's gradient (a plain convolution) and the weight's.
+  const uint64_t transposed = 2 * 2 * (5 * 5) * 8 * 4 * (3 * 3);
+  CHECK(flops("conv_transposed") == transposed);
+  CHECK(flops("conv_transposed_backward") == 2 * transposed);
+  CHECK(flops("layer_norm_no_affine") == 4 * 4 * 10);
+  // An embedding gathers: no FLOPs; it reads its indices and the rows, and writes the rows.
+  CHECK(flops("embedding") == 0);
+  CHECK(cases["embedding"][2] == 4 * 5 * 8 + 2 * 4 * 5 * 16 * 4);
+  CHECK(flops("foreach_add") == 3 + 4);
+  CHECK(flops("baddbmm") == 2 * 3 * 5 * 6 * 7);
+  // 0-dim tensors are scalars: an op on them moves no counted bytes.
+  CHECK(cases["scalar_only"][2] == 0);
+  CHECK(cases["no_rule"] == json::array({"unknown"}));
+  CHECK(cases["view"] == json::array({"free"}));
 }
 
 TEST_CASE("the lesson block's FLOPs and bytes per op are the lesson's arithmetic", "[e2e]") {

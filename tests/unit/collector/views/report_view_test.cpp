@@ -437,6 +437,13 @@ Json WorkProcess(Json mfu, Json achieved_refusal) {
         {"unknown_remedy", "Add a rule with --flop-rules FILE."}}},
       {"achieved", {{"gate_passed", achieved_refusal.is_null()}, {"refusal", achieved_refusal}}},
       {"mfu", std::move(mfu)}};
+  const Json row = {{"index", 0},
+                    {"name", "step"},
+                    {"flops", 1'500'000'000},
+                    {"bytes_estimate", 3'000'000'000},
+                    {"unknown_ops", 2}};
+  process["steps"] = {{"range", "step"}, {"detected", true},           {"instances", 1},
+                      {"skipped", 0},    {"rows", Json::array({row})}, {"summary", row}};
   return process;
 }
 
@@ -472,6 +479,9 @@ TEST_CASE(
   CHECK(layer.find("1 TFLOP/s") != std::string::npos);
   CHECK(layer.find("0.500") != std::string::npos);
   CHECK(text.find("a hypothesis from the traffic estimate") != std::string::npos);
+  // FLOPs per step: the rows, then their median.
+  CHECK_THAT(Lines(text)[LineIndex(text, "unknown ops") + 1],
+             Catch::Matches(R"(\s+0\s+1\.5 GFLOP\s+3 GB\s+2)"));
   CheckWidth(text);
 }
 
