@@ -134,6 +134,20 @@ int SpawnFailureStatus(const std::string& command, int exec_error) {
   return not_found ? 127 : 126;
 }
 
+// Waits until `child` exits, forwarding SIGINT and SIGTERM to it and reaping (DrainSignals);
+// its shell exit status.
+StatusOr<int> WaitForChild(int signal_fd, pid_t child) {
+  SignalEvents events;
+  while (!events.child_exited) {
+    pollfd fd{signal_fd, POLLIN, 0};
+    if (poll(&fd, 1, -1) < 0 && errno != EINTR) {
+      return InternalError(std::string("poll: ") + std::strerror(errno));
+    }
+    GPUATTR_RETURN_IF_ERROR(DrainSignals(signal_fd, child, &events));
+  }
+  return ShellExitStatus(events.wait_status);
+}
+
 // One poll over the signalfd and the server, then whatever they have.
 Status PollOnce(int signal_fd, SocketServer* server, pid_t child, int timeout_ms,
                 SignalEvents* events) {
@@ -255,15 +269,7 @@ StatusOr<CleanRun> RunClean(const RunOptions& options, const std::string& timer_
     clean.failure = std::string("could not start: ") + std::strerror(spawned.exec_error);
     return clean;
   }
-  SignalEvents events;
-  while (!events.child_exited) {
-    pollfd fd{signal_fd, POLLIN, 0};
-    if (poll(&fd, 1, -1) < 0 && errno != EINTR) {
-      return InternalError(std::string("poll: ") + std::strerror(errno));
-    }
-    GPUATTR_RETURN_IF_ERROR(DrainSignals(signal_fd, spawned.pid, &events));
-  }
-  clean.exit_status = ShellExitStatus(events.wait_status);
+  GPUATTR_ASSIGN_OR_RETURN(clean.exit_status, WaitForChild(signal_fd, spawned.pid));
   clean.processes = ReadStepTimes(timer_path);
   return clean;
 }
@@ -291,15 +297,7 @@ StatusOr<int> RunArmed(const RunOptions& options, const std::string& pytorch_mod
   GPUATTR_ASSIGN_OR_RETURN(const SpawnResult spawned,
                            SpawnChild(options.command, environment, original_mask));
   if (spawned.pid <= 0) return SpawnFailureStatus(options.command[0], spawned.exec_error);
-  SignalEvents events;
-  while (!events.child_exited) {
-    pollfd fd{signal_fd, POLLIN, 0};
-    if (poll(&fd, 1, -1) < 0 && errno != EINTR) {
-      return InternalError(std::string("poll: ") + std::strerror(errno));
-    }
-    GPUATTR_RETURN_IF_ERROR(DrainSignals(signal_fd, spawned.pid, &events));
-  }
-  return ShellExitStatus(events.wait_status);
+  return WaitForChild(signal_fd, spawned.pid);
 }
 
 // Once a run with --armed is parsed: the report options it has no report for.

@@ -105,9 +105,14 @@ std::string Split(const Json& attribution) {
   return out;
 }
 
-void AddPassRows(TextTable& table, const Json& list, size_t depth,
-                 const ReportViewOptions& options) {
-  const std::vector<const Json*> passes = BySelfTime(list);
+// One level of a pass tree as rows, `passes` in the order shown: each pass's cells (cells_of,
+// given its indented name), then its children's rows (add_children, one level deeper); at most
+// options.top, then a note of how many more (and more_detail of them); no rows past
+// kReportViewMaxDepth.
+template <typename Cells, typename Children, typename MoreDetail>
+void AddTreeLevel(TextTable& table, const std::vector<const Json*>& passes, size_t depth,
+                  const ReportViewOptions& options, const Cells& cells_of,
+                  const Children& add_children, const MoreDetail& more_detail) {
   const std::string indent(2 * std::min(depth, kMaxIndentLevels), ' ');
   if (depth >= kReportViewMaxDepth) {
     if (!passes.empty()) table.AddNote(indent + "… deeper levels not shown");
@@ -116,21 +121,40 @@ void AddPassRows(TextTable& table, const Json& list, size_t depth,
   const size_t shown = std::min(passes.size(), options.top);
   for (size_t i = 0; i < shown; ++i) {
     const Json& pass = *passes[i];
-    const Json& device = Field(pass, "device");
     std::string name = StringText(Field(pass, "name"));
     if (depth > kMaxIndentLevels) name = "[" + std::to_string(depth) + "] " + name;
-    table.Add({indent + name, MsText(Field(device, "self_ns")), MsText(Field(device, "total_ns")),
-               MsText(Field(device, "busy_ns")), CountText(Field(device, "kernels")),
-               CountText(Field(pass, "instances")), MsText(Field(Field(pass, "host_ns"), "total")),
-               StringText(Field(pass, "phase")), Split(Field(pass, "attribution"))});
-    AddPassRows(table, Field(pass, "children"), depth + 1, options);
+    table.Add(cells_of(pass, indent + name));
+    add_children(Field(pass, "children"), depth + 1);
   }
   if (passes.size() > shown) {
-    double self = 0;
-    for (size_t i = shown; i < passes.size(); ++i) self += std::max(0.0, SelfNs(*passes[i]));
-    table.AddNote(indent + "… " + std::to_string(passes.size() - shown) + " more (self " +
-                  Formatted("%.3f", self / 1e6) + " ms)");
+    table.AddNote(indent + "… " + std::to_string(passes.size() - shown) + " more" +
+                  more_detail(shown));
   }
+}
+
+void AddPassRows(TextTable& table, const Json& list, size_t depth,
+                 const ReportViewOptions& options) {
+  const std::vector<const Json*> passes = BySelfTime(list);
+  AddTreeLevel(
+      table, passes, depth, options,
+      [](const Json& pass, std::string name) -> std::vector<std::string> {
+        const Json& device = Field(pass, "device");
+        return {std::move(name),
+                MsText(Field(device, "self_ns")),
+                MsText(Field(device, "total_ns")),
+                MsText(Field(device, "busy_ns")),
+                CountText(Field(device, "kernels")),
+                CountText(Field(pass, "instances")),
+                MsText(Field(Field(pass, "host_ns"), "total")),
+                StringText(Field(pass, "phase")),
+                Split(Field(pass, "attribution"))};
+      },
+      [&](const Json& children, size_t deeper) { AddPassRows(table, children, deeper, options); },
+      [&](size_t shown) {
+        double self = 0;
+        for (size_t i = shown; i < passes.size(); ++i) self += std::max(0.0, SelfNs(*passes[i]));
+        return " (self " + Formatted("%.3f", self / 1e6) + " ms)";
+      });
 }
 
 std::string PassTree(const Json& process, const ReportViewOptions& options) {
@@ -166,28 +190,20 @@ void AddWorkRows(TextTable& table, const Json& list, size_t depth,
   }
   std::stable_sort(passes.begin(), passes.end(),
                    [](const Json* a, const Json* b) { return FlopsTotal(*a) > FlopsTotal(*b); });
-  const std::string indent(2 * std::min(depth, kMaxIndentLevels), ' ');
-  if (depth >= kReportViewMaxDepth) {
-    if (!passes.empty()) table.AddNote(indent + "… deeper levels not shown");
-    return;
-  }
-  const size_t shown = std::min(passes.size(), options.top);
-  for (size_t i = 0; i < shown; ++i) {
-    const Json& pass = *passes[i];
-    const Json& work = Field(pass, "work");
-    std::string name = StringText(Field(pass, "name"));
-    if (depth > kMaxIndentLevels) name = "[" + std::to_string(depth) + "] " + name;
-    const bool lower_bound = NumberOf(Field(work, "unknown_ops")).value_or(0) > 0;
-    table.Add({indent + name, SiText(Field(work, "flops"), "FLOP") + (lower_bound ? "+" : ""),
-               SiText(Field(work, "flops_total"), "FLOP"),
-               SiText(Field(work, "bytes_estimate"), "B"),
-               SiText(Field(work, "achieved_flops_per_s"), "FLOP/s"),
-               Fixed(Field(work, "arithmetic_intensity_hypothesis"))});
-    AddWorkRows(table, Field(pass, "children"), depth + 1, options);
-  }
-  if (passes.size() > shown) {
-    table.AddNote(indent + "… " + std::to_string(passes.size() - shown) + " more");
-  }
+  AddTreeLevel(
+      table, passes, depth, options,
+      [](const Json& pass, std::string name) -> std::vector<std::string> {
+        const Json& work = Field(pass, "work");
+        const bool lower_bound = NumberOf(Field(work, "unknown_ops")).value_or(0) > 0;
+        return {std::move(name),
+                SiText(Field(work, "flops"), "FLOP") + (lower_bound ? "+" : ""),
+                SiText(Field(work, "flops_total"), "FLOP"),
+                SiText(Field(work, "bytes_estimate"), "B"),
+                SiText(Field(work, "achieved_flops_per_s"), "FLOP/s"),
+                Fixed(Field(work, "arithmetic_intensity_hypothesis"))};
+      },
+      [&](const Json& children, size_t deeper) { AddWorkRows(table, children, deeper, options); },
+      [](size_t) { return std::string(); });
 }
 
 std::string WorkRefusal(const Json& refusal, const std::string& what) {
