@@ -35,15 +35,6 @@ struct ThreeSteps {
     fold.Fold({trace.Kernel(start, end), &launch, false, outcome}, category);
   }
 
-  // Host durations by node, as the host-range fold would have them.
-  std::map<uint32_t, Samples<uint64_t>> HostDurations() const {
-    std::map<uint32_t, Samples<uint64_t>> durations;
-    for (const HostRange& range : trace.data.host_ranges) {
-      durations[range.node].Add(range.end_ns - range.start_ns);
-    }
-    return durations;
-  }
-
   TraceFixture trace;
   PathNames paths{trace.data};
 };
@@ -62,7 +53,7 @@ TEST_CASE("a step row holds what was launched in it, from any thread, and its sh
   // thread's range): the row's all the same.
   steps.Fold(fold, 2100, 2200, 2300, {"init"}, std::nullopt);
   ProcessAnalysis analysis;
-  fold.Finish(steps.HostDurations(), analysis);
+  fold.Finish(steps.trace.HostDurations(), analysis);
   REQUIRE(analysis.steps);
   const Steps& result = *analysis.steps;
   CHECK(result.range == "step");
@@ -100,7 +91,7 @@ TEST_CASE("a step row's category unions: compute, communication, memory, hidden 
   steps.Fold(fold, 1800, 1900, 2100, {"step"}, Phase::kCommunication, WorkCategory::kCommunication);
   steps.Fold(fold, 1950, 2000, 2050, {"step"}, std::nullopt);
   ProcessAnalysis analysis;
-  fold.Finish(steps.HostDurations(), analysis);
+  fold.Finish(steps.trace.HostDurations(), analysis);
   REQUIRE(analysis.steps);
   REQUIRE(analysis.steps->rows->size() == 3);
   const CategoryBusy& first = (*analysis.steps->rows)[0].categories;
@@ -133,7 +124,7 @@ TEST_CASE("skipped steps drop the first rows, and an explicit step range may be 
     StepFold fold(steps.trace.data, steps.paths, std::nullopt, 2);
     fold.RegisterInstances();
     ProcessAnalysis analysis;
-    fold.Finish(steps.HostDurations(), analysis);
+    fold.Finish(steps.trace.HostDurations(), analysis);
     REQUIRE(analysis.steps);
     CHECK(analysis.steps->skipped == 2);
     REQUIRE(analysis.steps->rows->size() == 1);
@@ -144,7 +135,7 @@ TEST_CASE("skipped steps drop the first rows, and an explicit step range may be 
     fold.RegisterInstances();
     steps.Fold(fold, 150, 200, 600, {"step", "forward"}, Phase::kForward);
     ProcessAnalysis analysis;
-    fold.Finish(steps.HostDurations(), analysis);
+    fold.Finish(steps.trace.HostDurations(), analysis);
     REQUIRE(analysis.steps);
     CHECK_FALSE(analysis.steps->detected);
     REQUIRE(analysis.steps->rows->size() == 3);
@@ -155,7 +146,7 @@ TEST_CASE("skipped steps drop the first rows, and an explicit step range may be 
     StepFold fold(steps.trace.data, steps.paths, std::string("nosuch"), 0);
     fold.RegisterInstances();
     ProcessAnalysis analysis;
-    fold.Finish(steps.HostDurations(), analysis);
+    fold.Finish(steps.trace.HostDurations(), analysis);
     CHECK_FALSE(analysis.steps);
     CHECK(analysis.steps_reason == "no range named 'nosuch' was closed");
   }
@@ -171,24 +162,16 @@ TEST_CASE("auto-detection needs a top-level range with two instances and prefers
   {
     StepFold fold(trace.data, paths, std::nullopt, 0);
     fold.RegisterInstances();
-    std::map<uint32_t, Samples<uint64_t>> durations;
-    for (const HostRange& range : trace.data.host_ranges) {
-      durations[range.node].Add(range.end_ns - range.start_ns);
-    }
     ProcessAnalysis analysis;
-    fold.Finish(durations, analysis);
+    fold.Finish(trace.HostDurations(), analysis);
     REQUIRE(analysis.steps);
     CHECK(analysis.steps->range == "chunk");  // ProfilerStep#* has one instance only
   }
   trace.Range(1, {"ProfilerStep#8"}, 200, 300);
   StepFold fold(trace.data, paths, std::nullopt, 0);
   fold.RegisterInstances();
-  std::map<uint32_t, Samples<uint64_t>> durations;
-  for (const HostRange& range : trace.data.host_ranges) {
-    durations[range.node].Add(range.end_ns - range.start_ns);
-  }
   ProcessAnalysis analysis;
-  fold.Finish(durations, analysis);
+  fold.Finish(trace.HostDurations(), analysis);
   REQUIRE(analysis.steps);
   CHECK(analysis.steps->range == "ProfilerStep#*");  // step-like beats more instances
   REQUIRE(analysis.steps->rows->size() == 2);

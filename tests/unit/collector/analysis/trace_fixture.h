@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/samples.h"
 #include "analysis/trace_data.h"
 
 namespace gpuattr::collector::testing {
@@ -101,6 +102,15 @@ class TraceFixture {
     copy.stream = stream;
     copy.kind = ActivityKind::kMemcpy;
     return copy;
+  }
+
+  // The closed ranges' host durations by node, as the host-range fold would have them.
+  std::map<uint32_t, Samples<uint64_t>> HostDurations() const {
+    std::map<uint32_t, Samples<uint64_t>> durations;
+    for (const HostRange& range : data.host_ranges) {
+      durations[range.node].Add(range.end_ns - range.start_ns);
+    }
+    return durations;
   }
 
   TraceData data;

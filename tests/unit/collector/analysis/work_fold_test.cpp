@@ -5,7 +5,6 @@
 #include "analysis/work_fold.h"
 
 #include <catch2/catch.hpp>
-#include <map>
 #include <optional>
 #include <string>
 
@@ -132,12 +131,8 @@ TEST_CASE("a count goes to the step open when it was sent, from any thread", "[u
   fold.FoldWork(1500, {50, 5, 1});  // another thread's, while step 1 was open
   fold.FoldWork(1600, {50, 5, 0});
   fold.FoldWork(5000, {7, 7, 7});  // after the last step: in none
-  std::map<uint32_t, Samples<uint64_t>> host_durations;
-  for (const HostRange& range : trace.data.host_ranges) {
-    host_durations[range.node].Add(range.end_ns - range.start_ns);
-  }
   ProcessAnalysis analysis;
-  fold.Finish(host_durations, analysis);
+  fold.Finish(trace.HostDurations(), analysis);
   REQUIRE(analysis.steps);
   const std::vector<StepRow>& rows = *analysis.steps->rows;
   REQUIRE(rows.size() == 2);
