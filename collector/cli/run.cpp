@@ -198,9 +198,13 @@ StatusOr<std::vector<std::string>> TracedEnvironment(const std::string& pytorch_
   return environment;
 }
 
-// --flops and its companions, checked before anything starts; the rule file made absolute (the
-// command may change its directory).
+// --flops and its companions (each implies --flops), checked before anything starts; the rule
+// file made absolute (the command may change its directory).
 Status CheckWorkOptions(RunOptions* options, const std::string& pytorch_mode) {
+  // MFU's and the rules' options mean nothing without FLOPs: each asks for them.
+  if (options->clean_steps > 0 || options->clean_step_ms || options->peak_flops) {
+    options->flops = true;
+  }
   if (!options->flop_rules_path.empty()) {
     options->flops = true;
     char* absolute = realpath(options->flop_rules_path.c_str(), nullptr);
@@ -361,13 +365,16 @@ Subcommand AddRunSubcommand(CLI::App& app) {
                   "A FLOP rule file (gpuattr.flop_rules/1) read before the built-in rules; "
                   "implies --flops");
   run->add_option("--peak-flops", options->peak_flops,
-                  "The device's dense peak FLOP/s for MFU, instead of gpuattr's device table");
+                  "The device's dense peak FLOP/s for MFU, instead of gpuattr's device table; "
+                  "implies --flops");
   CLI::Option* clean_steps =
       run->add_option("--clean-steps", options->clean_steps,
                       "MFU's denominator: run CMD a second time with only a step timer (no shim, "
-                      "no ranges, output discarded) and take the median of N steps");
+                      "no ranges, output discarded) and take the median of N steps; implies "
+                      "--flops");
   run->add_option("--clean-step-ms", options->clean_step_ms,
-                  "MFU's denominator, stated: the uninstrumented step wall time in milliseconds")
+                  "MFU's denominator, stated: the uninstrumented step wall time in milliseconds; "
+                  "implies --flops")
       ->excludes(clean_steps);
   AddAnalysisFlags(run,
                    {&options->analysis, &options->phase_rules_path, &options->family_rules_path});

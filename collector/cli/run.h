@@ -73,7 +73,7 @@ struct RunOptions {
   // FLOPs (docs/attribution.md §FLOPs): --flops counts through the annotator, with --flop-rules
   // before the built-in rules; --peak-flops replaces the device table's peak; the uninstrumented
   // step time comes from a second, bare run of CMD (--clean-steps N: the median of N steps) or
-  // is stated (--clean-step-ms).
+  // is stated (--clean-step-ms). Each of the others implies --flops.
   bool flops = false;
   std::string flop_rules_path;
   std::optional<double> peak_flops;

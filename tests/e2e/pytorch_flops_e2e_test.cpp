@@ -37,15 +37,15 @@ using test_support::TempDir;
 constexpr uint64_t kSteps = 2;
 const std::string kStep = "ProfilerStep#*";
 
-// Runs flops_models.py MODEL under `gpuattr run --flops` and returns its one process.
+// Runs flops_models.py MODEL for `steps` under `gpuattr run --flops` and returns its one process.
 json RunModel(const TempDir& dir, const std::string& model,
               const std::vector<std::string>& flags = {},
-              const std::vector<std::string>& script_args = {}) {
+              const std::vector<std::string>& script_args = {}, uint64_t steps = kSteps) {
   const std::string report_path = dir.File(model + ".json");
   std::vector<std::string> gpuattr_flags = {"--flops"};
   gpuattr_flags.insert(gpuattr_flags.end(), flags.begin(), flags.end());
   std::vector<std::string> command = {kPython, PYTORCH_FLOPS_SCRIPT, model, "--steps",
-                                      std::to_string(kSteps)};
+                                      std::to_string(steps)};
   command.insert(command.end(), script_args.begin(), script_args.end());
   const ProcessResult run = RunUnderGpuattr(gpuattr_flags, command, report_path);
   INFO("model " << model << ", stderr: " << run.err);
@@ -276,7 +276,9 @@ TEST_CASE("the built-in rules of ops the models do not reach give torch's formul
 TEST_CASE("the lesson block's FLOPs and bytes per op are the lesson's arithmetic", "[e2e]") {
   RequireTorch();
   TempDir dir;
-  const json process = RunModel(dir, "lesson", {"--pytorch", "ops"});
+  // One step: 17 GFLOP of matrix product on the CPU.
+  constexpr uint64_t kLessonSteps = 1;
+  const json process = RunModel(dir, "lesson", {"--pytorch", "ops"}, {}, kLessonSteps);
   const uint64_t batch = 8192, features = 1024, elements = batch * features, bytes = 4;
   const std::vector<std::string> lesson = {kStep, "nn.Module: Lesson_0"};
   auto op = [&](const std::string& module, const std::string& name) {
@@ -288,25 +290,25 @@ TEST_CASE("the lesson block's FLOPs and bytes per op are the lesson's arithmetic
   // Linear 1024x1024 over 8192: 2 M N K; it reads its input, weight and bias and writes its
   // output once.
   const json addmm = op("linear", "aten::addmm");
-  CHECK(addmm["flops"] == kSteps * 2 * batch * features * features);
+  CHECK(addmm["flops"] == kLessonSteps * 2 * batch * features * features);
   CHECK(addmm["bytes_estimate"] ==
-        kSteps * bytes * (elements + features * features + features + elements));
+        kLessonSteps * bytes * (elements + features * features + features + elements));
   // The chain, one FLOP per element each: mul 0.5 (2 passes over memory), add 0.1 (2),
   // gelu (2), add the residual (3), clamp (2): 11 passes eager.
   for (const char* unary : {"aten::mul", "aten::gelu", "aten::clamp"}) {
     INFO(unary);
-    CHECK(op("chain", unary)["flops"] == kSteps * elements);
-    CHECK(op("chain", unary)["bytes_estimate"] == kSteps * 2 * elements * bytes);
+    CHECK(op("chain", unary)["flops"] == kLessonSteps * elements);
+    CHECK(op("chain", unary)["bytes_estimate"] == kLessonSteps * 2 * elements * bytes);
   }
   const json adds = op("chain", "aten::add");  // 0.1, then the residual
-  CHECK(adds["flops"] == kSteps * 2 * elements);
-  CHECK(adds["bytes_estimate"] == kSteps * (2 + 3) * elements * bytes);
+  CHECK(adds["flops"] == kLessonSteps * 2 * elements);
+  CHECK(adds["bytes_estimate"] == kLessonSteps * (2 + 3) * elements * bytes);
   const json chain = Node(process, {kStep, "nn.Module: Lesson_0", "nn.Module: chain"})["work"];
-  CHECK(chain["flops_total"] == kSteps * 5 * elements);
+  CHECK(chain["flops_total"] == kLessonSteps * 5 * elements);
   const uint64_t eager = chain["bytes_estimate_total"].get<uint64_t>();
-  CHECK(eager == kSteps * 11 * elements * bytes);
+  CHECK(eager == kLessonSteps * 11 * elements * bytes);
   // Fused, the chain reads h and the residual and writes its output: 3 passes.
-  const uint64_t fused = kSteps * 3 * elements * bytes;
+  const uint64_t fused = kLessonSteps * 3 * elements * bytes;
   CHECK(static_cast<double>(eager) / static_cast<double>(fused) == Approx(11.0 / 3.0));
 }
 
@@ -352,7 +354,17 @@ TEST_CASE(
 TEST_CASE("without device time achieved FLOP/s is null with the typed refusal", "[e2e]") {
   RequireTorch();
   TempDir dir;
-  const json process = RunModel(dir, "mlp");
+  // --clean-step-ms asks for FLOPs as --flops does (RunModel's flag is left out here).
+  const std::string report_path = dir.File("stated.json");
+  const ProcessResult run = RunUnderGpuattr(
+      {"--clean-step-ms", "5"},
+      {kPython, PYTORCH_FLOPS_SCRIPT, "mlp", "--steps", std::to_string(kSteps)}, report_path);
+  INFO("stderr: " << run.err);
+  REQUIRE(ExitStatus(run) == 0);
+  REQUIRE(SchemaValid(report_path));
+  const json process = ReadJson(report_path)["processes"][0];
+  CHECK(process["work"]["mfu"]["clean_step_source"] == "stated");
+  CHECK(process["work"]["mfu"]["clean_step_ns"] == 5'000'000);
   CHECK(process["status"] == "host_only");
   const json& achieved = process["work"]["achieved"];
   CHECK(achieved["gate_passed"] == false);
