@@ -22,6 +22,24 @@ target_link_libraries(gpuattr_collector_import
   PRIVATE ZLIB::ZLIB simdjson::simdjson SQLite::SQLite3)
 target_compile_options(gpuattr_collector_import PRIVATE ${GPUATTR_WARNINGS})
 
+# gpuattr_collector_ptrace: loading the shim into a running process that was not started under
+# gpuattr (ptrace/, docs/attach.md §Injection). The remote call is the one architecture-specific
+# unit; x86-64 is the only one implemented, elsewhere `attach` cannot inject and says so.
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64)$")
+  set(GPUATTR_REMOTE_CALL ptrace/remote_call_x86_64.cpp)
+else()
+  set(GPUATTR_REMOTE_CALL ptrace/remote_call_unsupported.cpp)
+endif()
+add_library(gpuattr_collector_ptrace STATIC
+  ptrace/library_injector.cpp
+  ptrace/process_image.cpp
+  ptrace/thread_stop.cpp
+  ${GPUATTR_REMOTE_CALL}
+)
+target_include_directories(gpuattr_collector_ptrace PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(gpuattr_collector_ptrace PUBLIC gpuattr_collector_core)
+target_compile_options(gpuattr_collector_ptrace PRIVATE ${GPUATTR_WARNINGS})
+
 add_library(gpuattr_collector_ingest STATIC
   ingest/attach_session.cpp
   ingest/daemon_reports.cpp
@@ -48,6 +66,7 @@ target_include_directories(gpuattr_collector_ingest PUBLIC ${CMAKE_CURRENT_SOURC
 target_link_libraries(gpuattr_collector_ingest PUBLIC gpuattr_collector_core gpuattr_wire gpuattr_collector_import)
 target_link_libraries(gpuattr_collector_ingest PUBLIC gpuattr_collector_gate)
 target_link_libraries(gpuattr_collector_ingest PUBLIC gpuattr_collector_export)
+target_link_libraries(gpuattr_collector_ingest PUBLIC gpuattr_collector_ptrace)
 target_compile_options(gpuattr_collector_ingest PRIVATE ${GPUATTR_WARNINGS})
 
 # The Python annotator (python/gpuattr_site, docs/pytorch.md): copied beside the build tree's
