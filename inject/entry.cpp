@@ -1,8 +1,8 @@
 // The only translation unit of libgpuattr_inject.so with default-visibility symbols: the entry
-// points the CUDA driver and NVTX look up by name, libc's _exit and _Exit (interposed where the
-// shim is preloaded), plus the library constructor. exports.map keeps everything else local.
-// Every entry point is idempotent, lets no exception out, and ends in a last-resort catch that
-// disables the shim rather than letting an exception reach C frames.
+// points the CUDA driver, NVTX and `gpuattr attach` look up by name, libc's _exit and _Exit
+// (interposed where the shim is preloaded), plus the library constructor. exports.map keeps
+// everything else local. Every entry point is idempotent, lets no exception out, and ends in a
+// last-resort catch that disables the shim rather than letting an exception reach C frames.
 #include <cupti.h>
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 
 #include "cupti/subscriber.h"
 #include "nvtx/nvtx_injection.h"
+#include "runtime/late_attach.h"
 #include "runtime/session.h"
 #include "runtime/shim_state.h"
 
@@ -72,6 +73,18 @@ GPUATTR_EXPORT int InitializeInjection(void) noexcept {
     gpuattr::inject::DisableShim();
   }
   return 1;
+}
+
+// Called by `gpuattr attach --pid` inside a process started without gpuattr, on the thread the
+// injector stopped, right after it dlopened this library (docs/attach.md §Injection): starts an
+// armed session towards the daemon at `socket_path` and returns at once (late_attach.h).
+GPUATTR_EXPORT int gpuattr_attach_late(const char* socket_path) noexcept {
+  try {
+    return gpuattr::inject::StartLateAttach(socket_path);
+  } catch (...) {
+    gpuattr::inject::DisableShim();
+  }
+  return gpuattr::inject::kLateAttachFailed;
 }
 
 // Called by NVTX3 once per module that uses NVTX when NVTX_INJECTION64_PATH names this library.

@@ -174,6 +174,8 @@ ProcessAnalysis ActivityFolder::Finish(const LaunchCounts& launches) {
   result.device_measured =
       data_.cupti_state ? data_.cupti_state->result == 0 : data_.activities_seen > 0;
   result.excluded_activities = excluded_activities_;
+  result.first_launch_correlation = launches.first_correlation;
+  result.last_launch_correlation = launches.last_correlation;
   FoldClosedRanges();
   for (const auto& [node, durations] : host_ranges_.durations_by_node()) {
     const uint32_t pass = paths_.PassIdOf(node);

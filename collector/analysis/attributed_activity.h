@@ -29,6 +29,9 @@ inline constexpr const char* kReasonLaunchedBeforeCapture = "launched_before_cap
 // Fallbacks (coverage.fallbacks): a graph node whose creation was never seen (captured before
 // the capture window, or its records were lost) is attributed by rules 2-3 at its graph launch.
 inline constexpr const char* kFallbackGraphBeforeWindow = "graph_captured_before_window";
+// The same in a window of a process gpuattr attach loaded the shim into: the graph was built
+// before the shim was there at all.
+inline constexpr const char* kFallbackGraphBeforeAttach = "graph_captured_before_attach";
 
 // Activities without timestamps are never attributed: they are not device time.
 struct ActivityOutcome {

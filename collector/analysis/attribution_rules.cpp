@@ -55,7 +55,9 @@ AttributionRules::Decision AttributionRules::ForActivity(const ActivityRecord& a
   if (origin == nullptr) {
     // Its creation was never seen (captured before the window): rules 2-4 at the graph launch.
     if (!at_launch) return {0, AttributionKind::kNone, LaunchNotSeenReason(activity)};
-    outcome.fallback = kFallbackGraphBeforeWindow;
+    outcome.fallback = (data_.window_begin_flags & wire::kWindowBeginFlagLateAttach) != 0
+                           ? kFallbackGraphBeforeAttach
+                           : kFallbackGraphBeforeWindow;
     return *at_launch;
   }
   if (origin->path_node != 0) return {origin->path_node, AttributionKind::kCaptured, nullptr};

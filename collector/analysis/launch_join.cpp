@@ -14,10 +14,10 @@ void LaunchJoin::Enter(const wire::ApiEnter& enter) {
   if (!inserted) return;
   ++counts_.launches_seen;
   order_.emplace_back(enter.timestamp_ns, enter.correlation_id);
-  if (first_correlation_ == 0 || enter.correlation_id < first_correlation_) {
-    first_correlation_ = enter.correlation_id;
+  if (counts_.first_correlation == 0 || enter.correlation_id < counts_.first_correlation) {
+    counts_.first_correlation = enter.correlation_id;
   }
-  last_correlation_ = std::max(last_correlation_, enter.correlation_id);
+  counts_.last_correlation = std::max(counts_.last_correlation, enter.correlation_id);
   LaunchRecord& launch = it->second;
   launch.enter_ns = enter.timestamp_ns;
   launch.tid = enter.tid;
@@ -46,8 +46,8 @@ const LaunchRecord* LaunchJoin::Match(uint32_t correlation_id) {
 
 bool LaunchJoin::OutsideWindow(uint32_t correlation_id) const {
   if (correlation_id == 0) return false;
-  return first_correlation_ == 0 || correlation_id < first_correlation_ ||
-         correlation_id > last_correlation_;
+  return counts_.first_correlation == 0 || correlation_id < counts_.first_correlation ||
+         correlation_id > counts_.last_correlation;
 }
 
 }  // namespace gpuattr::collector

@@ -33,6 +33,10 @@ struct LaunchCounts {
   uint64_t expired_launches = 0;    // unmatched launches the window dropped before the end
   uint64_t orphan_api_exits = 0;    // ApiExit with no launch in flight
   uint64_t zero_correlation_launches = 0;
+  // The lowest and highest correlation id of the launches recorded (0: none): a window's
+  // launches, everything between them (docs/attach.md §What a window's report covers).
+  uint32_t first_correlation = 0;
+  uint32_t last_correlation = 0;
 };
 
 class LaunchJoin {
@@ -91,8 +95,6 @@ class LaunchJoin {
   std::deque<std::pair<uint64_t, uint32_t>> order_;      // (enter_ns, correlation id)
   std::unordered_set<uint32_t> captured_;                // launches recorded into a graph
   // Smallest and largest correlation id of the launches recorded so far (0: none yet).
-  uint32_t first_correlation_ = 0;
-  uint32_t last_correlation_ = 0;
   LaunchCounts counts_;
 };
 

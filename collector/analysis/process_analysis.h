@@ -268,6 +268,7 @@ struct ThreadName {
 // A capture window's stream (docs/attach.md): its WindowBegin and WindowEnd, as far as they came.
 struct CaptureWindow {
   std::optional<wire::WindowBegin> begin;
+  bool late_attach = false;  // the shim was loaded into the running process by gpuattr attach
   std::optional<wire::WindowEnd> end;
 };
 
@@ -377,6 +378,9 @@ struct ProcessAnalysis {
   // Window streams: activities outside the capture window by correlation id (docs/attach.md),
   // left out of every other number.
   uint64_t excluded_activities = 0;
+  // The correlation ids of the first and last launch recorded (0: none).
+  uint32_t first_launch_correlation = 0;
+  uint32_t last_launch_correlation = 0;
   uint64_t attributed_kernel_ns = 0;
   PhaseTotals phases;
   PhaseCoverage phase_coverage;

@@ -8,6 +8,10 @@
 namespace gpuattr::collector {
 namespace {
 
+bool LateAttach(const TraceData& data) {
+  return data.window_begin && (data.window_begin_flags & wire::kWindowBeginFlagLateAttach) != 0;
+}
+
 std::vector<ProcessRefusal> Refusals(const TraceData& data) {
   std::vector<ProcessRefusal> refusals;
   for (const wire::Refusal& refusal : data.refusals) {
@@ -21,6 +25,16 @@ std::vector<ProcessRefusal> Refusals(const TraceData& data) {
          "CuptiState without a Refusal record", data.cupti_state->result});
   }
   return refusals;
+}
+
+void AddLateAttachRefusals(const TraceData& data, std::vector<ProcessRefusal>& refusals) {
+  const std::string how = "the shim was loaded into the running process by gpuattr attach";
+  refusals.push_back({&NvtxBoundBeforeAttachRefusal(), how, 0});
+  refusals.push_back({&LaunchesInFlightAtAttachRefusal(), how, 0});
+  if ((data.window_begin_flags & wire::kWindowBeginFlagTorchLoaded) != 0) {
+    refusals.push_back({&PytorchAnnotatorRequiresStartRefusal(),
+                        "torch's Python bindings (libtorch_python) are loaded in the process", 0});
+  }
 }
 
 bool StreamEnded(const TraceData& data) {
@@ -54,6 +68,9 @@ void AddProcessFacts(const TraceData& data, ProcessAnalysis& analysis) {
   analysis.goodbye = data.goodbye.has_value();
   analysis.refusals = Refusals(data);
   analysis.status = StatusOf(data, analysis.device_measured, !analysis.refusals.empty());
+  // What a late attach cannot know is said, never left a silent gap; it refuses parts of the
+  // picture, not device time, so the status stands.
+  if (LateAttach(data)) AddLateAttachRefusals(data, analysis.refusals);
   Loss& loss = analysis.loss;
   if (!StreamEnded(data)) {
     LostSpan& lost = loss.lost_span.emplace();
@@ -76,7 +93,9 @@ void AddProcessFacts(const TraceData& data, ProcessAnalysis& analysis) {
   for (const auto& [tid, name] : data.thread_names) {
     analysis.threads.push_back({tid, StringOr(data, name)});
   }
-  if (data.window_stream()) analysis.window = CaptureWindow{data.window_begin, data.window_end};
+  if (data.window_stream()) {
+    analysis.window = CaptureWindow{data.window_begin, LateAttach(data), data.window_end};
+  }
 }
 
 void AddOutsideRefusal(const RefusalEntry& refusal, std::string seen, ProcessAnalysis& analysis) {

@@ -40,11 +40,77 @@ constexpr RefusalEntry kDeviceTimeUnavailable{
 
 constexpr RefusalEntry kAttachRequiresShim{
     "attach_requires_shim",
-    "The process is alive but not registered with the gpuattr daemon: it was not started with "
-    "the gpuattr shim in armed mode, so no capture window can be opened in it.",
-    "Start it with `gpuattr run --armed -- CMD`, or set LD_PRELOAD, CUDA_INJECTION64_PATH and "
-    "NVTX_INJECTION64_PATH to libgpuattr_inject.so with GPUATTR_MODE=armed. (Ptrace-based "
-    "injection into unprepared processes may come later.)"};
+    "No process registered with the gpuattr daemon matches the selector: --all and --rank reach "
+    "only processes started with the gpuattr shim in armed mode.",
+    "Attach to a running process by pid (`gpuattr attach --pid PID` loads the shim into it), or "
+    "start the job with `gpuattr run --armed -- CMD` (or LD_PRELOAD, CUDA_INJECTION64_PATH and "
+    "NVTX_INJECTION64_PATH set to libgpuattr_inject.so with GPUATTR_MODE=armed)."};
+
+constexpr RefusalEntry kAttachPtraceDenied{
+    "attach_ptrace_denied",
+    "The kernel did not let gpuattr trace the process, so the shim could not be loaded into it; "
+    "nothing in the process was touched.",
+    "With Yama (kernel.yama.ptrace_scope 1), run gpuattr as root, give it CAP_SYS_PTRACE "
+    "(setcap cap_sys_ptrace+ep gpuattr), or set the sysctl to 0; attach as the process's own "
+    "user; a non-dumpable (setuid) process needs CAP_SYS_PTRACE. Or start the job under "
+    "`gpuattr run --armed`."};
+
+constexpr RefusalEntry kAttachTargetTraced{
+    "attach_target_traced",
+    "A debugger or another tracer (gdb, strace, py-spy) is attached to the process; a process has "
+    "one tracer at a time, so the shim could not be loaded. Nothing was touched.",
+    "Detach the other tool and attach again."};
+
+constexpr RefusalEntry kAttachStaticTarget{
+    "attach_static_target",
+    "The process is statically linked: it has no dynamic loader, so no library can be loaded "
+    "into it. Nothing was touched.",
+    "Link the program dynamically, or start it under `gpuattr run --armed`."};
+
+constexpr RefusalEntry kAttachNonGlibcTarget{
+    "attach_non_glibc_target",
+    "The process does not use glibc (for example musl), or its libc has no dlopen gpuattr can "
+    "call, so the shim could not be loaded. Nothing was touched.",
+    "Start the job under `gpuattr run --armed` (the shim then loads with the program)."};
+
+constexpr RefusalEntry kAttachNoSafePoint{
+    "attach_no_safe_point",
+    "No thread of the process stopped at a point where loading a library is safe (outside libc "
+    "and the dynamic loader, or blocked in a waiting system call) within the time allowed; each "
+    "thread tried was released untouched.",
+    "Attach again (a busy process usually reaches a safe point within a few tries), or start the "
+    "job under `gpuattr run --armed`."};
+
+constexpr RefusalEntry kAttachInjectionFailed{
+    "attach_injection_failed",
+    "Loading the shim inside the process, or calling it, failed; the stopped thread's registers, "
+    "signal mask and errno were put back before it was released.",
+    "Check that libgpuattr_inject.so can be opened by the process (its path, its mount namespace, "
+    "its architecture); the cause says what failed. Or start the job under `gpuattr run --armed`."};
+
+constexpr RefusalEntry kNvtxBoundBeforeAttach{
+    "nvtx_bound_before_attach",
+    "The process was started without gpuattr: each library's NVTX bound at its first call, when "
+    "no injection was named, so its ranges reach no tool, and no pass, step or range is recorded "
+    "in this window. The device side (kernels, families, busy and idle time, gaps) is complete.",
+    "For passes and steps, start the job under `gpuattr run --armed` (or with "
+    "NVTX_INJECTION64_PATH set to libgpuattr_inject.so) and attach to it."};
+
+constexpr RefusalEntry kLaunchesInFlightAtAttach{
+    "launches_in_flight_at_attach",
+    "CUPTI was subscribed when the window opened, after CUDA started: device work launched before "
+    "that and still running at the window's begin has no record, so the window counts the work "
+    "launched inside it only.",
+    "Nothing to do for the window's own work; for a process's whole life, start it under `gpuattr "
+    "run`."};
+
+constexpr RefusalEntry kPytorchAnnotatorRequiresStart{
+    "pytorch_annotator_requires_start",
+    "The process has torch loaded, but the PyTorch annotator (module, backward and optimizer "
+    "ranges) starts with the interpreter and is not running: started now its ranges would go "
+    "through NVTX, which bound before the attach, so the window has no passes.",
+    "Start the job under `gpuattr run --armed -- python ...` (the annotator starts with it) and "
+    "attach to it (docs/pytorch.md)."};
 
 constexpr RefusalEntry kAttachOtherUser{
     "attach_other_user",
@@ -137,6 +203,17 @@ const RefusalEntry& LegacyProfilerTraceRefusal() { return kLegacyProfilerTrace; 
 const RefusalEntry& AttachRequiresShimRefusal() { return kAttachRequiresShim; }
 const RefusalEntry& AttachOtherUserRefusal() { return kAttachOtherUser; }
 const RefusalEntry& DaemonUnreachableRefusal() { return kDaemonUnreachable; }
+const RefusalEntry& AttachPtraceDeniedRefusal() { return kAttachPtraceDenied; }
+const RefusalEntry& AttachTargetTracedRefusal() { return kAttachTargetTraced; }
+const RefusalEntry& AttachStaticTargetRefusal() { return kAttachStaticTarget; }
+const RefusalEntry& AttachNonGlibcTargetRefusal() { return kAttachNonGlibcTarget; }
+const RefusalEntry& AttachNoSafePointRefusal() { return kAttachNoSafePoint; }
+const RefusalEntry& AttachInjectionFailedRefusal() { return kAttachInjectionFailed; }
+const RefusalEntry& NvtxBoundBeforeAttachRefusal() { return kNvtxBoundBeforeAttach; }
+const RefusalEntry& LaunchesInFlightAtAttachRefusal() { return kLaunchesInFlightAtAttach; }
+const RefusalEntry& PytorchAnnotatorRequiresStartRefusal() {
+  return kPytorchAnnotatorRequiresStart;
+}
 
 const RefusalEntry& RefusalForWireCode(uint32_t wire_code) {
   switch (static_cast<wire::RefusalCode>(wire_code)) {

@@ -28,11 +28,29 @@ const RefusalEntry& RefusalForWireCode(uint32_t wire_code);
 const RefusalEntry& NoDeviceActivityInTraceRefusal();
 const RefusalEntry& LegacyProfilerTraceRefusal();
 
-// `gpuattr attach` refusals (docs/attach.md §Refusals): the process is not armed with this
-// daemon; it belongs to another uid; no daemon of ours answers on the socket.
+// `gpuattr attach` refusals (docs/attach.md §Refusals): no armed process matches a --all or
+// --rank selector; the process belongs to another uid; no daemon of ours answers on the socket.
 const RefusalEntry& AttachRequiresShimRefusal();
 const RefusalEntry& AttachOtherUserRefusal();
 const RefusalEntry& DaemonUnreachableRefusal();
+
+// `gpuattr attach --pid` could not load the shim into a process started without it
+// (docs/attach.md §Injection): the kernel refused ptrace (Yama, another uid, no CAP_SYS_PTRACE);
+// a debugger traces it; it is statically linked; its libc is not glibc; no thread came to a safe
+// point; loading or calling the shim failed inside it.
+const RefusalEntry& AttachPtraceDeniedRefusal();
+const RefusalEntry& AttachTargetTracedRefusal();
+const RefusalEntry& AttachStaticTargetRefusal();
+const RefusalEntry& AttachNonGlibcTargetRefusal();
+const RefusalEntry& AttachNoSafePointRefusal();
+const RefusalEntry& AttachInjectionFailedRefusal();
+
+// What a window of a late-attached process (the shim loaded by gpuattr attach) cannot know: NVTX
+// ranges (NVTX binds at its first call, before the shim was there); device work launched before
+// the attach and still running in it; the PyTorch annotator (it starts with the interpreter).
+const RefusalEntry& NvtxBoundBeforeAttachRefusal();
+const RefusalEntry& LaunchesInFlightAtAttachRefusal();
+const RefusalEntry& PytorchAnnotatorRequiresStartRefusal();
 
 // FLOPs (docs/attribution.md §FLOPs): FLOPs were asked for and the PyTorch annotator's counter
 // did not count; achieved FLOP/s without a device join that passed its gate; MFU without the

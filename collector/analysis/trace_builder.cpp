@@ -345,7 +345,10 @@ void TraceBuilder::ApplyState(const wire::RecordView& record) {
     case wire::RecordType::kWindowBegin: {
       const auto begin = record.As<wire::WindowBegin>();
       SeeTimestamp(begin.timestamp_ns);
-      if (!data_.window_begin) data_.window_begin = begin;
+      if (!data_.window_begin) {
+        data_.window_begin = begin;
+        data_.window_begin_flags = record.flags;
+      }
       break;
     }
     case wire::RecordType::kWindowEnd: {

@@ -157,6 +157,7 @@ struct TraceData {
   // A capture window's stream (Hello.mode kWindow, docs/attach.md): its first WindowBegin and
   // WindowEnd. WindowEnd ends the stream as Goodbye ends a traced one.
   std::optional<wire::WindowBegin> window_begin;
+  uint16_t window_begin_flags = 0;  // its record flags (wire::kWindowBeginFlag*)
   std::optional<wire::WindowEnd> window_end;
   std::optional<wire::CuptiState> cupti_state;
   std::optional<wire::Diagnostics> diagnostics;  // the latest (cumulative) one

@@ -27,7 +27,9 @@
 #include "cli/daemon_socket.h"
 #include "cli/output_names.h"
 #include "cli/run.h"
+#include "cli/shim_locator.h"
 #include "ingest/daemon_server.h"
+#include "ptrace/library_injector.h"
 #include "report/atomic_write.h"
 #include "report/report_builder.h"
 #include "report/report_writer.h"
@@ -39,6 +41,12 @@ namespace {
 constexpr uint64_t kMaxDurationNs = 7ull * 24 * 3600 * 1000000000ull;
 // A report larger than this is not what a daemon of ours wrote.
 constexpr off_t kMaxReportBytes = off_t{4} << 30;
+// The shim's late-attach entry point (inject/entry.cpp) and its "started" result.
+constexpr char kLateAttachEntry[] = "gpuattr_attach_late";
+constexpr int64_t kLateAttachStarted = 0;
+// How long a shim just loaded may take to register with the daemon, and how often to ask.
+constexpr uint64_t kRegistrationWaitNs = 5'000'000'000;
+constexpr useconds_t kRegistrationPollUs = 20'000;
 
 wire::AttachRequest RequestFor(const AttachOptions& options) {
   wire::AttachRequest request{};
@@ -194,17 +202,135 @@ StatusOr<std::string> ReadDaemonReport(const std::string& path) {
   return text;
 }
 
+// Sends one AttachRequest on a new connection to the daemon and waits for its reply.
+// kUnavailable: no daemon of ours answers (a daemon_unreachable refusal); kInvalidArgument: the
+// socket path is unusable.
+StatusOr<Reply> RequestWindow(const std::string& socket_path, const AttachOptions& options) {
+  StatusOr<int> connected = ConnectToDaemon(socket_path);
+  if (!connected.ok() && connected.status().code() != StatusCode::kInvalidArgument) {
+    return UnavailableError(connected.status().message());
+  }
+  GPUATTR_ASSIGN_OR_RETURN(const int fd, std::move(connected));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { close(fd); }
+  } closer{fd};
+  std::vector<uint8_t> buffer(wire::kMaxMessageBytes);
+  wire::MessageWriter writer(buffer.data(), static_cast<uint32_t>(buffer.size()));
+  writer.Append(RequestFor(options));
+  if (!options.step_name.empty()) writer.AppendString(1, options.step_name);
+  const uint32_t size = writer.Finish(0);
+  if (send(fd, buffer.data(), size, MSG_NOSIGNAL) != static_cast<ssize_t>(size)) {
+    return UnavailableError(std::string("sending the request failed: ") + strerror(errno));
+  }
+  StatusOr<Reply> reply = ReceiveReply(fd, options.timeout_ns);
+  if (!reply.ok() && reply.status().code() == StatusCode::kUnavailable) {
+    return InternalError(reply.status().message());  // it answered before: not unreachable
+  }
+  return reply;
+}
+
+// After the shim was loaded: the request again, until the process has registered (the shim's
+// flush thread connects at once) or kRegistrationWaitNs passed; the last reply either way.
+StatusOr<Reply> RequestWindowOnceRegistered(const std::string& socket_path,
+                                            const AttachOptions& options) {
+  const uint64_t deadline = NowNs(CLOCK_MONOTONIC) + kRegistrationWaitNs;
+  for (;;) {
+    StatusOr<Reply> reply = RequestWindow(socket_path, options);
+    if (!reply.ok() ||
+        static_cast<wire::AttachStatus>(reply->reply.status) != wire::AttachStatus::kRequiresShim ||
+        NowNs(CLOCK_MONOTONIC) >= deadline) {
+      if (reply.ok() && static_cast<wire::AttachStatus>(reply->reply.status) ==
+                            wire::AttachStatus::kRequiresShim) {
+        reply->message = "the shim was loaded into pid " + std::to_string(options.value) +
+                         " but did not register with the daemon within " +
+                         std::to_string(kRegistrationWaitNs / 1'000'000'000) + " s";
+      }
+      return reply;
+    }
+    usleep(kRegistrationPollUs);
+  }
+}
+
+struct Refused {
+  const RefusalEntry* refusal;
+  std::string seen;
+};
+
+const RefusalEntry& RefusalFor(InjectionFailure failure) {
+  switch (failure) {
+    case InjectionFailure::kPtraceDenied:
+      return AttachPtraceDeniedRefusal();
+    case InjectionFailure::kAlreadyTraced:
+      return AttachTargetTracedRefusal();
+    case InjectionFailure::kStaticTarget:
+      return AttachStaticTargetRefusal();
+    case InjectionFailure::kNonGlibcTarget:
+      return AttachNonGlibcTargetRefusal();
+    case InjectionFailure::kNoSafePoint:
+      return AttachNoSafePointRefusal();
+    case InjectionFailure::kAlreadyLoaded:
+      return AttachRequiresShimRefusal();
+    case InjectionFailure::kNone:
+    case InjectionFailure::kTargetGone:
+    case InjectionFailure::kUnsupportedTarget:
+    case InjectionFailure::kLoadFailed:
+    case InjectionFailure::kCallFailed:
+      break;
+  }
+  return AttachInjectionFailedRefusal();
+}
+
+// Loads the shim into the process named by --pid (collector/ptrace/library_injector.h) and has
+// it start an armed session towards `socket_path`. nullopt when the shim's session started.
+std::optional<Refused> LoadShimInto(const AttachOptions& options, const std::string& socket_path) {
+  StatusOr<std::string> shim = LocateShim();
+  if (!shim.ok()) return Refused{&AttachInjectionFailedRefusal(), shim.status().message()};
+  std::error_code error;
+  InjectionRequest request;
+  request.pid = options.value;
+  request.library = *shim;
+  request.entry_symbol = kLateAttachEntry;
+  request.entry_argument = std::filesystem::absolute(socket_path, error).string();
+  const InjectionOutcome outcome = InjectLibrary(request);
+  if (outcome.failure == InjectionFailure::kAlreadyLoaded) {
+    return Refused{&AttachRequiresShimRefusal(),
+                   outcome.cause +
+                       ", but is not registered with this daemon (it was started "
+                       "under gpuattr run, or is armed towards another socket)"};
+  }
+  if (outcome.failure != InjectionFailure::kNone) {
+    return Refused{&RefusalFor(outcome.failure), outcome.cause};
+  }
+  if (outcome.entry_result != kLateAttachStarted) {
+    return Refused{&AttachInjectionFailedRefusal(), std::string(kLateAttachEntry) + " returned " +
+                                                        std::to_string(outcome.entry_result) +
+                                                        " in pid " + std::to_string(options.value)};
+  }
+  if (!options.quiet) {
+    std::fprintf(stderr,
+                 "gpuattr attach: loaded the shim into pid %d (thread %d was stopped for %.0f "
+                 "us)\n",
+                 options.value, outcome.thread, static_cast<double>(outcome.stopped_ns) / 1e3);
+  }
+  return std::nullopt;
+}
+
 constexpr char kAttachFooter[] =
     R"(Asks the gpuattr daemon to open a capture window in armed processes (started with
 `gpuattr run --armed -- CMD`, or with the shim preloaded and GPUATTR_MODE=armed), waits until
 every window has ended, and writes the report (capture.mode "attach", one process entry per
-window). --duration windows are closed by the daemon that long after they began; --steps windows
+window). --pid of a process started without gpuattr first loads the shim into it with ptrace
+(one thread stopped for about a millisecond; docs/attach.md §Injection): its windows then have
+device time but no NVTX ranges (refused as nvtx_bound_before_attach). --no-inject refuses instead. --duration windows are closed by the daemon that long after they began; --steps windows
 begin at the next top-level step range (--step NAME, else step, train_step, iteration, iter,
 ProfilerStep#N) and end after N of them. The daemon also closes every window after its
 --attach-timeout (default 10 min); --timeout bounds only how long this command waits.
 
 Exit status: 0; 3 when the pid does not exist or the attach is refused (a report with the
-refusal is written: attach_requires_shim, attach_other_user, daemon_unreachable) or a selected
+refusal is written: attach_requires_shim, attach_other_user, daemon_unreachable, or why the
+shim could not be loaded: attach_ptrace_denied, attach_target_traced, attach_static_target,
+attach_non_glibc_target, attach_no_safe_point, attach_injection_failed) or a selected
 process already has a window open; 2 usage; 4 the daemon failed, no reply came in time, or the
 report cannot be written.
 
@@ -284,30 +410,23 @@ int RunAttach(const AttachOptions& requested) {
   }
 
   const std::string socket_path = DaemonSocketPath(options.socket_path);
-  StatusOr<int> connected = ConnectToDaemon(socket_path);
-  if (!connected.ok()) {
-    if (connected.status().code() == StatusCode::kInvalidArgument) {
-      return Fail(kExitUsage, connected.status().message());
-    }
-    return Refuse(options, DaemonUnreachableRefusal(), connected.status().message());
+  StatusOr<Reply> reply = RequestWindow(socket_path, options);
+  if (!reply.ok() && reply.status().code() == StatusCode::kInvalidArgument) {
+    return Fail(kExitUsage, reply.status().message());
   }
-  const int fd = *connected;
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { close(fd); }
-  } closer{fd};
-
-  std::vector<uint8_t> buffer(wire::kMaxMessageBytes);
-  wire::MessageWriter writer(buffer.data(), static_cast<uint32_t>(buffer.size()));
-  writer.Append(RequestFor(options));
-  if (!options.step_name.empty()) writer.AppendString(1, options.step_name);
-  const uint32_t size = writer.Finish(0);
-  if (send(fd, buffer.data(), size, MSG_NOSIGNAL) != static_cast<ssize_t>(size)) {
-    return Refuse(options, DaemonUnreachableRefusal(),
-                  std::string("sending the request failed: ") + strerror(errno));
+  if (!reply.ok() && reply.status().code() == StatusCode::kUnavailable) {
+    return Refuse(options, DaemonUnreachableRefusal(), reply.status().message());
   }
-  StatusOr<Reply> reply = ReceiveReply(fd, options.timeout_ns);
   if (!reply.ok()) return Fail(kExitInternal, reply.status().message());
+  if (static_cast<wire::AttachStatus>(reply->reply.status) == wire::AttachStatus::kRequiresShim &&
+      options.selector == wire::AttachSelector::kPid && !options.no_inject) {
+    // Not registered: a process started without gpuattr. Load the shim into it, wait for it to
+    // register, and ask again.
+    const std::optional<Refused> refused = LoadShimInto(options, socket_path);
+    if (refused) return Refuse(options, *refused->refusal, refused->seen);
+    reply = RequestWindowOnceRegistered(socket_path, options);
+    if (!reply.ok()) return Fail(kExitInternal, reply.status().message());
+  }
 
   switch (static_cast<wire::AttachStatus>(reply->reply.status)) {
     case wire::AttachStatus::kDone:
@@ -384,6 +503,9 @@ Subcommand AddAttachSubcommand(CLI::App& app) {
                     "Replace a report that exists (otherwise an existing name is refused)");
   command->add_option("--timeout", line->timeout,
                       "How long to wait for the daemon's reply (default 630s)");
+  command->add_flag("--no-inject", line->options.no_inject,
+                    "With --pid: never load the shim into a process that is not registered "
+                    "with the daemon (no ptrace); refuse instead");
   command->add_flag("-q,--quiet", line->options.quiet, "No summary on stderr");
   command->footer(kAttachFooter);
   return {command, [line] { return AttachSubcommand(*line); }};

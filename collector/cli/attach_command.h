@@ -6,7 +6,12 @@
 //   AttachRequest{selector, duration_ns | steps, step name} --> one AttachReply:
 //     kDone          the report at the path the daemon named (a regular file of ours, absolute)
 //                    is copied to -o atomically; one summary line on stderr; exit 0
-//     kRequiresShim  an attach_requires_shim report; exit 3
+//     kRequiresShim  --pid without --no-inject: the shim is loaded into the process
+//                    (collector/ptrace/library_injector.h; its entry gpuattr_attach_late starts
+//                    an armed session towards the daemon's socket), the request is repeated until
+//                    the process has registered (at most 5 s), and goes on as above; a failed
+//                    injection is a report with its typed refusal (attach_ptrace_denied, ...);
+//                    exit 3. Otherwise an attach_requires_shim report; exit 3
 //     kBusy          a selected process has a window open already: a message; exit 3
 //     kFailed        the daemon's message; exit 4
 //
@@ -44,6 +49,7 @@ struct AttachOptions {
   bool force_overwrite = false;  // replace an existing report
   uint64_t timeout_ns = 600'000'000'000 + 30'000'000'000;  // the daemon's default, and a margin
   bool quiet = false;                                      // no summary line
+  bool no_inject = false;  // --pid of an unregistered process: refuse, never ptrace
 };
 
 // "30s", "500ms", "2m", "1h", or plain (possibly fractional) seconds, to nanoseconds. Zero and

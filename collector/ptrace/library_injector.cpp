@@ -303,32 +303,6 @@ std::optional<InjectionOutcome> TryThread(const InjectionRequest& request,
 
 }  // namespace
 
-const char* InjectionFailureName(InjectionFailure failure) {
-  switch (failure) {
-    case InjectionFailure::kNone:
-      return "none";
-    case InjectionFailure::kTargetGone:
-      return "target_gone";
-    case InjectionFailure::kPtraceDenied:
-      return "ptrace_denied";
-    case InjectionFailure::kAlreadyTraced:
-      return "already_traced";
-    case InjectionFailure::kStaticTarget:
-      return "static_target";
-    case InjectionFailure::kNonGlibcTarget:
-      return "non_glibc_target";
-    case InjectionFailure::kUnsupportedTarget:
-      return "unsupported_target";
-    case InjectionFailure::kNoSafePoint:
-      return "no_safe_point";
-    case InjectionFailure::kLoadFailed:
-      return "load_failed";
-    case InjectionFailure::kCallFailed:
-      return "call_failed";
-  }
-  return "unknown";
-}
-
 InjectionOutcome InjectLibrary(const InjectionRequest& request) {
   auto refuse = [](InjectionFailure failure, std::string cause) {
     InjectionOutcome outcome;
@@ -363,6 +337,10 @@ InjectionOutcome InjectLibrary(const InjectionRequest& request) {
                     who + " is statically linked: it has no dynamic loader to load a library");
     }
     return refuse(InjectionFailure::kNonGlibcTarget, who + " has no glibc libc.so.6 mapped");
+  }
+  const std::string file_name = request.library.substr(request.library.rfind('/') + 1);
+  if (image->MapsObjectNamed(file_name)) {
+    return refuse(InjectionFailure::kAlreadyLoaded, who + " has " + file_name + " loaded already");
   }
   StatusOr<LibcEntryPoints> libc = FindLibcEntryPoints(request.pid, *image->libc);
   if (!libc.ok()) {

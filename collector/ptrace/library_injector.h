@@ -4,8 +4,9 @@
 //
 //   1. Look, touching nothing: /proc/PID/status (a tracer already there, another uid, SIGSEGV
 //      ignored), /proc/PID/maps (glibc's libc.so.6 and loader mapped; none: a static or
-//      non-glibc target) and the addresses of dlopen, dlsym, dlerror and __errno_location from
-//      that libc's own symbol table (process_image.h).
+//      non-glibc target; the library's file name mapped already: loaded before) and the addresses
+//      of dlopen, dlsym, dlerror and __errno_location from that libc's own symbol table
+//      (process_image.h).
 //   2. Find a thread at a safe point, one at a time: seize it (PTRACE_SEIZE, no SIGSTOP),
 //      interrupt it, and keep it only when it stopped outside libc and the loader (its own code)
 //      or inside libc blocked in a waiting system call (remote_call.h); else release it at once
@@ -37,12 +38,11 @@ enum class InjectionFailure {
   kStaticTarget,       // no dynamic loader: nothing can dlopen
   kNonGlibcTarget,     // a libc other than glibc (musl), or no usable dlopen in it
   kUnsupportedTarget,  // it ignores SIGSEGV (the return trap would reset that disposition)
+  kAlreadyLoaded,      // a library of that file name is mapped already: no second copy is made
   kNoSafePoint,        // no thread stopped at a safe point within the time allowed
   kLoadFailed,         // dlopen or dlsym failed inside the target (dlerror's text in `cause`)
   kCallFailed,         // a remote call faulted or timed out; registers were still restored
 };
-
-const char* InjectionFailureName(InjectionFailure failure);
 
 struct InjectionRequest {
   pid_t pid = 0;

@@ -124,6 +124,10 @@ bool MappedObject::Contains(uint64_t address) const {
                      [address](const MappedRange& range) { return range.Contains(address); });
 }
 
+bool ProcessImage::MapsObjectNamed(std::string_view file_name) const {
+  return std::find(objects.begin(), objects.end(), file_name) != objects.end();
+}
+
 StatusOr<ProcessImage> ReadProcessImage(pid_t pid) {
   const std::string maps_path = ProcPath(pid, "maps");
   std::ifstream maps(maps_path);
@@ -143,6 +147,7 @@ StatusOr<ProcessImage> ReadProcessImage(pid_t pid) {
     std::string path;
     if (!ParseMapsLine(line, &range, &offset, &path) || path.empty() || path[0] != '/') continue;
     const std::string_view base = BaseName(path);
+    if (image.objects.empty() || image.objects.back() != base) image.objects.emplace_back(base);
     if (IsGlibcLibc(base)) AddMapping(image.libc, path, range, offset);
     if (IsGlibcLoader(base)) AddMapping(image.loader, path, range, offset);
     if (IsMusl(base)) image.musl = true;

@@ -437,7 +437,12 @@ Json WindowJson(const ProcessAnalysis& analysis, uint64_t attach_index) {
           {"detach_ns", detach == "finalized" ? Json(end->detach_ns) : Json(nullptr)},
           {"steps", end ? Json(end->steps_seen) : Json(nullptr)},
           {"excluded_activities", analysis.excluded_activities},
-          {"attach_index", attach_index}};
+          {"launch_correlation_ids", analysis.first_launch_correlation == 0
+                                         ? Json(nullptr)
+                                         : Json{{"first", analysis.first_launch_correlation},
+                                                {"last", analysis.last_launch_correlation}}},
+          {"attach_index", attach_index},
+          {"late_attach", begin ? Json(analysis.window->late_attach) : Json(nullptr)}};
 }
 
 Json RefusalJson(const RefusalEntry& entry, const std::string& detail, int32_t cupti_result) {

@@ -195,6 +195,10 @@ void EmitShimRefusal(wire::RefusalCode code, int32_t result, std::string_view ca
   Emit(wire::Refusal{static_cast<uint32_t>(code), result, Shim().strings.Intern(cause), 0});
 }
 
+void EmitShimDevice(uint32_t device, std::string_view name) noexcept {
+  Emit(wire::Device{device, Shim().strings.Intern(name)});
+}
+
 uint64_t CUPTIAPI CuptiTimestamp() noexcept { return MonotonicNs(); }
 
 void CUPTIAPI CuptiCallback(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,

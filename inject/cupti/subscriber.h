@@ -49,6 +49,10 @@ int32_t AttachCupti() noexcept;
 // ring, ordered with its other records; also logged (GPUATTR_LOG). Runs on: any thread.
 void EmitShimRefusal(wire::RefusalCode code, int32_t result, std::string_view cause) noexcept;
 
+// A Device record (the device's ordinal and name) into the calling thread's ring, for devices
+// named other than by CUPTI's device records (late_attach.h). Runs on: any thread.
+void EmitShimDevice(uint32_t device, std::string_view name) noexcept;
+
 // The setup sequence against an already bound table (tests pass a test double). `library` is
 // the name CUPTI was loaded from, for CuptiState. Returns the CuptiState result (0: active).
 int32_t SetupCuptiWith(const CuptiApi& api, const char* library) noexcept;

@@ -14,6 +14,7 @@
 #include "cupti/subscriber.h"
 #include "gpuattr_version.h"
 #include "runtime/clock.h"
+#include "runtime/late_attach.h"
 #include "runtime/shim_log.h"
 #include "wire/codec.h"
 
@@ -360,6 +361,7 @@ void FlushThread::OpenWindow(const wire::Control& control, std::string_view step
   const uint64_t attach_start = MonotonicNs();
   cupti_attached_ = AttachCupti() == 0 ? 1 : 0;
   attach_ns_ = MonotonicNs() - attach_start;
+  if (AttachedLate()) EmitDriverDeviceNames();  // no CUPTI device records after cuInit
   window_id_ = control.window_id;
   window_open_ = true;
   window_begin_sent_ = false;
@@ -384,20 +386,23 @@ void FlushThread::ArmedCycle() noexcept {
     return;
   }
   if (!window_begin_sent_) {
-    outbox_.Append(
-        wire::WindowBegin{shim_->window.begin_ns(), window_id_, cupti_attached_, attach_ns_});
-    window_begin_sent_ = true;
+    AppendWindowBegin(shim_->window.begin_ns());
   }
   Cycle();
   if (phase == CaptureWindow::kStepsDone) CloseWindow(wire::WindowEndReason::kStepsDone);
+}
+
+void FlushThread::AppendWindowBegin(uint64_t begin_ns) noexcept {
+  outbox_.Append(wire::WindowBegin{begin_ns, window_id_, cupti_attached_, attach_ns_},
+                 WindowBeginFlags());
+  window_begin_sent_ = true;
 }
 
 void FlushThread::CloseWindow(wire::WindowEndReason reason) noexcept {
   CaptureWindow& window = shim_->window;
   const uint64_t end = window.StopRecording();
   if (!window_begin_sent_) {  // no step range came: an empty window
-    outbox_.Append(wire::WindowBegin{end, window_id_, cupti_attached_, attach_ns_});
-    window_begin_sent_ = true;
+    AppendWindowBegin(end);
   }
   wire::DetachOutcome detach = wire::DetachOutcome::kNotAttached;
   const bool active = shim_->cupti_active.load(std::memory_order_acquire);

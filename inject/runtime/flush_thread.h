@@ -103,6 +103,8 @@ class FlushThread final : private NameInterner {
   void Cycle(bool last = false) noexcept;
   // Armed mode's period: control messages, then the cycle while a window records.
   void ArmedCycle() noexcept;
+  // The window's WindowBegin, recording from `begin_ns`, with the late-attach flags.
+  void AppendWindowBegin(uint64_t begin_ns) noexcept;
   // Ends an open window (process exit, or the daemon's kCloseWindow).
   void CloseWindow(wire::WindowEndReason reason) noexcept;
   bool window_open() const noexcept { return window_open_; }

@@ -240,6 +240,24 @@ bool EnsureSession() noexcept {
   return true;
 }
 
+int StartArmedSession(const char* socket_path) noexcept {
+  int status = g_status.load(std::memory_order_acquire);
+  if (status == kRunning || status == kStarting) return 0;
+  if (socket_path == nullptr || socket_path[0] == '\0' ||
+      strlen(socket_path) >= sizeof(g_info.socket_path) || g_exiting) {
+    return -1;
+  }
+  // A shim that went inert earlier (preloaded without a socket) may start now.
+  if (status == kInert && !g_status.compare_exchange_strong(status, kIdle)) return 0;
+  strcpy(g_info.socket_path, socket_path);
+  g_info.mode = wire::HelloMode::kArmed;
+  g_info.flush_ms = FlushMsFromEnv();
+  g_info.rank = RankFromEnv("RANK");
+  g_info.local_rank = RankFromEnv("LOCAL_RANK");
+  g_info_ready = true;
+  return EnsureSession() ? 1 : -1;
+}
+
 void OnImmediateExit() noexcept { EndOwnSession(); }
 
 bool SessionArmed() noexcept { return g_info_ready && g_info.mode == wire::HelloMode::kArmed; }

@@ -50,6 +50,12 @@ bool EnsureSession() noexcept;
 // truncation. Runs on: the thread calling _exit.
 void OnImmediateExit() noexcept;
 
+// Starts an armed session towards the daemon at `socket_path` whatever the environment says
+// (late_attach.h), unless one runs already. Returns 1 when it started, 0 when a session was
+// already running or starting, -1 when the path is unusable or the session could not start.
+// Runs on: any thread.
+int StartArmedSession(const char* socket_path) noexcept;
+
 // True when the running session is armed (GPUATTR_MODE=armed): CUPTI waits for a capture window
 // instead of being subscribed at cuInit. Runs on: any thread, after EnsureSession returned true.
 bool SessionArmed() noexcept;

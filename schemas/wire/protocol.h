@@ -394,6 +394,14 @@ struct WindowBegin {
 };
 static_assert(sizeof(WindowBegin) == 24);
 
+// WindowBegin's record flags (docs/attach.md §Injection). kWindowBeginFlagLateAttach: the shim was
+// loaded into the running process by `gpuattr attach` (not at its start), so NVTX was never
+// injected, CUPTI was subscribed after cuInit and graphs instantiated before were never seen.
+// kWindowBeginFlagTorchLoaded (only with it): torch's Python bindings are loaded, but the PyTorch
+// annotator, which starts with the interpreter, is not running.
+constexpr uint16_t kWindowBeginFlagLateAttach = 1u << 0;
+constexpr uint16_t kWindowBeginFlagTorchLoaded = 1u << 1;
+
 enum class DetachOutcome : uint32_t {
   kFinalized = 1,    // cuptiFinalize ran at a CUDA API exit (cupti-notes §5)
   kPending = 2,      // no CUDA API call came in time: recording stopped, CUPTI finalizes at the

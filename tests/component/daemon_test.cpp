@@ -104,15 +104,16 @@ class DaemonFixture {
   std::unique_ptr<Subprocess> daemon_;
 };
 
-// `gpuattr attach --pid PID` with `extra` arguments; retried while the daemon has not yet seen
-// the process register (attach_requires_shim), at most five seconds.
+// `gpuattr attach --pid PID --no-inject` with `extra` arguments (the stand-in for an armed shim
+// registers by itself: nothing is loaded into it); retried while the daemon has not yet seen the
+// process register (attach_requires_shim), at most five seconds.
 ProcessResult AttachPid(const DaemonFixture& daemon, pid_t pid, const std::string& output,
                         std::vector<std::string> extra) {
   // A refused attempt (the process not armed yet) leaves its refusal report at `output`; the retry
   // replaces it.
-  std::vector<std::string> args = {
-      "attach", "--pid", std::to_string(pid), "--socket", daemon.socket_path(),
-      "-o",     output,  "--force-overwrite"};
+  std::vector<std::string> args = {"attach",      "--pid",    std::to_string(pid),
+                                   "--no-inject", "--socket", daemon.socket_path(),
+                                   "-o",          output,     "--force-overwrite"};
   args.insert(args.end(), extra.begin(), extra.end());
   const double deadline = MonotonicSeconds() + 5;
   for (;;) {
@@ -297,12 +298,12 @@ TEST_CASE(
 }
 
 TEST_CASE("gpuattr attach refusals write a refused report and exit 3", "[daemon][attach]") {
-  SECTION("a live process that never registered: attach_requires_shim") {
+  SECTION("a live process that never registered, --no-inject: attach_requires_shim") {
     DaemonFixture daemon;
     const std::string output = daemon.File("refused.json");
     const ProcessResult result =
         RunProcess(Gpuattr({"attach", "--pid", std::to_string(getpid()), "--duration", "1s",
-                            "--socket", daemon.socket_path(), "-o", output}));
+                            "--no-inject", "--socket", daemon.socket_path(), "-o", output}));
     INFO("attach stderr: " << result.err);
     REQUIRE(result.exited);
     CHECK(result.exit_code == 3);

@@ -134,6 +134,15 @@ TEST_CASE("a library that cannot be loaded is refused with dlerror's text, the t
   CHECK(result.out == "registers ok\nerrno ok\nread ok\nsigmask ok\nprobe none\n");
 }
 
+TEST_CASE("a library loaded once is not loaded a second time", "[injection]") {
+  Target target("syscall");
+  REQUIRE(InjectLibrary(ProbeRequest(target.pid())).failure == InjectionFailure::kNone);
+  const InjectionOutcome again = InjectLibrary(ProbeRequest(target.pid()));
+  CHECK(again.failure == InjectionFailure::kAlreadyLoaded);
+  CHECK_THAT(again.cause, Catch::Contains("libinjection_probe.so loaded already"));
+  CHECK(target.Release().out == kAllRestored);
+}
+
 TEST_CASE("a target that is already traced is refused before anything is touched", "[injection]") {
   Target target("syscall");
   REQUIRE(ptrace(PTRACE_SEIZE, target.pid(), nullptr, nullptr) == 0);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
@@ -102,6 +103,11 @@ ProcessResult Attach(const std::string& socket, const std::string& out,
   }
 }
 
+// /proc/PID/maps: which files the process has mapped.
+std::string Maps(pid_t pid) {
+  return test_support::ReadFile("/proc/" + std::to_string(pid) + "/maps");
+}
+
 const json& OnlyProcess(const json& report) {
   REQUIRE(report["processes"].size() == 1);
   return report["processes"][0];
@@ -189,7 +195,8 @@ TEST_CASE("an armed long-running job attached twice: each window equals the trut
   CHECK(ExitStatus(daemon->Wait(20)) == 0);
 }
 
-TEST_CASE("attaching to a process started without the shim is a typed refusal", "[attach][e2e]") {
+TEST_CASE("attach --no-inject to a process started without the shim is attach_requires_shim",
+          "[attach][e2e]") {
   TempDir dir;
   const std::string socket = dir.File("daemon.sock");
   const std::unique_ptr<Subprocess> daemon = StartDaemon(dir, socket);
@@ -198,7 +205,7 @@ TEST_CASE("attaching to a process started without the shim is a typed refusal", 
   const std::string out = dir.File("refused.json");
   const ProcessResult result =
       RunProcess({GPUATTR_BIN, "attach", "--pid", std::to_string(unprepared.pid()), "--duration",
-                  "1s", "--socket", socket, "-o", out});
+                  "1s", "--no-inject", "--socket", socket, "-o", out});
   INFO("attach: " << result.err);
   CHECK(ExitStatus(result) == 3);
   REQUIRE(SchemaValid(out));
@@ -209,9 +216,249 @@ TEST_CASE("attaching to a process started without the shim is a typed refusal", 
   REQUIRE(process["refusals"].size() == 1);
   CHECK(process["refusals"][0]["code"] == "attach_requires_shim");
   CHECK(process["refusals"][0]["remedy"].get<std::string>().find("--armed") != std::string::npos);
+  CHECK(Maps(unprepared.pid()).find("libgpuattr_inject") == std::string::npos);
 
   kill(unprepared.pid(), SIGKILL);
   unprepared.Wait(5);
+  kill(daemon->pid(), SIGTERM);
+  CHECK(ExitStatus(daemon->Wait(20)) == 0);
+}
+
+// The scenario process of a simgpu-run job (simgpu-run runs each one as its own child process).
+pid_t ScenarioProcess(const Subprocess& job) {
+  const double deadline = test_support::MonotonicSeconds() + 20;
+  for (;;) {
+    const std::vector<pid_t> children = test_support::ChildrenOf(job.pid());
+    if (children.size() == 1) return children[0];
+    REQUIRE(test_support::MonotonicSeconds() < deadline);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// What a window of a late-attached process can be compared with: the truth's activities of the
+// launches the window recorded (its launch correlation ids, first to last; the shim decides
+// which launch is inside the window when its API callback runs, after the simulator stamped
+// launch_ns, so a time cut would race at the edges), with no range seen (NVTX was never
+// injected), so every activity is unattributed.
+json LateAttachTruth(const json& truth, int64_t pid, const json& correlation_ids) {
+  json restricted = truth;
+  restricted["processes"] = json::array();
+  for (const json& process : truth["processes"]) {
+    if (process["pid"] != pid) continue;
+    json kept = process;
+    kept["ranges"] = json::array();
+    kept["activities"] = json::array();
+    for (const json& activity : process["activities"]) {
+      if (activity["correlation_id"].is_null()) continue;
+      const auto id = activity["correlation_id"].get<uint64_t>();
+      if (id < correlation_ids["first"].get<uint64_t>() ||
+          id > correlation_ids["last"].get<uint64_t>()) {
+        continue;
+      }
+      json copy = activity;
+      copy["attribution"] = "none";
+      copy["range_path"] = json::array();
+      kept["activities"].push_back(std::move(copy));
+    }
+    restricted["processes"].push_back(std::move(kept));
+  }
+  return restricted;
+}
+
+std::vector<std::string> RefusalCodes(const json& process) {
+  std::vector<std::string> codes;
+  for (const json& refusal : process["refusals"]) codes.push_back(refusal["code"]);
+  return codes;
+}
+
+// A late-attached window against the truth, exactly, and what a late attach must say.
+void CheckLateWindow(const json& report, const json& truth, int attach_index) {
+  const json& process = OnlyProcess(report);
+  const json& window = process["window"];
+  INFO("window " << window.dump() << "\nloss " << process["loss"].dump());
+  CHECK(process["status"] == "complete");
+  CHECK(window["late_attach"] == true);
+  CHECK(window["attach_index"] == attach_index);
+  CHECK(window["end_reason"] == "closed");
+  CHECK(window["detach"] == "finalized");
+  REQUIRE(window["begin_ns"].get<uint64_t>() < window["end_ns"].get<uint64_t>());
+  REQUIRE(window["launch_correlation_ids"].is_object());
+  const json expected =
+      LateAttachTruth(truth, process["pid"].get<int64_t>(), window["launch_correlation_ids"]);
+  REQUIRE(expected["processes"].size() == 1);
+  REQUIRE_FALSE(expected["processes"][0]["activities"].empty());
+  CheckAgainstTruth(report, expected);
+  CheckReconciliation(process);
+  CHECK(RefusalCodes(process) ==
+        std::vector<std::string>{"nvtx_bound_before_attach", "launches_in_flight_at_attach"});
+  // Devices named through the driver API (no CUPTI device records after a late attach).
+  REQUIRE_FALSE(process["devices"].empty());
+  CHECK(process["devices"][0]["name"] == "simgpu simulated device");
+  // The graph was instantiated before the shim was there: said so, by name.
+  REQUIRE(process["coverage"]["fallbacks"].size() == 1);
+  CHECK(process["coverage"]["fallbacks"][0]["reason"] == "graph_captured_before_attach");
+}
+
+TEST_CASE(
+    "a job started without gpuattr, attached by pid ten times: each window equals the truth, "
+    "NVTX is refused, and its output and exit status are those of a run without attach",
+    "[attach][e2e]") {
+  TempDir dir;
+  const std::string socket = dir.File("daemon.sock");
+  const std::unique_ptr<Subprocess> daemon = StartDaemon(dir, socket);
+  const std::string scenario = dir.File("scenario.json");
+  const std::string stop_file = dir.File("stop");
+  WriteFile(scenario, LongRunningScenario(stop_file).dump());
+
+  // The same job without any attach, stopped after about the same number of steps.
+  const std::string bare_truth = dir.File("bare_truth.json");
+  Subprocess bare({SIMGPU_RUN, scenario, "--truth", bare_truth});
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  WriteFile(stop_file, "");
+  const ProcessResult bare_result = bare.Wait(60);
+  REQUIRE(ExitStatus(bare_result) == 0);
+  REQUIRE(unlink(stop_file.c_str()) == 0);
+
+  const std::string truth_path = dir.File("truth.json");
+  Subprocess job({SIMGPU_RUN, scenario, "--truth", truth_path});
+  const pid_t target = ScenarioProcess(job);
+  std::vector<std::string> windows;
+  for (int attach = 1; attach <= 10; ++attach) {
+    windows.push_back(dir.File("window" + std::to_string(attach) + ".json"));
+    const ProcessResult result =
+        RunProcess({GPUATTR_BIN, "attach", "--pid", std::to_string(target), "--duration",
+                    attach == 1 ? "1s" : "200ms", "--socket", socket, "-o", windows.back()},
+                   {}, 60);
+    INFO("attach " << attach << ": " << result.err);
+    REQUIRE(ExitStatus(result) == 0);
+    // Only the first attach loads the shim; the others find the process registered.
+    CHECK((result.err.find("loaded the shim into pid") != std::string::npos) == (attach == 1));
+  }
+  WriteFile(stop_file, "");
+  const ProcessResult finished = job.Wait(60);
+  INFO("job stderr: " << finished.err);
+  CHECK(ExitStatus(finished) == ExitStatus(bare_result));
+  CHECK(finished.out == bare_result.out);
+  CHECK(finished.err == bare_result.err);
+  const json truth = ReadJson(truth_path);
+  REQUIRE_FALSE(truth.is_discarded());
+  for (size_t i = 0; i < windows.size(); ++i) {
+    INFO("window " << i + 1);
+    REQUIRE(SchemaValid(windows[i]));
+    CheckLateWindow(ReadJson(windows[i]), truth, static_cast<int>(i) + 1);
+  }
+
+  kill(daemon->pid(), SIGTERM);
+  CHECK(ExitStatus(daemon->Wait(20)) == 0);
+}
+
+TEST_CASE("a late attach into a job whose CUPTI slot another tool holds is refused typed",
+          "[attach][e2e]") {
+  TempDir dir;
+  const std::string socket = dir.File("daemon.sock");
+  const std::unique_ptr<Subprocess> daemon = StartDaemon(dir, socket);
+  const std::string scenario = dir.File("scenario.json");
+  const std::string stop_file = dir.File("stop");
+  WriteFile(scenario, LongRunningScenario(stop_file).dump());
+  Subprocess job({SIMGPU_RUN, scenario, "--truth", dir.File("truth.json")},
+                 {{"SIMGPU_CUPTI_MODE", "conflict:nsys-like-tool"}});
+  const std::string out = dir.File("window.json");
+  const ProcessResult result =
+      RunProcess({GPUATTR_BIN, "attach", "--pid", std::to_string(ScenarioProcess(job)),
+                  "--duration", "200ms", "--socket", socket, "-o", out},
+                 {}, 60);
+  INFO("attach: " << result.err);
+  CHECK(ExitStatus(result) == 0);
+  WriteFile(stop_file, "");
+  CHECK(ExitStatus(job.Wait(60)) == 0);
+  REQUIRE(SchemaValid(out));
+  const json report = ReadJson(out);
+  const json& process = OnlyProcess(report);
+  CHECK(process["status"] == "refused");
+  const std::vector<std::string> codes = RefusalCodes(process);
+  REQUIRE_FALSE(codes.empty());
+  CHECK(codes[0] == "cupti_subscriber_conflict");
+  CHECK_THAT(process["refusals"][0]["cause"].get<std::string>(), Catch::Contains("nsys-like-tool"));
+  CHECK(process["totals"]["kernels"].is_null());
+
+  kill(daemon->pid(), SIGTERM);
+  CHECK(ExitStatus(daemon->Wait(20)) == 0);
+}
+
+TEST_CASE("an attach that ptrace policy denies is a typed refusal and touches nothing",
+          "[attach][e2e]") {
+  TempDir dir;
+  const std::string socket = dir.File("daemon.sock");
+  const std::unique_ptr<Subprocess> daemon = StartDaemon(dir, socket);
+  // A non-dumpable process: only a tracer with CAP_SYS_PTRACE may trace it, and gpuattr runs
+  // without (setpriv drops it from a root caller; another user has none).
+  Subprocess target({"/usr/bin/python3", "-c",
+                     "import ctypes, sys, time\n"
+                     "ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE\n"
+                     "time.sleep(3)\nprint('done')\n"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::vector<std::string> argv = {
+      GPUATTR_BIN, "attach", "--pid", std::to_string(target.pid()), "--duration", "1s",
+      "--socket",  socket,   "-o",    dir.File("denied.json")};
+  if (geteuid() == 0) {
+    argv.insert(argv.begin(), {"setpriv", "--inh-caps=-sys_ptrace", "--bounding-set=-sys_ptrace"});
+  }
+  const ProcessResult result = RunProcess(argv, {}, 60);
+  INFO("attach: " << result.err);
+  CHECK(ExitStatus(result) == 3);
+  REQUIRE(SchemaValid(dir.File("denied.json")));
+  const json report = ReadJson(dir.File("denied.json"));
+  const json& process = OnlyProcess(report);
+  CHECK(process["status"] == "refused");
+  CHECK(RefusalCodes(process) == std::vector<std::string>{"attach_ptrace_denied"});
+  CHECK_THAT(process["refusals"][0]["remedy"].get<std::string>(),
+             Catch::Contains("CAP_SYS_PTRACE"));
+  CHECK(Maps(target.pid()).find("libgpuattr_inject") == std::string::npos);
+  const ProcessResult finished = target.Wait(30);
+  CHECK(finished.out == "done\n");
+  CHECK(ExitStatus(finished) == 0);
+
+  kill(daemon->pid(), SIGTERM);
+  CHECK(ExitStatus(daemon->Wait(20)) == 0);
+}
+
+TEST_CASE("a late attach into a Python process with torch refuses the annotator, typed",
+          "[attach][e2e]") {
+  REQUIRE(std::string(GPUATTR_TORCH_PYTHON) != "");
+  TempDir dir;
+  const std::string socket = dir.File("daemon.sock");
+  const std::unique_ptr<Subprocess> daemon = StartDaemon(dir, socket);
+  const std::string ready = dir.File("ready");
+  Subprocess python({GPUATTR_TORCH_PYTHON, "-c",
+                     "import sys, time, torch\nopen(sys.argv[1], 'w').close()\n"
+                     "x = torch.ones(8)\n"
+                     "for _ in range(400):\n    x = x * 1.0\n    time.sleep(0.01)\n"
+                     "print(float(x.sum()))\n",
+                     ready});
+  REQUIRE(WaitForPath(ready, 60));
+  const std::string out = dir.File("window.json");
+  const ProcessResult result =
+      RunProcess({GPUATTR_BIN, "attach", "--pid", std::to_string(python.pid()), "--duration",
+                  "200ms", "--socket", socket, "-o", out},
+                 {}, 60);
+  INFO("attach: " << result.err);
+  CHECK(ExitStatus(result) == 0);
+  REQUIRE(SchemaValid(out));
+  const json report = ReadJson(out);
+  const json& process = OnlyProcess(report);
+  CHECK(process["window"]["late_attach"] == true);
+  const std::vector<std::string> codes = RefusalCodes(process);
+  CHECK(std::count(codes.begin(), codes.end(), "pytorch_annotator_requires_start") == 1);
+  CHECK(std::count(codes.begin(), codes.end(), "nvtx_bound_before_attach") == 1);
+  for (const json& refusal : process["refusals"]) {
+    if (refusal["code"] == "pytorch_annotator_requires_start") {
+      CHECK_THAT(refusal["remedy"].get<std::string>(), Catch::Contains("gpuattr run --armed"));
+    }
+  }
+  const ProcessResult finished = python.Wait(60);
+  CHECK(finished.out == "8.0\n");
+  CHECK(ExitStatus(finished) == 0);
+
   kill(daemon->pid(), SIGTERM);
   CHECK(ExitStatus(daemon->Wait(20)) == 0);
 }

@@ -647,7 +647,7 @@ void AppendDeviceRecord(uint32_t device) {
   record.computeCapabilityMinor = 0;
   record.maxThreadsPerBlock = 1024;
   record.id = device;
-  record.name = "simgpu simulated device";
+  record.name = SIMGPU_DEVICE_NAME;
   record.isCudaVisible = 1;
   Fake::Get().store().AppendHostRecord(&record, sizeof(record));
 }

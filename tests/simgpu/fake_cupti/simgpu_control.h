@@ -37,6 +37,11 @@ extern "C" {
  * refuses a mismatch. */
 #define SIMGPU_CONTROL_VERSION 2
 
+/* The simulated machine: device ordinals 0 .. SIMGPU_DEVICE_COUNT - 1 (what scenarios may name),
+ * all of one kind, named so by the fake's device records and the driver API simgpu-run exports. */
+#define SIMGPU_DEVICE_COUNT 64
+#define SIMGPU_DEVICE_NAME "simgpu simulated device"
+
 /* What a device activity is. */
 typedef enum {
   SIMGPU_ACTIVITY_KERNEL = 1,

@@ -7,6 +7,8 @@
 #include <set>
 #include <utility>
 
+#include "simgpu_control.h"
+
 namespace gpuattr::simgpu {
 namespace {
 
@@ -138,7 +140,8 @@ class Parser {
       out->stream = static_cast<uint32_t>(Integer(op["stream"], path + ".stream", 0, 1 << 20));
     }
     if (op.contains("device")) {
-      out->device = static_cast<uint32_t>(Integer(op["device"], path + ".device", 0, 63));
+      out->device = static_cast<uint32_t>(
+          Integer(op["device"], path + ".device", 0, SIMGPU_DEVICE_COUNT - 1));
     }
   }
 
@@ -239,8 +242,8 @@ class Parser {
         out.bytes = static_cast<uint64_t>(Integer(op["bytes"], path + ".bytes", 0, INT64_MAX));
       }
       if (op.contains("peer_device")) {
-        out.peer_device =
-            static_cast<uint32_t>(Integer(op["peer_device"], path + ".peer_device", 0, 63));
+        out.peer_device = static_cast<uint32_t>(
+            Integer(op["peer_device"], path + ".peer_device", 0, SIMGPU_DEVICE_COUNT - 1));
       }
     } else if (type == "memset") {
       std::set<std::string> allowed = kTimed;

@@ -26,8 +26,8 @@ constexpr uint32_t kPid = 300;
 uint64_t U(const Json& value) { return value.get<uint64_t>(); }
 
 // Hello (window or traced), names, path nodes, CuptiOk and, for a window, WindowBegin at 1000
-// (window 7, 250 ns to subscribe CUPTI).
-Message Preamble(bool window = true) {
+// (window 7, 250 ns to subscribe CUPTI, with `begin_flags`).
+Message Preamble(bool window = true, uint16_t begin_flags = 0) {
   Message message;
   message.Add(window ? MakeWindowHello(kPid, 2) : MakeHello(kPid, 2));
   message.Str(kExe, "/usr/bin/python3").Str(kTrain, "train").Str(kStep, "step");
@@ -35,7 +35,7 @@ Message Preamble(bool window = true) {
   message.Add(MakeNode(kNodeTrain, 0, kTrain)).Add(MakeNode(kNodeStep, kNodeTrain, kStep));
   message.Add(MakeNode(kNodeForward, kNodeStep, kForward)).Add(MakeNode(kNodeTopStep, 0, kStep));
   message.Add(CuptiOk());
-  if (window) message.Add(wire::WindowBegin{1000, 7, 1, 250});
+  if (window) message.Add(wire::WindowBegin{1000, 7, 1, 250}, begin_flags);
   return message;
 }
 
@@ -114,7 +114,8 @@ TEST_CASE("window: a stream ended by WindowEnd is complete and reports its windo
   CHECK(process["goodbye"] == false);
   CHECK(process["window"] == Json::parse(R"({"id": 7, "begin_ns": 1000, "end_ns": 2000,
       "end_reason": "steps_done", "detach": "finalized", "attach_ns": 250, "detach_ns": 800,
-      "steps": 2, "excluded_activities": 0, "attach_index": 3})"));
+      "steps": 2, "excluded_activities": 0, "launch_correlation_ids": {"first": 10, "last": 10},
+      "attach_index": 3, "late_attach": false})"));
   CHECK(U(Pass(process, {"step"})["attribution"]["direct_ns"]) == 100);
   // The capture ends at WindowEnd: the device's tail runs from 1400 to 2000.
   CHECK(U(process["devices"][0]["gaps"]["tail_ns"]) == 600);
@@ -143,7 +144,8 @@ TEST_CASE("window: cut streams are truncated, unknown wire values read as null",
     CHECK(process["status"] == "truncated");
     CHECK(process["window"] == Json::parse(R"({"id": 7, "begin_ns": 1000, "end_ns": null,
         "end_reason": null, "detach": null, "attach_ns": 250, "detach_ns": null, "steps": null,
-        "excluded_activities": 0, "attach_index": 1})"));
+        "excluded_activities": 0, "launch_correlation_ids": {"first": 10, "last": 10},
+        "attach_index": 1, "late_attach": false})"));
   }
   SECTION("a reason and a detach outcome this collector does not know") {
     const Json process = window_of([](Message& message) {
@@ -381,9 +383,9 @@ TEST_CASE("window: ranges open before the window are on the stack but are not in
 //   c32 @1400 tid 1, no range open: node 703 (1400-1420, 20) -> no_open_range;
 //   c29, its launch not recorded: node 704 (1420-1425, 5) -> launch_not_seen, no fallback;
 //   c28 @1170 tid 1: an ordinary kernel (1430-1440, 10) -> step, direct.
-void FeedGraphBeforeWindow(ProcessTrace& trace, bool window) {
+void FeedGraphBeforeWindow(ProcessTrace& trace, bool window, uint16_t begin_flags = 0) {
   Feeder feed(trace);
-  Message m = Preamble(window);
+  Message m = Preamble(window, begin_flags);
   m.Push(1100, 1, kNodeTopStep);
   m.Add(MakeLaunch(30, 1150, 1, kNodeTopStep, ApiKind::kGraph));
   m.Add(MakeLaunch(31, 1160, 2, 0, ApiKind::kGraph)).Add(MakeLaunch(28, 1170, 1, kNodeTopStep));
@@ -398,6 +400,33 @@ void FeedGraphBeforeWindow(ProcessTrace& trace, bool window) {
   }
   REQUIRE(feed.Send(m).ok());
   trace.Finish();
+}
+
+TEST_CASE("window: a late attach says what it cannot know and names graphs built before it",
+          "[unit][window]") {
+  ProcessTrace late;
+  FeedGraphBeforeWindow(late, /*window=*/true,
+                        wire::kWindowBeginFlagLateAttach | wire::kWindowBeginFlagTorchLoaded);
+  const Json process = WindowProcess(late);
+  CHECK(process["status"] == "complete");  // refusals of parts of the picture, not device time
+  CHECK(process["window"]["late_attach"] == true);
+  CHECK(process["window"]["launch_correlation_ids"] == Json::parse(R"({"first": 28, "last": 32})"));
+  std::vector<std::string> codes;
+  for (const Json& refusal : process["refusals"]) codes.push_back(refusal["code"]);
+  CHECK(codes == std::vector<std::string>{"nvtx_bound_before_attach",
+                                          "launches_in_flight_at_attach",
+                                          "pytorch_annotator_requires_start"});
+  CHECK(process["coverage"]["fallbacks"] ==
+        Json::parse(R"([{"reason": "graph_captured_before_attach", "ns": 130, "activities": 4}])"));
+
+  ProcessTrace without_torch;
+  FeedGraphBeforeWindow(without_torch, /*window=*/true, wire::kWindowBeginFlagLateAttach);
+  CHECK(WindowProcess(without_torch)["refusals"].size() == 2);
+  ProcessTrace armed;
+  FeedGraphBeforeWindow(armed, /*window=*/true);
+  const Json armed_process = WindowProcess(armed);
+  CHECK(armed_process["refusals"].empty());
+  CHECK(armed_process["window"]["late_attach"] == false);
 }
 
 TEST_CASE("window: graph nodes whose creation was never seen fall back to their launch",
