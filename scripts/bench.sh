@@ -108,3 +108,7 @@ cmake --build "$build" -j2 --target simgpu-run
 
 # Merging a job's reports (issue 20): peak RSS against the number of inputs (§Merge).
 "$repo/scripts/merge_bench.sh" "$build/collector/gpuattr"
+
+# Detach leaves no cost (issue 23): launch and NVTX cost after ten late-attach windows (§Attach to
+# a process started without gpuattr).
+"$repo/scripts/bench_late_attach.sh" "$build"
