@@ -425,6 +425,13 @@ TEST_CASE("an attach that ptrace policy denies is a typed refusal and touches no
 TEST_CASE("a late attach into a Python process with torch refuses the annotator, typed",
           "[attach][e2e]") {
   REQUIRE(std::string(GPUATTR_TORCH_PYTHON) != "");
+  if (GPUATTR_ASAN_SHIM) {
+    // The ASan-built shim needs the ASan runtime first in the process: dlopened into Debian's
+    // uninstrumented interpreter it would bring the runtime in late and abort it. A
+    // sanitizer-build artefact; the dev build's run checks this.
+    WARN("skipped under the asan-ubsan preset");
+    return;
+  }
   TempDir dir;
   const std::string socket = dir.File("daemon.sock");
   const std::unique_ptr<Subprocess> daemon = StartDaemon(dir, socket);
