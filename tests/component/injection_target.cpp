@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -33,33 +34,39 @@ constexpr uint64_t kMagic[5] = {0x1111222233334444, 0x5555666677778888, 0x9999aa
                                 0xddddeeeeffff0001, 0x0123456789abcdef};
 constexpr int kErrnoMark = 4242;
 
+// What the asm blocks store (STORE_REGISTERS writes its first 56 bytes).
 struct Observed {
   uint64_t general[5] = {};
   uint64_t vector[2] = {};
   long read_result = 0;
 };
+static_assert(offsetof(Observed, vector) == 40);
 
 volatile int g_stop_spinning = 0;
 int g_fifo = -1;
 
-// Blocks in read(2) of the FIFO with the magic values in r12-r15, rbx, xmm6 and xmm7, then
-// records those registers and the read's result.
+// The magic values into r12-r15, rbx, xmm6 and xmm7 (as immediates: no register is needed to
+// reach them, which an unoptimized, sanitized build has few of to spare).
+#define LOAD_MAGIC                                                             \
+  "movabs $0x1111222233334444, %%r12\n\tmovabs $0x5555666677778888, %%r13\n\t" \
+  "movabs $0x9999aaaabbbbcccc, %%r14\n\tmovabs $0xddddeeeeffff0001, %%r15\n\t" \
+  "movabs $0x0123456789abcdef, %%rbx\n\tmovq %%r12, %%xmm6\n\tmovq %%r13, %%xmm7\n\t"
+// Those registers, as they are now, into the Observed at %[out].
+#define STORE_REGISTERS                                                           \
+  "mov %%r12, 0(%[out])\n\tmov %%r13, 8(%[out])\n\tmov %%r14, 16(%[out])\n\t"     \
+  "mov %%r15, 24(%[out])\n\tmov %%rbx, 32(%[out])\n\tmovq %%xmm6, 40(%[out])\n\t" \
+  "movq %%xmm7, 48(%[out])\n\t"
+
+// Blocks in read(2) of the FIFO with the magic values in the registers, then records those
+// registers and the read's result.
 Observed BlockInRead() {
   Observed seen;
   char byte = 0;
   long result = SYS_read;
-  asm volatile(
-      "mov %[m0], %%r12\n\tmov %[m1], %%r13\n\tmov %[m2], %%r14\n\tmov %[m3], %%r15\n\t"
-      "mov %[m4], %%rbx\n\tmovq %%r12, %%xmm6\n\tmovq %%r13, %%xmm7\n\t"
-      "syscall\n\t"
-      "mov %%r12, %[g0]\n\tmov %%r13, %[g1]\n\tmov %%r14, %[g2]\n\tmov %%r15, %[g3]\n\t"
-      "mov %%rbx, %[g4]\n\tmovq %%xmm6, %[v0]\n\tmovq %%xmm7, %[v1]\n\t"
-      : "+a"(result), [g0] "=m"(seen.general[0]), [g1] "=m"(seen.general[1]),
-        [g2] "=m"(seen.general[2]), [g3] "=m"(seen.general[3]), [g4] "=m"(seen.general[4]),
-        [v0] "=m"(seen.vector[0]), [v1] "=m"(seen.vector[1])
-      : "D"(static_cast<long>(g_fifo)), "S"(&byte), "d"(1L), [m0] "m"(kMagic[0]),
-        [m1] "m"(kMagic[1]), [m2] "m"(kMagic[2]), [m3] "m"(kMagic[3]), [m4] "m"(kMagic[4])
-      : "rcx", "r11", "r12", "r13", "r14", "r15", "rbx", "xmm6", "xmm7", "memory");
+  asm volatile(LOAD_MAGIC "syscall\n\t" STORE_REGISTERS
+               : "+a"(result)
+               : "D"(static_cast<long>(g_fifo)), "S"(&byte), "d"(1L), [out] "r"(&seen)
+               : "rcx", "r11", "r12", "r13", "r14", "r15", "rbx", "xmm6", "xmm7", "memory");
   seen.read_result = result;
   return seen;
 }
@@ -68,18 +75,10 @@ Observed BlockInRead() {
 // values live until g_stop_spinning is set, then records the registers.
 Observed Spin() {
   Observed seen;
-  asm volatile(
-      "mov %[m0], %%r12\n\tmov %[m1], %%r13\n\tmov %[m2], %%r14\n\tmov %[m3], %%r15\n\t"
-      "mov %[m4], %%rbx\n\tmovq %%r12, %%xmm6\n\tmovq %%r13, %%xmm7\n\t"
-      "1:\n\tcmpl $0, %[stop]\n\tje 1b\n\t"
-      "mov %%r12, %[g0]\n\tmov %%r13, %[g1]\n\tmov %%r14, %[g2]\n\tmov %%r15, %[g3]\n\t"
-      "mov %%rbx, %[g4]\n\tmovq %%xmm6, %[v0]\n\tmovq %%xmm7, %[v1]\n\t"
-      : [g0] "=m"(seen.general[0]), [g1] "=m"(seen.general[1]), [g2] "=m"(seen.general[2]),
-        [g3] "=m"(seen.general[3]), [g4] "=m"(seen.general[4]), [v0] "=m"(seen.vector[0]),
-        [v1] "=m"(seen.vector[1])
-      : [stop] "m"(g_stop_spinning), [m0] "m"(kMagic[0]), [m1] "m"(kMagic[1]), [m2] "m"(kMagic[2]),
-        [m3] "m"(kMagic[3]), [m4] "m"(kMagic[4])
-      : "r12", "r13", "r14", "r15", "rbx", "xmm6", "xmm7", "cc", "memory");
+  asm volatile(LOAD_MAGIC "1:\n\tcmpl $0, (%[stop])\n\tje 1b\n\t" STORE_REGISTERS
+               :
+               : [stop] "r"(&g_stop_spinning), [out] "r"(&seen)
+               : "r12", "r13", "r14", "r15", "rbx", "xmm6", "xmm7", "cc", "memory");
   seen.read_result = 1;
   return seen;
 }
