@@ -78,7 +78,7 @@ GPUATTR_EXPORT int InitializeInjection(void) noexcept {
 // Called by `gpuattr attach --pid` inside a process started without gpuattr, on the thread the
 // injector stopped, right after it dlopened this library (docs/attach.md §Injection): starts an
 // armed session towards the daemon at `socket_path` and returns at once (late_attach.h).
-GPUATTR_EXPORT int gpuattr_attach_late(const char* socket_path) noexcept {
+GPUATTR_EXPORT int GpuattrAttachLate(const char* socket_path) noexcept {
   try {
     return gpuattr::inject::StartLateAttach(socket_path);
   } catch (...) {

@@ -7,7 +7,7 @@ set -euo pipefail
 lib="${1:?usage: $0 path/to/libgpuattr_inject.so}"
 [[ -f "$lib" ]] || { echo "check_exports: no such file: $lib" >&2; exit 2; }
 
-expected=$(printf '%s\n' InitializeInjection InitializeInjectionNvtx2 gpuattr_attach_late _exit _Exit |
+expected=$(printf '%s\n' InitializeInjection InitializeInjectionNvtx2 GpuattrAttachLate _exit _Exit |
   sort -u)
 # Defined dynamic symbols, minus the version-node pseudo symbols the linker may add.
 actual=$(nm -D --defined-only "$lib" | awk '$2 != "A" {print $3}' | sed 's/@.*//' | sort -u)

@@ -173,6 +173,35 @@ traced torch_modules_flops 240 "$torch_cupti" "$py" torch_modules.py --model les
   --warmup 5
 run_flags=()
 
+# Late attach (issue 23, docs/attach.md §Injection): torch_train.py started bare, without gpuattr
+# (only GPUATTR_CUPTI_LIBRARY in its environment, naming torch's own CUPTI for the shim to come);
+# once CUDA is up in it, `gpuattr attach --pid` loads the shim with ptrace and captures two 2 s
+# windows; then the job is stopped. compare.py reads late_attach.N.json and late_attach.stderr.
+late_attach() {
+  local limit; limit="$(within 120)"
+  echo "== late attach (${limit} s)"
+  (( limit > 30 )) || { echo "   skipped: out of time"; status=1; return; }
+  local dir; dir="$(mktemp -d)"; chmod 700 "$dir"; mkdir -m 700 "$dir/reports"
+  "$gpuattr" daemon --quiet --socket "$dir/d.sock" --reports-dir "$dir/reports" &
+  local daemon=$!
+  GPUATTR_CUPTI_LIBRARY="$torch_cupti" "$py" torch_train.py --steps 1000000 --warmup 10 \
+    >/dev/null 2>"$out/late_attach.job.stderr" &
+  local job=$! waited=0
+  until grep -q 'libcuda\.so' "/proc/$job/maps" 2>/dev/null || (( waited >= 60 )); do
+    sleep 1; waited=$((waited + 1))
+  done
+  sleep 5  # past the warm-up steps
+  for window in 1 2; do
+    timeout 60 "$gpuattr" attach --pid "$job" --duration 2s --socket "$dir/d.sock" \
+      --force-overwrite -o "$out/late_attach.$window.json" 2>>"$out/late_attach.stderr" \
+      || { echo "   attach $window failed: rc=$?"; status=1; }
+  done
+  kill -TERM "$job" "$daemon" 2>/dev/null
+  wait "$job" "$daemon" 2>/dev/null
+  rm -rf "$dir"
+}
+late_attach
+
 "$py" "$gpu_dir/compare.py" "$out" || status=1
 echo "gpu-check.sh: done in $((SECONDS - start)) s, exit $status; outputs in $out"
 

@@ -42,7 +42,7 @@ constexpr uint64_t kMaxDurationNs = 7ull * 24 * 3600 * 1000000000ull;
 // A report larger than this is not what a daemon of ours wrote.
 constexpr off_t kMaxReportBytes = off_t{4} << 30;
 // The shim's late-attach entry point (inject/entry.cpp) and its "started" result.
-constexpr char kLateAttachEntry[] = "gpuattr_attach_late";
+constexpr char kLateAttachEntry[] = "GpuattrAttachLate";
 constexpr int64_t kLateAttachStarted = 0;
 // How long a shim just loaded may take to register with the daemon, and how often to ask.
 constexpr uint64_t kRegistrationWaitNs = 5'000'000'000;

@@ -7,7 +7,7 @@
 //     kDone          the report at the path the daemon named (a regular file of ours, absolute)
 //                    is copied to -o atomically; one summary line on stderr; exit 0
 //     kRequiresShim  --pid without --no-inject: the shim is loaded into the process
-//                    (collector/ptrace/library_injector.h; its entry gpuattr_attach_late starts
+//                    (collector/ptrace/library_injector.h; its entry GpuattrAttachLate starts
 //                    an armed session towards the daemon's socket), the request is repeated until
 //                    the process has registered (at most 5 s), and goes on as above; a failed
 //                    injection is a report with its typed refusal (attach_ptrace_denied, ...);

@@ -1,6 +1,6 @@
 // Late attach (docs/attach.md §Injection): the shim loaded into a running process by `gpuattr
 // attach --pid` (collector/ptrace/), not at its start. The injector calls the exported entry
-// point gpuattr_attach_late(socket) (entry.cpp) on a thread it stopped; StartLateAttach must
+// point GpuattrAttachLate(socket) (entry.cpp) on a thread it stopped; StartLateAttach must
 // return at once: it only starts the armed session (the flush thread connects and registers
 // with the daemon as an armed process), and windows then open as for any armed process.
 //
@@ -18,7 +18,7 @@
 
 namespace gpuattr::inject {
 
-// Return values of StartLateAttach (and of gpuattr_attach_late).
+// Return values of StartLateAttach (and of GpuattrAttachLate).
 enum LateAttachResult : int {
   kLateAttachStarted = 0,     // an armed session started: the process registers with the daemon
   kLateAttachHadSession = 1,  // a session was already running (the shim was there before)

@@ -279,6 +279,33 @@ def flops_rows(outdir, row, record):
         ratio, "1.0 (same steps)", abs(ratio - 1.0) < 1e-9)
 
 
+def late_attach_rows(outdir, row, record):
+    """Issue 23: two windows of a PyTorch job started without gpuattr, the shim loaded by ptrace."""
+    stderr_path = os.path.join(outdir, "late_attach.stderr")
+    stops = []
+    if os.path.exists(stderr_path):
+        stops = [line.strip() for line in open(stderr_path) if "was stopped for" in line]
+    record("late attach: the injected thread's stop", "; ".join(stops) or None)
+    for window in (1, 2):
+        report = load(outdir, f"late_attach.{window}.json")
+        process = (report.get("processes") or [{}])[0] if report else None
+        if not process:
+            row(f"late attach window {window}: complete with kernels", None, "complete, > 0", None)
+            continue
+        kernels = (process.get("totals") or {}).get("kernels")
+        row(f"late attach window {window}: status, kernels", f"{process.get('status')}, {kernels}",
+            "complete, > 0", process.get("status") == "complete" and bool(kernels))
+        window_json = process.get("window") or {}
+        row(f"late attach window {window}: late_attach, detach",
+            f"{window_json.get('late_attach')}, {window_json.get('detach')}", "True, finalized",
+            window_json.get("late_attach") is True and window_json.get("detach") == "finalized")
+        names = sorted({d.get("name") for d in process.get("devices") or []} - {None})
+        row(f"late attach window {window}: devices named through the driver API",
+            ", ".join(names) or None, "the GPU's name", bool(names))
+        record(f"late attach window {window}: refusals",
+               ", ".join(r["code"] for r in process.get("refusals") or []) or None)
+
+
 def main():
     outdir = sys.argv[1]
     rows = []
@@ -389,7 +416,10 @@ def main():
     # 8. Every gpu_probe run against its own truth.
     probe_rows(outdir, row)
 
-    # 9. cupti-notes §10, from cupti_questions.
+    # 9. Late attach into a PyTorch job started without gpuattr (issue 23).
+    late_attach_rows(outdir, row, record)
+
+    # 10. cupti-notes §10, from cupti_questions.
     cupti_rows(load(outdir, "cupti_questions.json"), row, record)
 
     with open(os.path.join(outdir, "summary.json"), "w") as f:
