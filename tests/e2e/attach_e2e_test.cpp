@@ -90,9 +90,9 @@ std::unique_ptr<Subprocess> StartDaemon(const TempDir& dir, const std::string& s
 // from their start, and ten attaches under the ASan build take about a minute.
 constexpr double kLongestTestSeconds = 300;
 
-// A temporary directory with a `gpuattr daemon` listening in it and the long-running scenario
-// written there (its job stops once `stop_file` exists). StopDaemon ends the daemon, which must
-// exit 0.
+// Every attach test's fixture (TEST_CASE_METHOD): a temporary directory with a `gpuattr daemon`
+// listening in it and the long-running scenario written there (its job stops once `stop_file`
+// exists). StopDaemon ends the daemon, which must exit 0.
 struct DaemonFixture {
   TempDir dir;
   std::string socket = dir.File("daemon.sock");
@@ -168,13 +168,9 @@ void CheckWindow(const json& report, const json& truth, int attach_index, int st
   CHECK(graph_fallback);
 }
 
-TEST_CASE("an armed long-running job attached twice: each window equals the truth in it",
-          "[attach][e2e]") {
-  DaemonFixture fixture;
-  const TempDir& dir = fixture.dir;
-  const std::string& socket = fixture.socket;
-  const std::string& scenario = fixture.scenario;
-  const std::string& stop_file = fixture.stop_file;
+TEST_CASE_METHOD(DaemonFixture,
+                 "an armed long-running job attached twice: each window equals the truth in it",
+                 "[attach][e2e]") {
   const std::string truth_path = dir.File("truth.json");
   Subprocess job({GPUATTR_BIN, "run", "--armed", "--socket", socket, "--", SIMGPU_RUN, scenario,
                   "--truth", truth_path});
@@ -213,14 +209,12 @@ TEST_CASE("an armed long-running job attached twice: each window equals the trut
   CHECK(process["totals"]["kernels"].get<int64_t>() > 0);
   CheckReconciliation(process);
 
-  fixture.StopDaemon();
+  StopDaemon();
 }
 
-TEST_CASE("attach --no-inject to a process started without the shim is attach_requires_shim",
-          "[attach][e2e]") {
-  DaemonFixture fixture;
-  const TempDir& dir = fixture.dir;
-  const std::string& socket = fixture.socket;
+TEST_CASE_METHOD(DaemonFixture,
+                 "attach --no-inject to a process started without the shim is attach_requires_shim",
+                 "[attach][e2e]") {
   Subprocess unprepared({"sleep", "30"});
 
   const std::string out = dir.File("refused.json");
@@ -241,7 +235,7 @@ TEST_CASE("attach --no-inject to a process started without the shim is attach_re
 
   kill(unprepared.pid(), SIGKILL);
   unprepared.Wait(5);
-  fixture.StopDaemon();
+  StopDaemon();
 }
 
 // The scenario process of a simgpu-run job (simgpu-run runs each one as its own child process).
@@ -326,16 +320,11 @@ void CheckLateWindow(const json& report, const json& truth, int attach_index) {
   CHECK(process["coverage"]["fallbacks"][0]["reason"] == "graph_captured_before_attach");
 }
 
-TEST_CASE(
+TEST_CASE_METHOD(
+    DaemonFixture,
     "a job started without gpuattr, attached by pid ten times: each window equals the truth, "
     "NVTX is refused, and its output and exit status are those of a run without attach",
     "[attach][e2e]") {
-  DaemonFixture fixture;
-  const TempDir& dir = fixture.dir;
-  const std::string& socket = fixture.socket;
-  const std::string& scenario = fixture.scenario;
-  const std::string& stop_file = fixture.stop_file;
-
   // The same job without any attach, stopped after about the same number of steps.
   const std::string bare_truth = dir.File("bare_truth.json");
   Subprocess bare({SIMGPU_RUN, scenario, "--truth", bare_truth});
@@ -374,16 +363,12 @@ TEST_CASE(
     CheckLateWindow(ReadJson(windows[i]), truth, static_cast<int>(i) + 1);
   }
 
-  fixture.StopDaemon();
+  StopDaemon();
 }
 
-TEST_CASE("a late attach into a job whose CUPTI slot another tool holds is refused typed",
-          "[attach][e2e]") {
-  DaemonFixture fixture;
-  const TempDir& dir = fixture.dir;
-  const std::string& socket = fixture.socket;
-  const std::string& scenario = fixture.scenario;
-  const std::string& stop_file = fixture.stop_file;
+TEST_CASE_METHOD(DaemonFixture,
+                 "a late attach into a job whose CUPTI slot another tool holds is refused typed",
+                 "[attach][e2e]") {
   Subprocess job({SIMGPU_RUN, scenario, "--truth", dir.File("truth.json")},
                  {{"SIMGPU_CUPTI_MODE", "conflict:nsys-like-tool"}});
   const std::string out = dir.File("window.json");
@@ -405,14 +390,12 @@ TEST_CASE("a late attach into a job whose CUPTI slot another tool holds is refus
   CHECK_THAT(process["refusals"][0]["cause"].get<std::string>(), Catch::Contains("nsys-like-tool"));
   CHECK(process["totals"]["kernels"].is_null());
 
-  fixture.StopDaemon();
+  StopDaemon();
 }
 
-TEST_CASE("an attach that ptrace policy denies is a typed refusal and touches nothing",
-          "[attach][e2e]") {
-  DaemonFixture fixture;
-  const TempDir& dir = fixture.dir;
-  const std::string& socket = fixture.socket;
+TEST_CASE_METHOD(DaemonFixture,
+                 "an attach that ptrace policy denies is a typed refusal and touches nothing",
+                 "[attach][e2e]") {
   // A non-dumpable process: only a tracer with CAP_SYS_PTRACE may trace it, and gpuattr runs
   // without (setpriv drops it from a root caller; another user has none).
   Subprocess target({"/usr/bin/python3", "-c",
@@ -441,11 +424,12 @@ TEST_CASE("an attach that ptrace policy denies is a typed refusal and touches no
   CHECK(finished.out == "done\n");
   CHECK(ExitStatus(finished) == 0);
 
-  fixture.StopDaemon();
+  StopDaemon();
 }
 
-TEST_CASE("a late attach into a Python process with torch refuses the annotator, typed",
-          "[attach][e2e]") {
+TEST_CASE_METHOD(DaemonFixture,
+                 "a late attach into a Python process with torch refuses the annotator, typed",
+                 "[attach][e2e]") {
   REQUIRE(std::string(GPUATTR_TORCH_PYTHON) != "");
   if (GPUATTR_ASAN_SHIM) {
     // The ASan-built shim needs the ASan runtime first in the process: dlopened into Debian's
@@ -454,9 +438,6 @@ TEST_CASE("a late attach into a Python process with torch refuses the annotator,
     WARN("skipped under the asan-ubsan preset");
     return;
   }
-  DaemonFixture fixture;
-  const TempDir& dir = fixture.dir;
-  const std::string& socket = fixture.socket;
   const std::string ready = dir.File("ready");
   Subprocess python({GPUATTR_TORCH_PYTHON, "-c",
                      "import sys, time, torch\nopen(sys.argv[1], 'w').close()\n"
@@ -488,7 +469,7 @@ TEST_CASE("a late attach into a Python process with torch refuses the annotator,
   CHECK(finished.out == "8.0\n");
   CHECK(ExitStatus(finished) == 0);
 
-  fixture.StopDaemon();
+  StopDaemon();
 }
 
 }  // namespace
