@@ -18,6 +18,7 @@ using DeviceGetCountFunction = int (*)(int* count);
 using DeviceGetNameFunction = int (*)(char* name, int length, int device);
 
 constexpr int kMaxNamedDevices = 64;
+constexpr char kTorchPythonLibrary[] = "libtorch_python.so";
 
 std::atomic<bool> g_attached_late{false};
 
@@ -29,7 +30,8 @@ bool TorchLoaded() noexcept {
       [](dl_phdr_info* info, size_t, void* found_flag) {
         const char* slash = info->dlpi_name != nullptr ? strrchr(info->dlpi_name, '/') : nullptr;
         const char* name = slash != nullptr ? slash + 1 : info->dlpi_name;
-        if (name != nullptr && strncmp(name, "libtorch_python.so", 18) == 0) {
+        if (name != nullptr &&
+            strncmp(name, kTorchPythonLibrary, sizeof(kTorchPythonLibrary) - 1) == 0) {
           *static_cast<bool*>(found_flag) = true;
           return 1;
         }
@@ -42,9 +44,11 @@ bool TorchLoaded() noexcept {
 }  // namespace
 
 int StartLateAttach(const char* socket_path) noexcept {
+  // Set first: the session's flush thread may open a window as soon as it runs.
   g_attached_late.store(true, std::memory_order_release);
   const int started = StartArmedSession(socket_path);
-  if (started < 0) g_attached_late.store(false, std::memory_order_release);
+  // A session that was running already (the shim was there from the start) is not late.
+  if (started <= 0) g_attached_late.store(false, std::memory_order_release);
   return started > 0    ? kLateAttachStarted
          : started == 0 ? kLateAttachHadSession
                         : kLateAttachFailed;
