@@ -117,6 +117,8 @@ struct Reply {
   wire::AttachReply reply{};
   std::string report_path;
   std::string message;
+
+  wire::AttachStatus status() const { return static_cast<wire::AttachStatus>(reply.status); }
 };
 
 // Waits for the daemon's one reply message.
@@ -237,15 +239,11 @@ StatusOr<Reply> RequestWindowOnceRegistered(const std::string& socket_path,
   const uint64_t deadline = NowNs(CLOCK_MONOTONIC) + kRegistrationWaitNs;
   for (;;) {
     StatusOr<Reply> reply = RequestWindow(socket_path, options);
-    if (!reply.ok() ||
-        static_cast<wire::AttachStatus>(reply->reply.status) != wire::AttachStatus::kRequiresShim ||
-        NowNs(CLOCK_MONOTONIC) >= deadline) {
-      if (reply.ok() && static_cast<wire::AttachStatus>(reply->reply.status) ==
-                            wire::AttachStatus::kRequiresShim) {
-        reply->message = "the shim was loaded into pid " + std::to_string(options.value) +
-                         " but did not register with the daemon within " +
-                         std::to_string(kRegistrationWaitNs / 1'000'000'000) + " s";
-      }
+    if (!reply.ok() || reply->status() != wire::AttachStatus::kRequiresShim) return reply;
+    if (NowNs(CLOCK_MONOTONIC) >= deadline) {
+      reply->message = "the shim was loaded into pid " + std::to_string(options.value) +
+                       " but did not register with the daemon within " +
+                       std::to_string(kRegistrationWaitNs / 1'000'000'000) + " s";
       return reply;
     }
     usleep(kRegistrationPollUs);
@@ -418,7 +416,7 @@ int RunAttach(const AttachOptions& requested) {
     return Refuse(options, DaemonUnreachableRefusal(), reply.status().message());
   }
   if (!reply.ok()) return Fail(kExitInternal, reply.status().message());
-  if (static_cast<wire::AttachStatus>(reply->reply.status) == wire::AttachStatus::kRequiresShim &&
+  if (reply->status() == wire::AttachStatus::kRequiresShim &&
       options.selector == wire::AttachSelector::kPid && !options.no_inject) {
     // Not registered: a process started without gpuattr. Load the shim into it, wait for it to
     // register, and ask again.
@@ -428,7 +426,7 @@ int RunAttach(const AttachOptions& requested) {
     if (!reply.ok()) return Fail(kExitInternal, reply.status().message());
   }
 
-  switch (static_cast<wire::AttachStatus>(reply->reply.status)) {
+  switch (reply->status()) {
     case wire::AttachStatus::kDone:
       break;
     case wire::AttachStatus::kRequiresShim:

@@ -28,10 +28,6 @@ constexpr uint64_t kStopTimeoutNs = 1'000'000'000;
 constexpr useconds_t kSafePointRetryUs = 5000;
 constexpr uint64_t kCapSysPtraceBit = uint64_t{1} << 19;
 
-std::string ProcPath(pid_t pid, const std::string& tail) {
-  return "/proc/" + std::to_string(pid) + "/" + tail;
-}
-
 // The "Key:\tvalue" lines of /proc/PID/status; empty when the process is gone.
 std::map<std::string, std::string> ReadStatus(pid_t pid) {
   std::map<std::string, std::string> fields;

@@ -14,11 +14,12 @@ namespace {
 
 constexpr size_t kMaxElfBytes = 256u << 20;  // larger than any libc; bounds a hostile file
 
-std::string ProcPath(pid_t pid, const std::string& tail) {
-  return "/proc/" + std::to_string(pid) + "/" + tail;
-}
+// What of the executable is read for its program headers: the linkers put them right after the
+// ELF header, so this is more than any executable needs (a larger offset reads as no PT_INTERP).
+constexpr size_t kExecutableHeaderBytes = 64u << 10;
 
-StatusOr<std::string> ReadFileBytes(const std::string& path, size_t limit) {
+// The file's bytes. `truncate`: at most `limit` of them; else more than `limit` is an error.
+StatusOr<std::string> ReadFileBytes(const std::string& path, size_t limit, bool truncate = false) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int error = errno;
@@ -32,7 +33,11 @@ StatusOr<std::string> ReadFileBytes(const std::string& path, size_t limit) {
   char chunk[65536];
   while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
     bytes.append(chunk, static_cast<size_t>(in.gcount()));
-    if (bytes.size() > limit) return DataLossError(path + " is larger than an ELF file may be");
+    if (bytes.size() > limit) {
+      if (!truncate) return DataLossError(path + " is larger than an ELF file may be");
+      bytes.resize(limit);
+      break;
+    }
   }
   return bytes;
 }
@@ -51,10 +56,12 @@ bool IsMusl(std::string_view base) {
   return base.rfind("ld-musl-", 0) == 0 || base.rfind("libc.musl-", 0) == 0;
 }
 
-// A typed view of `bytes` at `offset`, or nullptr when it does not fit.
+// A typed view of `bytes` at `offset`, or nullptr when it does not fit or is misaligned (a
+// hostile file's offsets). The bytes start at a heap allocation, aligned for every ELF type.
 template <typename T>
 const T* At(std::string_view bytes, uint64_t offset, uint64_t count = 1) {
   if (offset > bytes.size() || count > (bytes.size() - offset) / sizeof(T)) return nullptr;
+  if (offset % alignof(T) != 0) return nullptr;
   return reinterpret_cast<const T*>(bytes.data() + offset);
 }
 
@@ -119,6 +126,10 @@ void AddMapping(std::optional<MappedObject>& object, const std::string& path,
 
 }  // namespace
 
+std::string ProcPath(pid_t pid, const std::string& tail) {
+  return "/proc/" + std::to_string(pid) + "/" + tail;
+}
+
 bool MappedObject::Contains(uint64_t address) const {
   return std::any_of(ranges.begin(), ranges.end(),
                      [address](const MappedRange& range) { return range.Contains(address); });
@@ -156,7 +167,8 @@ StatusOr<ProcessImage> ReadProcessImage(pid_t pid) {
   if (lines == 0) {
     return NotFoundError("process " + std::to_string(pid) + " has no mappings (gone, or a zombie)");
   }
-  StatusOr<std::string> exe = ReadFileBytes(ProcPath(pid, "exe"), kMaxElfBytes);
+  StatusOr<std::string> exe =
+      ReadFileBytes(ProcPath(pid, "exe"), kExecutableHeaderBytes, /*truncate=*/true);
   if (exe.ok()) {
     StatusOr<std::pair<const Elf64_Phdr*, size_t>> headers = ProgramHeaders(*exe);
     if (headers.ok()) {

@@ -57,6 +57,9 @@ struct ProcessImage {
   bool MapsObjectNamed(std::string_view file_name) const;
 };
 
+// "/proc/PID/TAIL".
+std::string ProcPath(pid_t pid, const std::string& tail);
+
 // Reads /proc/PID/maps and the executable's program headers. kNotFound when the process is gone.
 StatusOr<ProcessImage> ReadProcessImage(pid_t pid);
 

@@ -59,8 +59,9 @@ ThreadPosition PositionOf(const SavedRegisters& saved);
 // Makes the stopped thread run function(args...) from `saved`'s state with its stack pointer at
 // or below `stack_top`, and waits at most `timeout_ns` for it to return. Returns the function's
 // integer return value. Afterwards the thread is stopped with clobbered registers: the caller
-// restores them. kUnavailable when the thread exited, kInternal when the function faulted or did
-// not return in time (the thread is then stopped where it was: see docs/attach.md §Limits).
+// restores them. kUnavailable when the thread exited (kNotFound when it exited while being taken
+// back), kInternal when the function faulted or did not return in time (the thread is then
+// stopped where it was: see docs/attach.md §Limits).
 StatusOr<uint64_t> CallFunction(pid_t tid, const SavedRegisters& saved, uint64_t function,
                                 std::span<const uint64_t> args, uint64_t stack_top,
                                 uint64_t timeout_ns);

@@ -60,17 +60,6 @@ StatusOr<user_regs_struct> ReadGeneral(pid_t tid) {
   return GeneralOf(SavedRegisters{std::move(bytes), {}});
 }
 
-// Stops a thread that is running our function (it did not return in time), so that the caller
-// can restore its registers.
-Status InterruptCall(pid_t tid) {
-  if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0) {
-    return FailedPreconditionError("PTRACE_INTERRUPT failed: " + std::string(std::strerror(errno)));
-  }
-  GPUATTR_ASSIGN_OR_RETURN(StopEvent stop, WaitForStop(tid, kInterruptTimeoutNs));
-  if (stop.exited) return UnavailableError("the thread exited");
-  return Status::Ok();
-}
-
 }  // namespace
 
 bool IsBlockingSystemCall(int64_t system_call) {
@@ -157,7 +146,8 @@ StatusOr<uint64_t> CallFunction(pid_t tid, const SavedRegisters& saved, uint64_t
   for (;;) {
     StatusOr<StopEvent> stop = WaitForStop(tid, timeout_ns);
     if (!stop.ok()) {
-      GPUATTR_RETURN_IF_ERROR(InterruptCall(tid));
+      // Taken back, so that the caller can restore its registers.
+      GPUATTR_RETURN_IF_ERROR(StopThread(tid, kInterruptTimeoutNs));
       return InternalError("the remote call did not return within its time: " +
                            stop.status().message());
     }

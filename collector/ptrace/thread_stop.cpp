@@ -33,10 +33,14 @@ Status SeizeAndStop(pid_t tid, uint64_t timeout_ns) {
   if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
     return PtraceError("PTRACE_SEIZE", tid, errno);
   }
+  Status stopped = StopThread(tid, timeout_ns);
+  if (!stopped.ok()) ptrace(PTRACE_DETACH, tid, nullptr, nullptr);  // best effort: let it go
+  return stopped;
+}
+
+Status StopThread(pid_t tid, uint64_t timeout_ns) {
   if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0) {
-    const int error = errno;
-    ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
-    return PtraceError("PTRACE_INTERRUPT", tid, error);
+    return PtraceError("PTRACE_INTERRUPT", tid, errno);
   }
   StatusOr<StopEvent> stop = WaitForStop(tid, timeout_ns);
   if (!stop.ok()) return stop.status();

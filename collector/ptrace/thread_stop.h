@@ -28,6 +28,11 @@ struct StopEvent {
 // kFailedPrecondition for EBUSY-like states (already traced).
 Status SeizeAndStop(pid_t tid, uint64_t timeout_ns);
 
+// PTRACE_INTERRUPT of a seized thread, and waits (at most `timeout_ns`) for its stop: the first
+// stop after seizing, or taking back a thread that runs a remote call too long. kNotFound when
+// the thread exited meanwhile.
+Status StopThread(pid_t tid, uint64_t timeout_ns);
+
 // Waits at most `timeout_ns` for the next stop (or the end) of a seized thread.
 StatusOr<StopEvent> WaitForStop(pid_t tid, uint64_t timeout_ns);
 
