@@ -35,10 +35,8 @@ hot="$build/tests/bench/inject_hot_path_bench"
 fake_cupti="$build/tests/simgpu/libcupti.so.13"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
-mkdir -p "$out/reports"
-"$build/collector/gpuattr" daemon --quiet --socket "$out/daemon.sock" --reports-dir "$out/reports" &
-daemon_pid=$!
-for _ in $(seq 100); do [ -S "$out/daemon.sock" ] && break; sleep 0.05; done
+source "$repo/scripts/bench_lib.sh"
+start_bench_daemon "$build/collector/gpuattr" "$out"
 for round in $(seq "${HOT_PATH_ROUNDS:-3}"); do
   echo "== shim hot path, round $round: bare, empty subscriber, under gpuattr run, armed"
   GPUATTR_CUPTI_LIBRARY="$fake_cupti" "$hot" --benchmark_out="$out/bare.$round.json" \
@@ -50,23 +48,17 @@ for round in $(seq "${HOT_PATH_ROUNDS:-3}"); do
     -o "$out/report.$round.json" -- "$hot" --benchmark_out="$out/traced.$round.json" \
     --benchmark_out_format=json >/dev/null
   GPUATTR_CUPTI_LIBRARY="$fake_cupti" "$build/collector/gpuattr" run --armed \
-    --socket "$out/daemon.sock" -- "$hot" --benchmark_out="$out/armed.$round.json" \
+    --socket "$out/d.sock" -- "$hot" --benchmark_out="$out/armed.$round.json" \
     --benchmark_out_format=json >/dev/null
 done
 kill -TERM "$daemon_pid"
 wait "$daemon_pid" || true
-python3 - "$out" <<'PY'
-import glob, json, statistics, sys
+python3 - "$out" "$repo/scripts" <<'PY'
+import glob, json, sys
 out = sys.argv[1]
-def medians(config):
-    """benchmark -> median over rounds of each round's in-process median (ns), and the rounds."""
-    rounds = {}
-    for path in sorted(glob.glob(f"{out}/{config}.*.json")):
-        for r in json.load(open(path))["benchmarks"]:
-            if r.get("aggregate_name") == "median":
-                rounds.setdefault(r["run_name"], []).append(r["cpu_time"])
-    return {name: (statistics.median(v), v) for name, v in rounds.items()}
-bare, empty, traced, armed = (medians(c) for c in ("bare", "empty", "traced", "armed"))
+sys.path.insert(0, sys.argv[2])
+from bench_medians import medians
+bare, empty, traced, armed = (medians(out, c) for c in ("bare", "empty", "traced", "armed"))
 def cell(value):
     return f"{value:>11.1f}" if value is not None else f"{'-':>11}"
 print(f"{'benchmark':<16}" + "".join(f"{h:>11}" for h in [

@@ -19,10 +19,8 @@ cleanup() {
   rm -rf "$out"
 }
 trap cleanup EXIT
-mkdir "$out/reports"
-"$gpuattr" daemon --quiet --socket "$out/d.sock" --reports-dir "$out/reports" &
-daemon_pid=$!
-for _ in $(seq 100); do [ -S "$out/d.sock" ] && break; sleep 0.05; done
+source "$repo/scripts/bench_lib.sh"
+start_bench_daemon "$gpuattr" "$out"
 cat >"$out/scenario.json" <<EOF
 {"processes": [{"name": "trainer", "threads": [{"name": "main", "ops": [
   {"repeat_until_file": "$out/stop", "max": 1000000, "ops": [

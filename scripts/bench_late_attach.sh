@@ -21,10 +21,8 @@ cleanup() {
   rm -rf "$out"
 }
 trap cleanup EXIT
-mkdir "$out/reports"
-"$gpuattr" daemon --quiet --socket "$out/d.sock" --reports-dir "$out/reports" &
-daemon_pid=$!
-for _ in $(seq 100); do [ -S "$out/d.sock" ] && break; sleep 0.05; done
+source "$repo/scripts/bench_lib.sh"
+start_bench_daemon "$gpuattr" "$out"
 for round in $(seq "${ROUNDS:-3}"); do
   echo "== round $round: bare, then after $windows late-attach windows" >&2
   "$hot" --benchmark_out="$out/bare.$round.json" --benchmark_out_format=json >/dev/null
@@ -40,17 +38,12 @@ for round in $(seq "${ROUNDS:-3}"); do
   touch "$out/gate"
   wait "$bench_pid"
 done
-/usr/bin/python3 - "$out" "$windows" <<'PY'
-import glob, json, statistics, sys
-out, windows = sys.argv[1], int(sys.argv[2])
-def medians(config):
-    rounds = {}
-    for path in sorted(glob.glob(f"{out}/{config}.*.json")):
-        for r in json.load(open(path))["benchmarks"]:
-            if r.get("aggregate_name") == "median":
-                rounds.setdefault(r["run_name"], []).append(r["cpu_time"])
-    return {name: (statistics.median(v), v) for name, v in rounds.items()}
-bare, after = medians("bare"), medians("after")
+/usr/bin/python3 - "$out" "$repo/scripts" <<'PY'
+import glob, json, sys
+out = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from bench_medians import medians
+bare, after = medians(out, "bare"), medians(out, "after")
 print(f"{'benchmark':<16}{'bare':>11}{'after':>11}{'after-bare':>12}")
 for name in sorted(bare):
     b, a = bare[name][0], after[name][0]
