@@ -215,7 +215,7 @@ TEST_CASE("four ranks under a launcher: the per-rank table equals the truth", "[
   }
 
   // The text summary's rank table.
-  using Catch::Matchers::Contains;
+  using Catch::Contains;
   CHECK_THAT(run.result.err,
              Contains("step time: slowest rank 2 (pid " + std::to_string(slowest.pid) + ")"));
   CHECK_THAT(run.result.err, Contains("fastest rank 0 (pid " + std::to_string(fastest.pid) + ")"));

@@ -1,12 +1,14 @@
 // What the PyTorch e2e tests share (pytorch_annotator_e2e_test.cpp, pytorch_flops_e2e_test.cpp):
 // the interpreter that has torch, running a command under `gpuattr run`, the simulated GPU's
 // environment for torch, and walking a report's pass tree. Needs the target's compile
-// definitions GPUATTR_TORCH_PYTHON, GPUATTR_BIN, FAKE_CUPTI_LIBRARY, SIMGPU_PYWORK_LIBRARY and
-// SIMGPU_TORCH_DIR.
+// definitions GPUATTR_BIN, FAKE_CUPTI_LIBRARY, SIMGPU_PYWORK_LIBRARY and SIMGPU_TORCH_DIR; the
+// interpreter is the environment's GPUATTR_TORCH_PYTHON, which ctest sets per torch
+// (tests/e2e/CMakeLists.txt: each case runs once per torch found).
 #ifndef GPUATTR_TESTS_E2E_PYTORCH_E2E_UTIL_H_
 #define GPUATTR_TESTS_E2E_PYTORCH_E2E_UTIL_H_
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -16,16 +18,19 @@
 
 namespace gpuattr::e2e {
 
-// The interpreter that has torch, found at configure time; empty when none had it.
-inline constexpr const char* kPython = GPUATTR_TORCH_PYTHON;
+// The interpreter that has torch, as ctest names it; empty when none had it at configure time.
+inline const std::string kPython = [] {
+  const char* python = std::getenv("GPUATTR_TORCH_PYTHON");
+  return std::string(python == nullptr ? "" : python);
+}();
 
 // Every case starts here: without torch there is nothing to test, and that is a failure
-// (scripts/setup.sh installs python3-torch), never a skip.
+// (scripts/setup.sh installs torch in .venv and python3-torch), never a skip.
 inline void RequireTorch() {
   INFO(
-      "no python3 that imports torch was found when the build was configured; install "
-      "python3-torch (scripts/setup.sh does) and configure again");
-  REQUIRE(std::string(kPython) != "");
+      "no interpreter that imports torch was found when the build was configured, or the test "
+      "ran outside ctest without GPUATTR_TORCH_PYTHON; run scripts/setup.sh and configure again");
+  REQUIRE(!kPython.empty());
 }
 
 inline const nlohmann::json* FindPass(const nlohmann::json& nodes,

@@ -297,7 +297,7 @@ TEST_CASE("steps: an explicit --step, and no step range", "[unit][steps]") {
   options.step = "epoch";
   const Json missing = ProcessReportOf(*TrainingTrace(options), options);
   CHECK(missing["steps"].is_null());
-  CHECK_THAT(missing["steps_reason"].get<std::string>(), Catch::Matchers::Contains("'epoch'"));
+  CHECK_THAT(missing["steps_reason"].get<std::string>(), Catch::Contains("'epoch'"));
 
   ProcessTrace single;
   {
@@ -310,7 +310,7 @@ TEST_CASE("steps: an explicit --step, and no step range", "[unit][steps]") {
   }
   const Json none = ProcessReportOf(single);
   CHECK(none["steps"].is_null());
-  CHECK_THAT(none["steps_reason"].get<std::string>(), Catch::Matchers::Contains("two or more"));
+  CHECK_THAT(none["steps_reason"].get<std::string>(), Catch::Contains("two or more"));
 }
 
 TEST_CASE("steps: ProfilerStep#N instances are one step range", "[unit][steps]") {

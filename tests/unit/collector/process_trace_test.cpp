@@ -400,8 +400,7 @@ TEST_CASE("a CUPTI refusal carries its catalogue code and the shim's cause", "[u
   REQUIRE(process["refusals"].size() == 1);
   CHECK(process["refusals"][0]["code"] == "cupti_subscriber_conflict");
   CHECK(process["refusals"][0]["cupti_result"] == 39);
-  CHECK_THAT(process["refusals"][0]["cause"].get<std::string>(),
-             Catch::Matchers::Contains("held by nsys"));
+  CHECK_THAT(process["refusals"][0]["cause"].get<std::string>(), Catch::Contains("held by nsys"));
 }
 
 TEST_CASE("protocol violations are rejected whole", "[unit][trace]") {

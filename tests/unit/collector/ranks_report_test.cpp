@@ -91,7 +91,7 @@ TEST_CASE("the rank table: median step time, slowest, fastest and straggler spre
   CHECK(summary["straggler_spread"] == 1.0);
 
   const std::string text = RenderSummary(report);
-  using Catch::Matchers::Contains;
+  using Catch::Contains;
   CHECK_THAT(text, Contains("step time: slowest rank 1 (pid 301) 0.000 ms, fastest rank 0"));
   CHECK_THAT(text, Contains("spread 100.0%"));
   CHECK_THAT(text, Contains("launcher pid 100 (exit 0, not traced): children 300, 301, 302, 303"));
@@ -116,8 +116,7 @@ TEST_CASE("with fewer than two processes with steps there is no straggler", "[un
   CHECK(report["summary"]["slowest"].is_null());
   CHECK(report["summary"]["fastest"].is_null());
   CHECK(report["summary"]["straggler_spread"].is_null());
-  CHECK_THAT(RenderSummary(report),
-             Catch::Matchers::Contains("fewer than two processes with steps"));
+  CHECK_THAT(RenderSummary(report), Catch::Contains("fewer than two processes with steps"));
 }
 
 TEST_CASE("rank rows read from a merge's inputs may lack members: the straggler reads them as null",
@@ -196,20 +195,20 @@ TEST_CASE("a process entry that is not a report's is refused with the field name
   };
   Json negative = process;
   negative["totals"]["kernel_ns"] = -5;
-  CHECK_THAT(refusal(negative), Catch::Matchers::StartsWith("r.json: processes[0]: "
-                                                            "totals.kernel_ns is not"));
+  CHECK_THAT(refusal(negative), Catch::StartsWith("r.json: processes[0]: "
+                                                  "totals.kernel_ns is not"));
   Json cut = process;
   cut["families"][0]["shapes"][0]["grid"] = {1, 2};
-  CHECK_THAT(refusal(cut), Catch::Matchers::Contains("families[0].shapes[0].grid"));
+  CHECK_THAT(refusal(cut), Catch::Contains("families[0].shapes[0].grid"));
   Json status = process;
   status["status"] = "finished";
-  CHECK_THAT(refusal(status), Catch::Matchers::Contains("status is none of"));
+  CHECK_THAT(refusal(status), Catch::Contains("status is none of"));
   Json older = process;
   older["families"][0]["launch"]["latency_ns"].erase("total");
-  CHECK_THAT(refusal(older), Catch::Matchers::Contains("families[0].launch.latency_ns.total"));
+  CHECK_THAT(refusal(older), Catch::Contains("families[0].launch.latency_ns.total"));
   Json wide = process;
   wide["families"][0]["shapes"][0]["shared_memory_bytes"] = uint64_t{1} << 33;
-  CHECK_THAT(refusal(wide), Catch::Matchers::Contains("does not fit 32 bits"));
+  CHECK_THAT(refusal(wide), Catch::Contains("does not fit 32 bits"));
   // Not measured: nothing but the status and the null totals is read.
   Json unmeasured = process;
   unmeasured["totals"]["kernel_ns"] = nullptr;

@@ -182,7 +182,7 @@ TEST_CASE("the summary merges processes and lists ranks", "[unit][report]") {
 TEST_CASE("the text summary names processes, devices, passes and families", "[unit][report]") {
   Fixture fixture;
   const std::string text = RenderSummary(fixture.Report());
-  using Catch::Matchers::Contains;
+  using Catch::Contains;
   CHECK_THAT(text, Contains("pid 200"));
   CHECK_THAT(text, Contains("status host_only"));
   CHECK_THAT(text, Contains("host only: CUDA never started in this process"));
@@ -202,7 +202,7 @@ TEST_CASE("a capture without any range advises how to get ranges, in the report 
   REQUIRE(without_ranges["advice"].size() == 1);
   const Json& advice = without_ranges["advice"][0];
   CHECK(advice["code"] == "no_ranges");
-  using Catch::Matchers::Contains;
+  using Catch::Contains;
   CHECK_THAT(advice["remedy"].get<std::string>(), Contains("--pytorch modules"));
   CHECK_THAT(advice["remedy"].get<std::string>(), Contains("nvtxRangePushA"));
   const std::string summary = RenderSummary(without_ranges);

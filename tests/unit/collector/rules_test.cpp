@@ -84,8 +84,8 @@ void CheckPhaseError(const std::string& text, const std::string& expected) {
   INFO(text);
   REQUIRE_FALSE(rules.ok());
   CHECK(rules.status().code() == StatusCode::kInvalidArgument);
-  CHECK_THAT(rules.status().message(), Catch::Matchers::Contains(expected));
-  CHECK_THAT(rules.status().message(), Catch::Matchers::StartsWith("p.json"));
+  CHECK_THAT(rules.status().message(), Catch::Contains(expected));
+  CHECK_THAT(rules.status().message(), Catch::StartsWith("p.json"));
 }
 
 void CheckFamilyError(const std::string& text, const std::string& expected) {
@@ -93,7 +93,7 @@ void CheckFamilyError(const std::string& text, const std::string& expected) {
   INFO(text);
   REQUIRE_FALSE(rules.ok());
   CHECK(rules.status().code() == StatusCode::kInvalidArgument);
-  CHECK_THAT(rules.status().message(), Catch::Matchers::Contains(expected));
+  CHECK_THAT(rules.status().message(), Catch::Contains(expected));
 }
 
 TEST_CASE("malformed rule files are refused with the problem named", "[unit][rules]") {
@@ -122,7 +122,7 @@ TEST_CASE("malformed rule files are refused with the problem named", "[unit][rul
   test_support::TempDir dir;
   const StatusOr<FamilyRules> missing = FamilyRules::Load(dir.File("absent.json"));
   REQUIRE_FALSE(missing.ok());
-  CHECK_THAT(missing.status().message(), Catch::Matchers::Contains("cannot open"));
+  CHECK_THAT(missing.status().message(), Catch::Contains("cannot open"));
   std::ofstream(dir.File("rules.json"))
       << R"json({"rules": [{"match": "^my_(\\w+)", "family": "mine:$1"}]})json";
   const StatusOr<FamilyRules> loaded = FamilyRules::Load(dir.File("rules.json"));

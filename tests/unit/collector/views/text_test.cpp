@@ -87,7 +87,7 @@ TEST_CASE("a table aligns its columns and elides only the name column", "[unit][
 }
 
 TEST_CASE("a status that is not plain says what it means", "[unit][text]") {
-  using Catch::Matchers::Contains;
+  using Catch::Contains;
   const Json cut = {
       {"status", "truncated"},
       {"loss", {{"lost_span", {{"from_ns", 10}, {"to_ns", 2500010}, {"ns", 2500000}}}}}};
