@@ -208,7 +208,7 @@ ProcessAnalysis ActivityFolder::Finish(const LaunchCounts& launches) {
       });
   copies_.Finish(result.devices);
   result.families = families_.Finish();
-  result.modules = modules_.Finish();
+  result.modules = modules_.Finish(result.passes);
   steps_.Finish(host_ranges_.durations_by_node(), result);
   host_ranges_.FinishSpansAndMarks(result);
   work_.Finish(result);

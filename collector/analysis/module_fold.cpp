@@ -14,33 +14,33 @@ bool IsBackwardLeaf(const std::string& name) {
 
 }  // namespace
 
+int64_t ModuleFold::RowOfPath(const std::vector<std::string>& path) {
+  const auto module = std::find_if(path.rbegin(), path.rend(), IsModule);
+  if (module == path.rend()) return -1;
+  const bool forward = std::none_of(path.begin(), path.end(), IsBackwardLeaf);
+  auto [found, added] = row_index_.try_emplace(*module, rows_.size());
+  if (added) {
+    ModuleRow row;
+    row.module = *module;
+    std::copy_if(path.begin(), module.base(), std::back_inserter(row.path), IsModule);
+    row.path_is_forward = forward;
+    rows_.push_back(std::move(row));
+  } else if (forward && !rows_[found->second].path_is_forward) {
+    ModuleRow& row = rows_[found->second];
+    row.path.clear();
+    std::copy_if(path.begin(), module.base(), std::back_inserter(row.path), IsModule);
+    row.path_is_forward = true;
+  }
+  return static_cast<int64_t>(found->second);
+}
+
 int64_t ModuleFold::RowOf(uint32_t node) {
   if (node == last_node_) return last_row_;
   last_node_ = node;
   const uint32_t pass = paths_.PassIdOf(node);
   if (pass >= rows_by_pass_.size()) rows_by_pass_.resize(paths_.pass_count());
-  if (rows_by_pass_[pass]) return last_row_ = *rows_by_pass_[pass];
-  const std::vector<std::string>& path = paths_.PassPath(pass);
-  const auto leaf = std::find_if(path.rbegin(), path.rend(), IsBackwardLeaf);
-  const auto split = leaf == path.rend() ? path.begin() : leaf.base();
-  std::vector<std::string> modules;  // above the split: the backward's forward module
-  std::copy_if(path.begin(), split, std::back_inserter(modules), IsModule);
-  std::vector<std::string> recomputed;  // below it: modules that ran inside backward
-  std::copy_if(split, path.end(), std::back_inserter(recomputed), IsModule);
-  if (!recomputed.empty()) {
-    // A recomputed module is known by its own name: it sits where that name sits above.
-    auto same = std::find(modules.begin(), modules.end(), recomputed.front());
-    modules.erase(same == modules.end() ? modules.begin() : same, modules.end());
-    modules.insert(modules.end(), recomputed.begin(), recomputed.end());
-  }
-  int64_t row = -1;
-  if (!modules.empty()) {
-    auto [found, added] = row_index_.try_emplace(modules, rows_.size());
-    if (added) rows_.push_back({std::move(modules), {}});
-    row = static_cast<int64_t>(found->second);
-  }
-  rows_by_pass_[pass] = row;
-  return last_row_ = row;
+  if (!rows_by_pass_[pass]) rows_by_pass_[pass] = RowOfPath(paths_.PassPath(pass));
+  return last_row_ = *rows_by_pass_[pass];
 }
 
 void ModuleFold::Fold(const AttributedActivity& attributed) {
@@ -49,7 +49,19 @@ void ModuleFold::Fold(const AttributedActivity& attributed) {
   rows_[static_cast<size_t>(row)].phases.Add(attributed.outcome.phase, attributed.ns());
 }
 
-std::vector<ModuleRow> ModuleFold::Finish() {
+void ModuleFold::CountCalls(const std::vector<PassNode>& passes) {
+  for (const PassNode& pass : passes) {
+    if (IsModule(pass.name)) {
+      ModuleRow& row = rows_[static_cast<size_t>(RowOfPath(pass.path))];
+      const bool recompute = std::any_of(pass.path.begin(), pass.path.end(), IsBackwardLeaf);
+      (recompute ? row.recompute_calls : row.calls) += pass.instances;
+    }
+    CountCalls(pass.children);
+  }
+}
+
+std::vector<ModuleRow> ModuleFold::Finish(const std::vector<PassNode>& passes) {
+  CountCalls(passes);
   std::vector<ModuleRow> rows = std::move(rows_);
   std::sort(rows.begin(), rows.end(), [](const ModuleRow& a, const ModuleRow& b) {
     const uint64_t a_ns = a.phases.total_ns();

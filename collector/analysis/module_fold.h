@@ -1,19 +1,20 @@
 // ModuleFold: device time by PyTorch module and phase (docs/attribution.md §Modules), the table
 // that answers "how much backward did layer3.conv2 cost, and how much recompute".
 //
-// A module is a range named `nn.Module: <Class>_<k>` (Kineto's with_modules events; the live
-// annotator's, issue 19, by the same name). An attributed activity's module path is the module
-// names on its pass path (path_names.h), outermost first, split at the last `backward` or
-// `backward_unlinked` range (the PyTorch model's leaf, import/pytorch_model.h). Above the leaf are
-// the modules whose forward created that backward; modules below it ran inside backward (a
-// checkpoint's recompute): the first of them replaces its own name above and what follows it (a
-// module name `Class_k` is one module instance), or, absent there, the modules above altogether.
-// A path without a leaf keeps all its modules. The activity's phase (activity_folder.h) picks the
-// term, so each row's terms add up to the device time attributed under that module path, and a
-// path with no module is in no row.
+// A module is a range named `nn.Module: <name>`: Kineto's with_modules events name every module
+// instance `<Class>_<k>`, the live annotator (issue 19) a root so and a submodule by its
+// qualified name; either way one name is one module. An attributed activity belongs to the
+// innermost module of its pass path (path_names.h), so a module has one row whatever ran it: its
+// forward, its backward (the modules above the PyTorch model's last `backward` leaf made that
+// backward, import/pytorch_model.h), its recompute (modules below the leaf ran inside backward),
+// and each call of a module shared by several parents. The activity's phase
+// (activity_folder.h) picks the term, so each row's terms add up to the device time attributed
+// to that module itself (not its children), and a path with no module is in no row. A row's path
+// is where the module first ran forward (a path without a leaf), else where it first ran; its
+// calls are the instances of its forward and recompute pass nodes (Finish).
 //
-// Single-threaded, on the thread that folds. Memory: one row per distinct module path, and a
-// cached row index per pass (path_names.h) until names change (Refresh).
+// Single-threaded, on the thread that folds. Memory: one row per module, and a cached row index
+// per pass (path_names.h) until names change (Refresh).
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_MODULE_FOLD_H_
 #define GPUATTR_COLLECTOR_ANALYSIS_MODULE_FOLD_H_
 
@@ -49,18 +50,25 @@ class ModuleFold {
   // An attributed activity (outcome.node != 0) with timestamps.
   void Fold(const AttributedActivity& attributed);
 
-  // The rows, most device time first (ties by path). Once.
-  std::vector<ModuleRow> Finish();
+  // The rows, most device time first (ties by path), with each module's calls counted from the
+  // finished pass tree `passes`; a module that ran but had no device time has a row of zeros.
+  // Once.
+  std::vector<ModuleRow> Finish(const std::vector<PassNode>& passes);
 
  private:
-  // The row of a pass node's module path; -1: the path has no module.
+  // The row of the innermost module of `path` (a pass path), added at its first sight; -1: the
+  // path has no module.
+  int64_t RowOfPath(const std::vector<std::string>& path);
+  // RowOfPath of a pass node's path, cached by pass.
   int64_t RowOf(uint32_t node);
+  // Adds the forward and recompute calls of `passes` and their children to the rows.
+  void CountCalls(const std::vector<PassNode>& passes);
 
   PathNames& paths_;
   std::vector<std::optional<int64_t>> rows_by_pass_;  // by pass id, once asked
   uint32_t last_node_ = 0;  // consecutive activities mostly share a node: RowOf's last answer
   int64_t last_row_ = -1;
-  std::map<std::vector<std::string>, size_t> row_index_;  // module path -> rows_ index
+  std::map<std::string, size_t, std::less<>> row_index_;  // module name -> rows_ index
   std::vector<ModuleRow> rows_;
 };
 

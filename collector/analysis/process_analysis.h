@@ -298,9 +298,13 @@ struct PhaseTotals {
   }
 };
 
-// Device time attributed under one PyTorch module path, by phase (§Modules, module_fold.h).
+// Device time attributed to one PyTorch module, by phase (§Modules, module_fold.h).
 struct ModuleRow {
-  std::vector<std::string> path;  // module names, outermost first
+  std::string module;             // its range name, `nn.Module: …`: the row's key
+  std::vector<std::string> path;  // module names where it first ran, outermost first, its own last
+  bool path_is_forward = false;   // path is a forward call's (else a backward or recompute's)
+  uint64_t calls = 0;             // instances of its forward pass nodes
+  uint64_t recompute_calls = 0;   // instances of its pass nodes under a backward leaf
   PhaseTotals phases;
 };
 

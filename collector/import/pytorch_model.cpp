@@ -101,9 +101,9 @@ class ProcessModel {
         backward_unlinked_(trace->strings.Intern(kBackwardUnlinkedLeaf)) {
     for (const auto& [tid, ranges] : process.ranges) threads_.emplace(tid, NestedRanges(ranges));
     for (const TorchOp* op : process.sequenced_ops) {
-      if (op->tid == main_tid_) forward_by_sequence_[op->sequence].push_back(op->start_ns);
+      forward_by_sequence_[{op->tid, op->sequence}].push_back(op->start_ns);
     }
-    for (auto& [sequence, starts] : forward_by_sequence_) std::sort(starts.begin(), starts.end());
+    for (auto& [key, starts] : forward_by_sequence_) std::sort(starts.begin(), starts.end());
     for (const TorchFlowPoint* finish : process.flow_finishes) {
       finishes_[finish->tid].push_back(finish);
     }
@@ -114,7 +114,7 @@ class ProcessModel {
     }
   }
 
-  // Appends the ranges of every top-level backward op to `out`.
+  // Appends the ranges of every backward op to `out`.
   void Build(std::vector<ImportedRange>* out) {
     std::vector<const TorchOp*> ops = process_.backward_ops;
     std::stable_sort(ops.begin(), ops.end(), [](const TorchOp* a, const TorchOp* b) {
@@ -122,17 +122,23 @@ class ProcessModel {
       if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns;
       return a->end_ns > b->end_ns;
     });
-    const TorchOp* enclosing = nullptr;
+    std::vector<const TorchOp*> open;  // the ops of this thread that enclose the current one
     for (const TorchOp* op : ops) {
-      if (enclosing && enclosing->tid == op->tid && op->start_ns < enclosing->end_ns) continue;
-      enclosing = op;
-      AddChain(*op, out);
+      while (!open.empty() &&
+             (open.back()->tid != op->tid || open.back()->end_ns <= op->start_ns)) {
+        open.pop_back();
+      }
+      AddChain(*op, open.empty() ? nullptr : open.back(), out);
+      open.push_back(op);
     }
   }
 
  private:
-  // Where the forward op that created `op` started: (thread, time).
-  std::optional<std::pair<uint32_t, uint64_t>> ForwardOf(const TorchOp& op) {
+  // Where the forward op that created `op` started: (thread, time). `enclosing`, the backward
+  // op `op` runs inside on its thread (a reentrant checkpoint's), made `op`'s graph on that
+  // thread while it ran: a number is looked up there; a top-level op's on the main thread.
+  std::optional<std::pair<uint32_t, uint64_t>> ForwardOf(const TorchOp& op,
+                                                         const TorchOp* enclosing) {
     auto finishes = finishes_.find(op.tid);
     if (finishes != finishes_.end()) {
       auto first = std::lower_bound(
@@ -146,12 +152,15 @@ class ProcessModel {
       }
     }
     if (op.sequence >= 0) {
-      auto starts = forward_by_sequence_.find(op.sequence);
+      // Sequence numbers count per thread (autograd's are thread-local).
+      const uint32_t tid = enclosing ? op.tid : main_tid_;
+      auto starts = forward_by_sequence_.find({tid, op.sequence});
       if (starts != forward_by_sequence_.end()) {
         auto after = std::upper_bound(starts->second.begin(), starts->second.end(), op.start_ns);
-        if (after != starts->second.begin()) {
+        if (after != starts->second.begin() &&
+            (!enclosing || *(after - 1) >= enclosing->start_ns)) {
           ++counts_->linked_by_sequence;
-          return std::make_pair(main_tid_, *(after - 1));
+          return std::make_pair(tid, *(after - 1));
         }
       }
     }
@@ -159,15 +168,17 @@ class ProcessModel {
     return std::nullopt;
   }
 
-  void AddChain(const TorchOp& op, std::vector<ImportedRange>* out) {
+  // The ranges of backward op `op`, nested in `enclosing` (null: a top-level op), whose chain
+  // holds the main thread's context already.
+  void AddChain(const TorchOp& op, const TorchOp* enclosing, std::vector<ImportedRange>* out) {
     ++counts_->backward_ops;
     const auto add = [&](uint32_t name, RangeOrigin origin) {
       out->push_back({op.start_ns, op.end_ns, op.pid, op.tid, name, origin});
     };
-    const auto forward = ForwardOf(op);
+    const auto forward = ForwardOf(op, enclosing);
     if (!forward) {
       // The main thread's context up to its first module (the step, `## backward ##`).
-      if (op.tid != main_tid_) {
+      if (op.tid != main_tid_ && !enclosing) {
         const auto context = OpenAt(main_tid_, op.start_ns);
         for (auto it = context.begin(); it != FirstModule(context.begin(), context.end()); ++it) {
           add((*it)->name, RangeOrigin::kModelContext);
@@ -185,7 +196,7 @@ class ProcessModel {
     for (auto it = path.begin(); it != path.end(); ++it) {
       const bool module_path = it >= first && it < last;
       const bool still_open = (*it)->end_ns > op.start_ns;
-      if (module_path || (still_open && forward->first != op.tid)) {
+      if (module_path || (still_open && forward->first != op.tid && !enclosing)) {
         add((*it)->name, RangeOrigin::kModelContext);
       }
     }
@@ -213,8 +224,9 @@ class ProcessModel {
   const uint32_t main_tid_;
   const uint32_t backward_;
   const uint32_t backward_unlinked_;
-  std::map<uint32_t, NestedRanges> threads_;                         // the file's ranges, by tid
-  std::map<int64_t, std::vector<uint64_t>> forward_by_sequence_;     // main thread op starts
+  std::map<uint32_t, NestedRanges> threads_;  // the file's ranges, by tid
+  // Sequenced op starts by (thread, sequence number).
+  std::map<std::pair<uint32_t, int64_t>, std::vector<uint64_t>> forward_by_sequence_;
   std::map<uint32_t, std::vector<const TorchFlowPoint*>> finishes_;  // by tid, by time
 };
 

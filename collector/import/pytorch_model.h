@@ -4,23 +4,26 @@
 // The Kineto importer collects, besides the ranges it keeps (annotations, steps, `nn.Module: …`
 // python_function events, checkpoint recompute frames), the events this model reads: every
 // `autograd::engine::evaluate_function: …` op (a backward op), every other op with a `Sequence
-// number`, and the `fwdbwd` flows. Then, in each process that holds module ranges, each top-level
-// backward op B (not inside another backward op on its thread) gets ranges of B's interval on
-// B's thread, outermost first:
+// number`, and the `fwdbwd` flows. Then, in each process that holds module ranges, each backward
+// op B gets ranges of B's interval on B's thread, outermost first:
 //   1. when B runs off the main thread (autograd's device threads): copies of the main thread's
 //      ranges open at B's start that are not modules (the step, `## backward ##`), so backward
 //      time sits in the same tree as forward;
 //   2. the module path of the forward op that created B: the `nn.Module: …` ranges open on the
 //      forward op's thread at its start. The forward op is found by the fwdbwd flow that ends
 //      inside B (its start point is the forward op's start), else by B's `Sequence number`: the
-//      latest op on the main thread with that number starting before B;
+//      latest op on the main thread with that number starting before B (for a nested B, on B's
+//      own thread, inside the backward op that encloses it);
 //   3. a leaf named `backward` when a forward op was found, `backward_unlinked` when none was:
 //      a remainder with a name, never a guess.
 // Copies (1, 2) are context: the path of the leaf, no ranges or host instances of their own
 // (RangeOrigin::kModelContext). The leaf is an instance: B's host time. A module range inside B
 // on B's thread (a checkpoint's recomputed forward) nests under the leaf, where the phase rules
-// make it recompute. A process without module ranges is left as it is: backward by module needs
-// modules.
+// make it recompute. A backward op inside another one on its thread (a reentrant checkpoint's
+// inner backward, over the graph its recompute made) is nested B: its chain (without step 1,
+// which the enclosing chain holds) nests above the enclosing leaf, so each recomputed module
+// keeps its own backward: `… / backward / nn.Module: Linear_1 / backward`. A process without
+// module ranges is left as it is: backward by module needs modules.
 //
 // The main thread of a process: the one holding ProfilerStep#N ranges, else the one with the
 // most module ranges (the smaller tid at ties).

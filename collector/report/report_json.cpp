@@ -330,7 +330,10 @@ Json ModulesJson(bool measured, const std::vector<ModuleRow>& modules) {
   Json out = Json::array();
   for (const ModuleRow& row : modules) {
     Json entry = PhasesJson(measured, row.phases);
+    entry["module"] = row.module;
     entry["path"] = row.path;
+    entry["calls"] = row.calls;
+    entry["recompute_calls"] = row.recompute_calls;
     out.push_back(std::move(entry));
   }
   return out;

@@ -105,6 +105,25 @@ std::string Split(const Json& attribution) {
   return out;
 }
 
+// A module's name without `nn.Module: `, relative to the innermost module above it when it is
+// qualified under it (`stage2.conv1` under `stage2` reads `conv1`); other names as they are.
+std::string TreeName(const Json& pass) {
+  std::string name = StringText(Field(pass, "name"));
+  if (!name.starts_with(kModuleRangePrefix)) return name;
+  name.erase(0, kModuleRangePrefix.size());
+  const std::vector<const Json*> path = ElementsOf(Field(pass, "path"));
+  for (size_t i = path.size() >= 1 ? path.size() - 1 : 0; i-- > 0;) {
+    const std::string above = StringText(*path[i]);
+    if (!above.starts_with(kModuleRangePrefix)) continue;
+    const std::string_view parent = std::string_view(above).substr(kModuleRangePrefix.size());
+    if (name.size() > parent.size() + 1 && name.starts_with(parent) && name[parent.size()] == '.') {
+      name.erase(0, parent.size() + 1);
+    }
+    break;
+  }
+  return name;
+}
+
 // One level of a pass tree as rows, `passes` in the order shown: each pass's cells (cells_of,
 // given its indented name), then its children's rows (add_children, one level deeper); at most
 // options.top, then a note of how many more (and more_detail of them); no rows past
@@ -121,7 +140,7 @@ void AddTreeLevel(TextTable& table, const std::vector<const Json*>& passes, size
   const size_t shown = std::min(passes.size(), options.top);
   for (size_t i = 0; i < shown; ++i) {
     const Json& pass = *passes[i];
-    std::string name = StringText(Field(pass, "name"));
+    std::string name = TreeName(pass);
     if (depth > kMaxIndentLevels) name = "[" + std::to_string(depth) + "] " + name;
     table.Add(cells_of(pass, indent + name));
     add_children(Field(pass, "children"), depth + 1);
@@ -163,15 +182,17 @@ std::string PassTree(const Json& process, const ReportViewOptions& options) {
   if (passes.empty()) return "  passes: none (no NVTX range was seen)\n";
   std::string out =
       "  passes by self device time (ms; split: share of self time direct/inherited/captured)\n";
-  TextTable table("  ", {{"pass", true},
-                         {"self"},
-                         {"total"},
-                         {"busy"},
-                         {"kernels"},
-                         {"inst"},
-                         {"host"},
-                         {"phase", true},
-                         {"split", true}});
+  TextTable table("  ",
+                  {{"pass", true},
+                   {"self"},
+                   {"total"},
+                   {"busy"},
+                   {"kernels"},
+                   {"inst"},
+                   {"host"},
+                   {"phase", true},
+                   {"split", true}},
+                  TextTable::Names::kWhole);
   AddPassRows(table, passes, 0, options);
   return out + table.Render();
 }
@@ -293,12 +314,14 @@ std::string Work(const Json& process, const StepRowColumns& step_rows,
     out += WorkRefusal(Field(achieved, "refusal"), "achieved FLOP/s");
   }
   out += Mfu(Field(work, "mfu"));
-  TextTable table("  ", {{"pass (FLOPs: self, total; bytes self)", true},
-                         {"flops"},
-                         {"total"},
-                         {"bytes"},
-                         {"achieved"},
-                         {"FLOP/B*"}});
+  TextTable table("  ",
+                  {{"pass (FLOPs: self, total; bytes self)", true},
+                   {"flops"},
+                   {"total"},
+                   {"bytes"},
+                   {"achieved"},
+                   {"FLOP/B*"}},
+                  TextTable::Names::kWhole);
   AddWorkRows(table, Field(process, "passes"), 0, options);
   return out + table.Render() +
          "  * arithmetic intensity: a hypothesis from the traffic estimate\n" +
@@ -436,32 +459,33 @@ std::string Phases(const Json& phases) {
   return table.Render();
 }
 
-// PyTorch modules (docs/attribution.md §Modules): shown when the trace had module ranges.
+// PyTorch modules (docs/attribution.md §Modules): shown when the trace had module ranges. One
+// row per module, by its name (the live annotator's qualified name, or torch's `Class_k`).
 std::string Modules(const Json& modules, const ReportViewOptions& options) {
   if (!modules.is_array() || modules.empty()) return "";
   const std::vector<const Json*> rows = ElementsOf(modules);  // most device time first
   const size_t shown = std::min(rows.size(), options.top);
-  std::string out = "  modules (nn.Module) by device time (ms; r = recompute / forward)\n";
-  TextTable table("  ", {{"module", true},
-                         {"forward"},
-                         {"backward"},
-                         {"recompute"},
-                         {"loss"},
-                         {"comm"},
-                         {"other"},
-                         {"r"}});
+  std::string out =
+      "  modules (nn.Module) by device time of their own (ms; r = recompute / forward)\n";
+  TextTable table("  ",
+                  {{"module", true},
+                   {"calls"},
+                   {"forward"},
+                   {"backward"},
+                   {"recompute"},
+                   {"loss"},
+                   {"comm"},
+                   {"other"},
+                   {"r"}},
+                  TextTable::Names::kWhole);
   for (size_t i = 0; i < shown; ++i) {
     const Json& row = *rows[i];
-    Json names = Json::array();  // `Net_0/Linear_3`: every name is a module's
-    for (const Json* name : ElementsOf(Field(row, "path"))) {
-      std::string text = StringText(*name);
-      if (text.starts_with(kModuleRangePrefix)) text.erase(0, kModuleRangePrefix.size());
-      names.push_back(std::move(text));
-    }
-    table.Add({PathText(names), MsText(Field(row, "forward_ns")), MsText(Field(row, "backward_ns")),
-               MsText(Field(row, "recompute_ns")), MsText(Field(row, "loss_ns")),
-               MsText(Field(row, "communication_ns")), MsText(Field(row, "other_ns")),
-               Fixed(Field(row, "recompute_fraction"))});
+    std::string name = StringText(Field(row, "module"));
+    if (name.starts_with(kModuleRangePrefix)) name.erase(0, kModuleRangePrefix.size());
+    table.Add({std::move(name), CountText(Field(row, "calls")), MsText(Field(row, "forward_ns")),
+               MsText(Field(row, "backward_ns")), MsText(Field(row, "recompute_ns")),
+               MsText(Field(row, "loss_ns")), MsText(Field(row, "communication_ns")),
+               MsText(Field(row, "other_ns")), Fixed(Field(row, "recompute_fraction"))});
   }
   if (rows.size() > shown) table.AddNote("… " + std::to_string(rows.size() - shown) + " more");
   return out + table.Render();

@@ -219,6 +219,7 @@ std::string TextTable::Render() const {
       if (!row.cells.empty()) widths[c] = std::max(widths[c], DisplayWidth(row.cells[c]));
     }
   }
+  const size_t longest_name = widths[0];
   size_t others = DisplayWidth(indent_);
   for (size_t c = 1; c < columns_.size(); ++c) others += 2 + widths[c];
   const size_t room = others + kMinNameWidth < kTextWidth ? kTextWidth - others : kMinNameWidth;
@@ -228,13 +229,42 @@ std::string TextTable::Render() const {
   for (const Column& column : columns_) headers.push_back(column.header);
   std::string out = Line(headers, widths);
   for (const Row& row : rows_) {
-    if (!row.cells.empty()) {
+    if (!row.cells.empty() && names_ == Names::kWhole && longest_name > widths[0] &&
+        DisplayWidth(row.cells[0]) > widths[0]) {
+      out += WholeName(row.cells[0]);  // the whole name, then its cells
+      std::vector<std::string> cells = row.cells;
+      cells[0].clear();
+      out += Line(cells, widths);
+    } else if (!row.cells.empty()) {
       out += Line(row.cells, widths);
     } else {
       out += (row.whole ? indent_ + row.note : ElideMiddle(indent_ + row.note, kTextWidth)) + "\n";
     }
   }
   return out;
+}
+
+std::string TextTable::WholeName(const std::string& cell) const {
+  const size_t spaces = std::min(cell.find_first_not_of(' '), cell.size());
+  const std::string lead = indent_ + cell.substr(0, spaces);
+  const size_t room = kTextWidth > DisplayWidth(lead) + kMinNameWidth
+                          ? kTextWidth - DisplayWidth(lead)
+                          : kMinNameWidth;
+  // A name wider than the line continues on the next, broken between characters, never elided.
+  std::string out;
+  std::string piece;
+  size_t piece_width = 0;
+  for (size_t i = spaces; i < cell.size(); ++i) {
+    const bool starts_character = !IsContinuationByte(cell[i]);
+    if (starts_character && piece_width == room) {
+      out += lead + piece + "\n";
+      piece.clear();
+      piece_width = 0;
+    }
+    piece += cell[i];
+    piece_width += starts_character ? 1 : 0;
+  }
+  return out + TrimRight(lead + piece) + "\n";
 }
 
 std::string TextTable::Line(const std::vector<std::string>& cells,

@@ -77,19 +77,22 @@ std::string StatusNote(const nlohmann::json& process);
 // ---- Tables ----
 
 // Rows of cells under a header line, columns as wide as their widest cell, two spaces apart.
-// Column 0 is the name column: elided to the room the other columns leave of kTextWidth (its
-// leading spaces, a tree's indentation, are kept). Notes are short free lines ("… 3 more")
-// between rows, elided to the width; texts are free lines kept whole (a gate check's reason).
-// Numbers are right-aligned unless a column says `left`.
+// Column 0 is the name column: elided in the middle to the room the other columns leave of
+// kTextWidth (its leading spaces, a tree's indentation, are kept), or, in a table of whole names
+// (a pass tree, the modules), never elided: a name longer than the room has a line of its own
+// (lines, when it is wider than the text), its cells on the next. Notes are short free lines ("… 3
+// more") between rows, elided to the width; texts are free lines kept whole (a gate check's
+// reason). Numbers are right-aligned unless a column says `left`.
 class TextTable {
  public:
   struct Column {
     std::string header;
     bool left = false;
   };
+  enum class Names { kElided, kWhole };
 
-  TextTable(std::string indent, std::vector<Column> columns)
-      : indent_(std::move(indent)), columns_(std::move(columns)) {}
+  TextTable(std::string indent, std::vector<Column> columns, Names names = Names::kElided)
+      : indent_(std::move(indent)), columns_(std::move(columns)), names_(names) {}
 
   void Add(std::vector<std::string> cells);
   void AddNote(std::string note);
@@ -104,9 +107,12 @@ class TextTable {
   };
 
   std::string Line(const std::vector<std::string>& cells, const std::vector<size_t>& widths) const;
+  // A whole name's own lines (Names::kWhole), its leading spaces kept.
+  std::string WholeName(const std::string& cell) const;
 
   std::string indent_;
   std::vector<Column> columns_;
+  Names names_;
   std::vector<Row> rows_;
 };
 

@@ -211,21 +211,32 @@ def _grad_nodes(value, tensor_type, found=None, depth=0):
 
 class _ThreadStack(threading.local):
     """This thread's ranges: the names it pushed (innermost last), its open module calls and
-    their roots, and its backward leaf (the open node, the context ranges it pushed, how many
-    nodes run nested inside it)."""
+    their roots, and the autograd nodes it runs (one frame each, innermost last)."""
 
     def __init__(self):
         self.names = []
         self.modules = []  # (range name, is root, call number, boundary nodes, module path)
         self.roots = []
-        self.leaf = None
-        self.leaf_context = 0
-        self.leaf_depth = 0
+        self.nodes = []  # _NodeFrame
         self.op_mode_entered = False
         self.in_op_mode = False
 
     def reset(self):
-        del self.names[:], self.modules[:], self.roots[:]
+        del self.names[:], self.modules[:], self.roots[:], self.nodes[:]
+
+
+class _NodeFrame:
+    """One autograd node this thread runs: its leaf range, how many context ranges it pushed,
+    and how deep the thread's names, module calls and roots were when it started."""
+
+    __slots__ = ("leaf", "context", "names", "modules", "roots")
+
+    def __init__(self, leaf, context, stack):
+        self.leaf = leaf
+        self.context = context
+        self.names = len(stack.names)
+        self.modules = len(stack.modules)
+        self.roots = len(stack.roots)
 
 
 class Annotator:
@@ -580,35 +591,36 @@ class Annotator:
 
     def _enter_node(self, path, leaf):
         """An autograd node starts, on the thread autograd runs it on: its module path as context
-        ranges (after the step's open ranges when this is not the step's thread), then the
-        leaf. A node inside another one on this thread adds nothing."""
+        ranges, then the leaf. The outermost node of a thread other than the step's starts with
+        the step's open ranges, as context too. A node inside another one (a reentrant
+        checkpoint's inner backward, which the recompute made) nests its own path and leaf
+        above the outer leaf, so each module keeps its own backward."""
         stack = self._stack
-        if stack.leaf_depth:
-            stack.leaf_depth += 1
-            return
         context = path
-        if self._step_open and threading.get_ident() != self._step_thread:
+        if not stack.nodes and self._step_open and threading.get_ident() != self._step_thread:
             context = self._step_context() + path
+        frame = _NodeFrame(leaf, len(context), stack)
         push_context = self._nvtx.push_context
         for name in context:
             push_context(name)
-        stack.leaf = leaf
-        stack.leaf_context = len(context)
-        stack.leaf_depth = 1
+        stack.nodes.append(frame)
         self._push(leaf)
 
     def _leave_node(self, grad_inputs, grad_outputs):
+        """The node that ends is this thread's innermost. What it left open above its leaf (the
+        module calls of a recompute that stopped early, by an exception) closes with it."""
         stack = self._stack
-        if not stack.leaf_depth:
+        if not stack.nodes:
             return
-        stack.leaf_depth -= 1
-        if stack.leaf_depth:
-            return
-        self._pop_to(stack.leaf)
+        frame = stack.nodes.pop()
+        names = stack.names
+        while len(names) > frame.names:
+            names.pop()
+            self._nvtx.pop()
+        del stack.modules[frame.modules:], stack.roots[frame.roots:]
         pop_context = self._nvtx.pop_context
-        for _ in range(stack.leaf_context):
+        for _ in range(frame.context):
             pop_context()
-        stack.leaf_context = 0
 
     def _step_context(self):
         """The step thread's open ranges below its first module or backward leaf: what a node on
@@ -628,7 +640,10 @@ class Annotator:
         def in_backward(function):
             @functools.wraps(function)
             def wrapped(*args, **kwargs):
-                if annotator._backward_depth > 0:  # Tensor.backward calls autograd.backward
+                # Tensor.backward calls autograd.backward; a backward called inside a node (a
+                # reentrant checkpoint's) runs the graph its recompute made, whose nodes no
+                # module call made are claimed here as at the outer call.
+                if annotator._backward_depth > 0 and not annotator._stack.nodes:
                     return function(*args, **kwargs)
                 with annotator._lock:
                     annotator._backward_depth += 1

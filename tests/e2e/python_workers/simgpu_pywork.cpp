@@ -14,10 +14,11 @@
 // Runs on: the calling Python thread; call it once per process (the Driver is per call, and a
 // second call would re-initialise the simulated CUDA of a process that already did).
 //
-// simgpu_launch_kernel / simgpu_synchronize: one kernel at a time on device 0, stream 0 of a
-// process-wide simulated driver (initialised at the first launch, as cuInit is), from the
-// calling thread: the PyTorch test's dispatch mode launches one per aten op, on the thread that
-// runs the op, and writes its own truth from what each launch returns. Runs on: any thread.
+// simgpu_launch_kernel / simgpu_copy_to_host / simgpu_synchronize: one kernel or copy at a time
+// on device 0, stream 0 of a process-wide simulated driver (initialised at the first launch, as
+// cuInit is), from the calling thread: the PyTorch tests' dispatch mode launches what each aten op
+// would run on a GPU (tests/simgpu/python/simgpu_kernels.py), on the thread that runs the op, and
+// writes its own truth from what each launch returns. Runs on: any thread.
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -84,6 +85,26 @@ extern "C" __attribute__((visibility("default"))) int simgpu_launch_kernel(
   work.duration_ns = duration_ns;
   const gpuattr::simgpu::WorkResult result = KernelDriver().Submit(work, {});
   if (!result.executed) return 2;
+  times[0] = result.launch_ns;
+  times[1] = result.start_ns;
+  times[2] = result.end_ns;
+  *correlation_id = result.correlation_id.value_or(0);
+  return 0;
+}
+
+// A device-to-host copy of `bytes` lasting `duration_ns` (cudaMemcpyAsync DtoH, as `.item()`
+// issues), then a wait for it, as the synchronous copy does; outputs as simgpu_launch_kernel's.
+extern "C" __attribute__((visibility("default"))) int simgpu_copy_to_host(
+    uint64_t bytes, uint64_t duration_ns, uint64_t* times, uint32_t* correlation_id) {
+  if (times == nullptr || correlation_id == nullptr) return 2;
+  gpuattr::simgpu::DeviceWork work;
+  work.type = SIMGPU_ACTIVITY_MEMCPY;
+  work.name = "DtoH";
+  work.bytes = bytes;
+  work.duration_ns = duration_ns;
+  const gpuattr::simgpu::WorkResult result = KernelDriver().Submit(work, {});
+  if (!result.executed) return 2;
+  KernelDriver().Sync(0, 0);
   times[0] = result.launch_ns;
   times[1] = result.start_ns;
   times[2] = result.end_ns;

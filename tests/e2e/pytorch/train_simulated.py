@@ -13,8 +13,9 @@ bookkeeping, which shares nothing with the annotator:
     checkpoint's own node with the stack open at the checkpoint call; each tagged node gets hooks
     of this script's that say which node this thread runs. A kernel launched while a node runs
     belongs to [step, <that node's modules>, backward] (`backward_unlinked` for AccumulateGrad,
-    which no torch function made), then the modules recomputed inside it; inside a node that
-    runs within another one, to the outer one.
+    which no torch function made), then the modules recomputed inside it; a node that runs
+    within another one (a reentrant checkpoint's inner backward) adds its own modules and leaf
+    to the outer one's path.
 That is the model docs/attribution.md §PyTorch defines (a leaf per top-level backward op, under
 the module path of the op that made it), computed op by op.
 
@@ -39,7 +40,8 @@ import torch.utils.data
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-import simgpu_torch  # tests/simgpu/python, on PYTHONPATH
+import simgpu_kernels  # tests/simgpu/python, on PYTHONPATH
+import simgpu_torch
 
 STEP = "ProfilerStep#*"
 DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
@@ -85,35 +87,38 @@ class Truth:
         if not hasattr(local, "modules"):
             local.modules = []
             local.module_starts = []
-            local.node_depth = 0
+            # The nodes this thread runs: (the path below them, modules open then, their mode).
+            local.nodes = []
             local.node_starts = []
-            local.node_path = []
-            local.modules_below_node = 0
         return local
 
     def path(self):
         local = self.thread()
-        if local.node_depth:
-            return [STEP] + local.node_path + local.modules[local.modules_below_node:]
+        if local.nodes:
+            node_path, modules_open, _ = local.nodes[-1]
+            return node_path + local.modules[modules_open:]
         return self.loop_context + local.modules
 
-    def launch(self, name):
-        duration_ns = 1000 + 100 * (len(self.activities) % 7)
+    def launch(self, work):
+        """Runs one simgpu_kernels.DeviceWork and records where it belongs."""
         path = self.path()
         local = self.thread()
         # A thread of its own (--backward-thread) has ranges only inside a node or a module;
         # elsewhere its kernels take the main thread's (DESIGN §2: inherited).
         own_ranges = (threading.current_thread() is threading.main_thread() or
-                      local.node_depth > 0 or local.modules)
+                      local.nodes or local.modules)
         attribution = ("direct" if own_ranges else "inherited") if path else "none"
-        launched = self.gpu.launch(name.encode(), duration_ns)
+        launched = self.gpu.run(work)
         returned_ns = time.monotonic_ns()
         if launched is None:
-            raise RuntimeError("simgpu_launch_kernel failed")
+            raise RuntimeError("the simulated GPU did not run " + work.name)
         launch_ns, start_ns, end_ns, correlation = launched
-        self.trace.launch(name, correlation, launch_ns, returned_ns, start_ns, end_ns)
+        copy = work.kind == simgpu_kernels.COPY_TO_HOST
+        name = "memcpy_DtoH" if copy else work.name
+        self.trace.launch(work.name, copy, correlation, launch_ns, returned_ns, start_ns, end_ns)
         self.activities.append({
-            "kind": "kernel", "name": name, "correlation_id": correlation, "device": 0,
+            "kind": "memcpy" if copy else "kernel", "name": name,
+            "correlation_id": correlation, "device": 0,
             "stream": 0, "launch_ns": launch_ns, "start_ns": start_ns, "end_ns": end_ns,
             "thread": threading.current_thread().name, "range_path": path,
             "attribution": attribution,
@@ -165,15 +170,20 @@ class Truth:
 
     def enter_node(self, node_path):
         local = self.thread()
-        local.node_depth += 1
+        below = self.path() if local.nodes else [STEP]
+        # Torch-function modes are off while autograd runs a node: the nodes a recompute makes
+        # inside it are tagged by a mode entered for the node's run.
+        tagging = TagNodes(self)
+        tagging.__enter__()
+        local.nodes.append((below + node_path, len(local.modules), tagging))
         local.node_starts.append(time.monotonic_ns())
-        if local.node_depth == 1:
-            local.node_path = node_path
-            local.modules_below_node = len(local.modules)
 
     def leave_node(self, node_name, sequence):
         local = self.thread()
-        local.node_depth -= 1
+        _, modules_open, tagging = local.nodes.pop()
+        tagging.__exit__(None, None, None)
+        # Module calls a recompute left open (one that stopped early) end with the node.
+        del local.modules[modules_open:]
         self.trace.backward_op(node_name, sequence, local.node_starts.pop(), time.monotonic_ns())
 
     def write(self, path):
@@ -228,11 +238,17 @@ class KinetoTrace:
         self.host("cpu_op", "autograd::engine::evaluate_function: " + node_name, start_ns, end_ns,
                   args)
 
-    def launch(self, name, correlation, launch_ns, returned_ns, start_ns, end_ns):
-        self.host("cuda_runtime", "cudaLaunchKernel", launch_ns, returned_ns,
-                  {"correlation": correlation})
-        self.events.append(("kernel", name, 0, 7, start_ns, end_ns,
-                            {"device": 0, "stream": 7, "correlation": correlation}))
+    def launch(self, name, copy, correlation, launch_ns, returned_ns, start_ns, end_ns):
+        """A kernel, or (copy) a device-to-host copy, and the runtime call that launched it."""
+        self.host("cuda_runtime", "cudaMemcpyAsync" if copy else "cudaLaunchKernel", launch_ns,
+                  returned_ns, {"correlation": correlation})
+        if copy:
+            self.events.append(("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 0, 7, start_ns,
+                                end_ns, {"device": 0, "stream": 7, "correlation": correlation,
+                                         "bytes": 8}))
+        else:
+            self.events.append(("kernel", name, 0, 7, start_ns, end_ns,
+                                {"device": 0, "stream": 7, "correlation": correlation}))
 
     def write(self, path):
         def microseconds(ns):
@@ -260,13 +276,18 @@ def tensors_of(value):
 
 
 class KernelPerOp(TorchDispatchMode):
+    """Launches what a GPU runs for each op (simgpu_kernels: nothing for a view), after it ran."""
+
     def __init__(self, truth):
         super().__init__()
         self.truth = truth
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.truth.launch(str(func))
-        return func(*args, **(kwargs or {}))
+        result = func(*args, **(kwargs or {}))
+        work = simgpu_kernels.device_work(func, result)
+        if work is not None:
+            self.truth.launch(work)
+        return result
 
 
 class TagNodes(TorchFunctionMode):

@@ -4,27 +4,28 @@
 
 Test equipment (DESIGN §5), for the demo (scripts/demo.sh): the script itself runs on the CPU,
 unchanged, and a dispatch mode entered on the main thread launches, for each aten op the script
-runs there, one kernel named after the op through libsimgpu_pywork's simgpu_launch_kernel
-(SIMGPU_PYWORK_LIBRARY; the fake CUPTI is GPUATTR_CUPTI_LIBRARY, as for simgpu-run). A kernel
-lasts 2 us plus 1 ns per 16 output elements, four times that for a matrix product or a
-convolution. Only the process that started here launches (forked DataLoader workers do not).
+runs there, what a GPU would run for it (simgpu_kernels.py: nothing for views, metadata and
+allocations, a device-to-host copy for `.item()`, an NCCL kernel for a collective, else one
+kernel named as PyTorch's CUDA kernels are) through libsimgpu_pywork (SIMGPU_PYWORK_LIBRARY; the
+fake CUPTI is GPUATTR_CUPTI_LIBRARY, as for simgpu-run). Only the process that started here
+launches (forked DataLoader workers do not).
 
-SimulatedGpu is the library's launch and synchronise calls, for this module and for the
-annotator's e2e script (tests/e2e/pytorch/train_simulated.py), which keeps its own truth.
+SimulatedGpu is the library's launch, copy and synchronise calls, for this module and for the
+annotator's e2e scripts (tests/e2e/pytorch/), which keep their own truth.
 """
 import ctypes
 import os
 import runpy
 import sys
 
-import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-_HEAVY = ("mm", "addmm", "bmm", "convolution", "convolution_backward", "_convolution")
+import simgpu_kernels
 
 
 class SimulatedGpu:
-    """libsimgpu_pywork (SIMGPU_PYWORK_LIBRARY): one kernel at a time on device 0, stream 0."""
+    """libsimgpu_pywork (SIMGPU_PYWORK_LIBRARY): one kernel or copy at a time on device 0,
+    stream 0."""
 
     def __init__(self):
         self._library = ctypes.CDLL(os.environ.get("SIMGPU_PYWORK_LIBRARY",
@@ -34,6 +35,22 @@ class SimulatedGpu:
                                  ctypes.POINTER(ctypes.c_uint64),
                                  ctypes.POINTER(ctypes.c_uint32)]
         self._launch.restype = ctypes.c_int
+        self._copy_to_host = self._library.simgpu_copy_to_host
+        self._copy_to_host.argtypes = [ctypes.c_uint64, ctypes.c_uint64,
+                                       ctypes.POINTER(ctypes.c_uint64),
+                                       ctypes.POINTER(ctypes.c_uint32)]
+        self._copy_to_host.restype = ctypes.c_int
+
+    def run(self, work):
+        """Runs a simgpu_kernels.DeviceWork from the calling thread: as launch()."""
+        if work.kind == simgpu_kernels.COPY_TO_HOST:
+            times = (ctypes.c_uint64 * 3)()
+            correlation = ctypes.c_uint32()
+            if self._copy_to_host(work.bytes, work.duration_ns, times,
+                                  ctypes.byref(correlation)) != 0:
+                return None
+            return times[0], times[1], times[2], correlation.value
+        return self.launch(work.name.encode(), work.duration_ns)
 
     def launch(self, name, duration_ns):
         """Launches kernel `name` (bytes) from the calling thread: (the host time the launch was
@@ -53,20 +70,14 @@ class KernelPerOp(TorchDispatchMode):
     def __init__(self, gpu):
         super().__init__()
         self._gpu = gpu
-        self._names = {}
         self._pid = os.getpid()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         result = func(*args, **(kwargs or {}))
         if os.getpid() == self._pid:
-            name = self._names.get(func)
-            if name is None:
-                name = self._names[func] = str(func).encode()
-            elements = result.numel() if isinstance(result, torch.Tensor) else 0
-            duration_ns = 2000 + elements // 16
-            if func.overloadpacket.__name__ in _HEAVY:
-                duration_ns *= 4
-            self._gpu.launch(name, duration_ns)
+            work = simgpu_kernels.device_work(func, result)
+            if work is not None:
+                self._gpu.run(work)
         return result
 
 

@@ -104,21 +104,27 @@ TEST_CASE("PyTorch model: backward by module, unlinked remainder, recompute and 
   CHECK((*PassAt(passes, {kStep, "nn.Module: Net_0"}))["instances"] == 1);
   CHECK((*PassAt(passes, linear_1_backward))["instances"] == 1);
 
-  // The module table: each row's terms are the device time under its module path.
+  // The module table: one row per module, its terms the device time attributed to it itself
+  // (forward, its backward, its recompute), its calls those of its forward and recompute nodes.
   std::map<std::string, json> modules;
-  for (const json& row : process["modules"]) modules[row["path"].dump()] = row;
-  REQUIRE(modules.size() == 3);
-  const json& linear_1_row =
-      modules.at(json({"nn.Module: Net_0", "nn.Module: Block_0", "nn.Module: Linear_1"}).dump());
+  for (const json& row : process["modules"]) modules[row["module"].get<std::string>()] = row;
+  REQUIRE(modules.size() == 5);  // Net_0 and Block_0 run, with no device time of their own
+  CHECK(modules.at("nn.Module: Net_0")["calls"] == 1);
+  CHECK(modules.at("nn.Module: Block_0")["forward_ns"] == 0);
+  const json& linear_1_row = modules.at("nn.Module: Linear_1");
+  CHECK(linear_1_row["path"] ==
+        json({"nn.Module: Net_0", "nn.Module: Block_0", "nn.Module: Linear_1"}));
+  CHECK(linear_1_row["calls"] == 1);
+  CHECK(linear_1_row["recompute_calls"] == 1);
   CHECK(linear_1_row["forward_ns"] == 20000);
   CHECK(linear_1_row["backward_ns"] == 10000);
   CHECK(linear_1_row["recompute_ns"] == 20000);
   CHECK(linear_1_row["recompute_fraction"].get<double>() == Approx(1.0));
-  const json& linear_0_row = modules.at(json({"nn.Module: Net_0", "nn.Module: Linear_0"}).dump());
+  const json& linear_0_row = modules.at("nn.Module: Linear_0");
   CHECK(linear_0_row["forward_ns"] == 10000);
   CHECK(linear_0_row["backward_ns"] == 8000);
   CHECK(linear_0_row["recompute_fraction"].get<double>() == 0.0);
-  const json& loss_row = modules.at(json({"nn.Module: MSELoss_0"}).dump());
+  const json& loss_row = modules.at("nn.Module: MSELoss_0");
   CHECK(loss_row["loss_ns"] == 5000);
   CHECK(loss_row["backward_ns"] == 3000);
   CHECK(loss_row["recompute_fraction"].is_null());
@@ -141,9 +147,9 @@ TEST_CASE("PyTorch model: gpuattr report lists the modules with their backward a
   const size_t table = view.find("modules (nn.Module) by device time");
   REQUIRE(table != std::string::npos);
   const std::string rows = view.substr(table, view.find("\n\n", table) - table);
-  CHECK(rows.find("Net_0/Block_0/Linear_1    0.020     0.010      0.020") != std::string::npos);
+  CHECK(rows.find("Linear_1       1    0.020     0.010      0.020") != std::string::npos);
   CHECK(rows.find("1.000") != std::string::npos);
-  CHECK(rows.find("Net_0/Linear_0") != std::string::npos);
+  CHECK(rows.find("Linear_0") != std::string::npos);
   CHECK(rows.find("MSELoss_0") != std::string::npos);
 }
 

@@ -290,7 +290,10 @@ TEST_CASE("top N limits each tree level, the families and the steps, saying how 
   CHECK_THAT(LineWith(text, "  median "), Catch::StartsWith("  median  2.000  n/a"));
 }
 
-TEST_CASE("long names are elided in the middle and every line fits 100 columns", "[report_view]") {
+TEST_CASE(
+    "long pass names are kept whole on lines of their own, other long names are elided in the "
+    "middle, and every line fits 100 columns",
+    "[report_view]") {
   const std::string head(60, 'h');
   const std::string tail(60, 't');
   Json process = TreeProcess();
@@ -299,8 +302,18 @@ TEST_CASE("long names are elided in the middle and every line fits 100 columns",
   process["exe"] = "/very/long/" + head + "/" + tail + "/exe";
   const std::string text = View(Report({process}), {});
   CheckWidth(text);
-  const std::string line = LineWith(text, "    hhhhh");
-  CHECK_THAT(line, Catch::Matches(R"(\s+h+…t+\s.*)"));
+  // The pass name: 123 characters on two lines under its indentation, no ellipsis, its cells
+  // on the next line.
+  const std::string first = LineWith(text, "    hhhhh");
+  CHECK_THAT(first, Catch::Matches(R"(    h{60}ÄÖÜt+)"));
+  const size_t at = text.find(first);
+  const std::string rest = text.substr(at + first.size() + 1);
+  const std::string second = rest.substr(0, rest.find('\n'));
+  CHECK_THAT(second, Catch::Matches(R"(    t+)"));
+  CHECK(first.size() - 4 + second.size() - 4 == 123 + 3);  // ÄÖÜ: two bytes each
+  CHECK_THAT(rest.substr(second.size() + 1, rest.find('\n', second.size() + 1) - second.size() - 1),
+             Catch::Matches(R"(\s+[0-9].*)"));
+  CHECK_THAT(first + second, !Catch::Contains("…"));
   CHECK_THAT(LineWith(text, "void at::native"), Catch::Contains("…"));
   CHECK_THAT(LineWith(text, "process 100"), Catch::EndsWith("/exe"));
 }
@@ -330,7 +343,7 @@ TEST_CASE("the report's advice is rendered after the processes, and without any"
   report["advice"] = {{{"code", "no_ranges"},
                        {"cause", "No process of this capture has an NVTX range."},
                        {"remedy", "PyTorch: run it under gpuattr run."}}};
-  using Catch::Matchers::Contains;
+  using Catch::Contains;
   const std::string without_processes = View(report, {});
   CHECK_THAT(without_processes, Contains("no traced process"));
   CHECK_THAT(without_processes,
