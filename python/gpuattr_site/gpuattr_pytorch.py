@@ -215,7 +215,8 @@ class _ThreadStack(threading.local):
 
     def __init__(self):
         self.names = []
-        self.modules = []  # (range name, is root, call number, boundary nodes, module path)
+        # (range name, is root, call number, boundary nodes, module path, id(module))
+        self.modules = []
         self.roots = []
         self.nodes = []  # _NodeFrame
         self.op_mode_entered = False
@@ -289,8 +290,12 @@ class Annotator:
         module_hooks = torch.nn.modules.module
         self._handles.append(
             module_hooks.register_module_forward_pre_hook(self._guarded(self._forward_pre)))
-        self._handles.append(
-            module_hooks.register_module_forward_hook(self._guarded(self._forward_post)))
+        forward_post = self._guarded(self._forward_post)
+        try:  # torch >= 2.1: also when the call raised (a recompute that stopped early)
+            handle = module_hooks.register_module_forward_hook(forward_post, always_call=True)
+        except TypeError:
+            handle = module_hooks.register_module_forward_hook(forward_post)
+        self._handles.append(handle)
         self._wrap_backward()
         self._wrap_optimizers()
         self._wrap_data_loader()
@@ -501,13 +506,15 @@ class Annotator:
         # The nodes the inputs came from were made before this call: its claim stops there.
         boundary = (tuple(_grad_nodes(inputs, self._tensor_type))
                     if self._by_module and self._grad_enabled() else None)
-        stack.modules.append((name, is_root, next(self._call_numbers), boundary, path))
+        stack.modules.append((name, is_root, next(self._call_numbers), boundary, path,
+                              id(module)))
 
     def _forward_post(self, module, inputs, outputs):
+        """A module call returned, or (torch >= 2.1) raised: outputs is then None."""
         stack = self._stack
-        if not stack.modules:
-            return
-        name, is_root, call_number, boundary, path = stack.modules.pop()
+        if not stack.modules or stack.modules[-1][5] != id(module):
+            return  # its pre-hook did not run (another pre-hook raised), or it is closed
+        name, is_root, call_number, boundary, path, _ = stack.modules.pop()
         if is_root:
             stack.roots.pop()
         self._pop_to(name)

@@ -12,8 +12,6 @@
 //  - the demo's example (examples/pytorch/train.py under tests/simgpu/python/simgpu_torch.py)
 //    gives its module tree with device time;
 //  - --pytorch ops puts each aten op in a range around its kernels;
-//  - torchrun with gloo (tests/e2e/pytorch/train_ddp.py, DistributedDataParallel) gives two
-//    processes with their ranks and the same module tree;
 //  - the program cannot tell: its stdout and exit status are a bare run's, a program that never
 //    imports torch never gets it imported, `--pytorch off` leaves no module range, and a
 //    sitecustomize the environment already had still runs.
@@ -375,107 +373,6 @@ TEST_CASE("with --pytorch ops each aten op is a range around its kernels, below 
   REQUIRE(passes.count(conv) == 1);
   CHECK(passes.at(conv)["instances"] == 2);
   CHECK(passes.at(conv)["device"]["kernels"] == 2);
-}
-
-TEST_CASE("torchrun with gloo gives each rank its process, its rank and the same module tree",
-          "[e2e]") {
-  RequireTorch();
-  TempDir dir;
-  const std::string report_path = dir.File("report.json");
-  // Debian's torchrun (torch 1.13 on Python 3.11) cannot parse its own default --redirects 0
-  // (Std.from_str finds no flag for 0), so the output goes through an explicit tee of stdout.
-  const ProcessResult run = RunUnderGpuattr(
-      {},
-      {kPython, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-       "--redirects", "0:1,1:1", "--tee", "0:1,1:1", "--log_dir", dir.File("torchrun_logs"),
-       PYTORCH_DDP_SCRIPT, "--steps", std::to_string(kSteps)},
-      report_path);
-  INFO("stdout: " << run.out << "\nstderr: " << run.err);
-  REQUIRE(ExitStatus(run) == 0);
-  CHECK(run.out.find("rank 0 final loss") != std::string::npos);
-  CHECK(run.out.find("rank 1 final loss") != std::string::npos);
-  REQUIRE(SchemaValid(report_path));
-  const json report = ReadJson(report_path);
-
-  std::map<int, const json*> by_rank;
-  for (const json& process : report["processes"]) {
-    if (process["rank"].is_number()) by_rank[process["rank"].get<int>()] = &process;
-  }
-  REQUIRE(by_rank.size() == 2);
-  REQUIRE(by_rank.count(0) == 1);
-  REQUIRE(by_rank.count(1) == 1);
-  const std::string step = "ProfilerStep#*";
-  const std::string ddp = "nn.Module: DistributedDataParallel_0";
-  for (const auto& [rank, process] : by_rank) {
-    INFO("rank " << rank);
-    const auto passes = FlattenPasses(*process);
-    for (const std::vector<std::string>& path : std::vector<std::vector<std::string>>{
-             {step},
-             {step, ddp, "nn.Module: module", "nn.Module: module.encoder"},
-             {step, ddp, "nn.Module: module", "nn.Module: module.head", "backward"},
-             {step, "nn.Module: MSELoss_0"},
-             {step, "Optimizer.step#SGD.step"}}) {
-      INFO("pass " << json(path).dump());
-      REQUIRE(passes.count(path) == 1);
-      CHECK(passes.at(path)["instances"].get<int>() >= kSteps);
-    }
-    CHECK(passes.at({step})["instances"] == kSteps);
-  }
-  // The ranks ran the same program: the same tree, instance for instance.
-  const auto rank_passes = [&](int rank) {
-    std::map<std::vector<std::string>, std::pair<json, json>> out;
-    for (const auto& [path, pass] : FlattenPasses(*by_rank.at(rank))) {
-      out[path] = {pass["instances"], pass["phase"]};
-    }
-    return out;
-  };
-  CHECK(rank_passes(0) == rank_passes(1));
-}
-
-TEST_CASE("non-reentrant checkpointing recomputes under the backward of the node that needed it",
-          "[e2e]") {
-  RequireTorch();
-  TempDir dir;
-  // use_reentrant=False: the block's forward reruns when a node of its own needs what it saved
-  // (tanh's output), inside that node's backward.
-  const std::vector<std::string> command = {
-      kPython, "-c",
-      "import torch, torch.nn as nn, torch.utils.checkpoint as checkpoint\n"
-      "torch.manual_seed(0)\n"
-      "class Block(nn.Module):\n"
-      "    def __init__(self):\n"
-      "        super().__init__()\n"
-      "        self.lin = nn.Linear(4, 4)\n"
-      "    def forward(self, x):\n"
-      "        return torch.tanh(self.lin(x))\n"
-      "class Net(nn.Module):\n"
-      "    def __init__(self):\n"
-      "        super().__init__()\n"
-      "        self.a = nn.Linear(4, 4)\n"
-      "        self.b = Block()\n"
-      "    def forward(self, x):\n"
-      "        return checkpoint.checkpoint(self.b, self.a(x), use_reentrant=False).sum()\n"
-      "net = Net()\n"
-      "optimizer = torch.optim.SGD(net.parameters(), lr=0.1)\n"
-      "for _ in range(3):\n"
-      "    optimizer.zero_grad()\n"
-      "    net(torch.randn(2, 4)).backward()\n"
-      "    optimizer.step()\n"};
-  const std::string report_path = dir.File("report.json");
-  const ProcessResult run = RunUnderGpuattr({}, command, report_path);
-  INFO("stderr: " << run.err);
-  REQUIRE(ExitStatus(run) == 0);
-  REQUIRE(SchemaValid(report_path));
-  const auto passes = FlattenPasses(ReadJson(report_path)["processes"][0]);
-  const std::vector<std::string> block = {"ProfilerStep#*", "nn.Module: Net_0", "nn.Module: b"};
-  std::vector<std::string> recompute = block;
-  recompute.insert(recompute.end(), {"backward", "nn.Module: b", "nn.Module: b.lin"});
-  REQUIRE(passes.count(recompute) == 1);
-  CHECK(passes.at(recompute)["instances"] == 3);
-  CHECK(passes.at(recompute)["phase"] == "recompute");
-  REQUIRE(passes.count(block) == 1);
-  CHECK(passes.at(block)["instances"] == 3);
-  CHECK(passes.at(block)["phase"] == "forward");
 }
 
 TEST_CASE("the annotated program's stdout and exit status are a bare run's", "[e2e]") {

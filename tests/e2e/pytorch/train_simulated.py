@@ -15,7 +15,9 @@ bookkeeping, which shares nothing with the annotator:
     belongs to [step, <that node's modules>, backward] (`backward_unlinked` for AccumulateGrad,
     which no torch function made), then the modules recomputed inside it; a node that runs
     within another one (a reentrant checkpoint's inner backward) adds its own modules and leaf
-    to the outer one's path.
+    to the outer one's path; the nodes a recompute makes inside a node are tagged by a mode
+    entered for the node's run (on torch 1.13, whose modes share one stack, what the modes
+    missed is tagged by the module hooks of the calls that made the nodes).
 That is the model docs/attribution.md §PyTorch defines (a leaf per top-level backward op, under
 the module path of the op that made it), computed op by op.
 
@@ -28,6 +30,7 @@ a cpu_op with a `Sequence number` per autograd node at the torch function that m
 its correlation id. --module-names FILE maps torch's names to the annotator's qualified ones.
 """
 import argparse
+import contextlib
 import json
 import os
 import threading
@@ -42,34 +45,15 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import simgpu_kernels  # tests/simgpu/python, on PYTHONPATH
 import simgpu_torch
+import simulated_models
 
+# torch >= 2 keeps torch-function modes and dispatch modes on stacks of their own; torch 1.13 has
+# one stack of Python modes, on which a function mode entered above a dispatch mode sees aten ops.
+SEPARATE_MODE_STACKS = int(torch.__version__.split(".")[0]) >= 2
 STEP = "ProfilerStep#*"
 DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 ZERO_GRAD = "Optimizer.zero_grad#SGD.zero_grad"
 OPTIMIZER_STEP = "Optimizer.step#SGD.step"
-
-
-class Block(nn.Module):
-    def __init__(self, width):
-        super().__init__()
-        self.linear = nn.Linear(width, width)
-        self.act = nn.Tanh()
-
-    def forward(self, x):
-        return self.act(self.linear(x))
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.embed = nn.Linear(6, 8)
-        self.block = Block(8)
-        self.head = nn.Sequential(nn.ReLU(), nn.Linear(8, 3))
-
-    def forward(self, x):
-        x = self.embed(x) * 2.0  # an op of Net's own, between its submodules
-        x = torch.utils.checkpoint.checkpoint(self.block, x)
-        return self.head(x)
 
 
 class Truth:
@@ -131,17 +115,28 @@ class Truth:
             range_name = "nn.Module: " + (name if name else root_name)
             module.register_forward_pre_hook(
                 lambda module, inputs, range_name=range_name: self.enter_module(range_name))
-            module.register_forward_hook(lambda module, inputs, outputs: self.leave_module(module))
+            leave = lambda module, inputs, outputs: self.leave_module(  # noqa: E731
+                module, inputs, outputs)
+            try:  # torch >= 2.1: a call that raised (a recompute stopped early) ends too
+                module.register_forward_hook(leave, always_call=True)
+            except TypeError:
+                module.register_forward_hook(leave)
 
     def enter_module(self, range_name):
         local = self.thread()
         local.modules.append(range_name)
         local.module_starts.append(time.monotonic_ns())
 
-    def leave_module(self, module):
+    def leave_module(self, module, inputs, outputs):
         local = self.thread()
-        self.trace.module_call(module, local.modules.pop(), local.module_starts.pop(),
-                               time.monotonic_ns())
+        end_ns = time.monotonic_ns()
+        if not SEPARATE_MODE_STACKS:
+            # torch 1.13's one stack of Python modes hides torch functions from TagNodes inside
+            # a node (a mode entered there sees aten ops) and inside a non-reentrant checkpoint's
+            # forward: what it did not tag, the call's nodes, is tagged here, the innermost
+            # call's first, as it returns first, with the modules open at the call.
+            self.tag(outputs, inputs, list(local.modules), local.module_starts[-1], end_ns)
+        self.trace.module_call(module, local.modules.pop(), local.module_starts.pop(), end_ns)
 
     # autograd nodes
 
@@ -172,8 +167,9 @@ class Truth:
         local = self.thread()
         below = self.path() if local.nodes else [STEP]
         # Torch-function modes are off while autograd runs a node: the nodes a recompute makes
-        # inside it are tagged by a mode entered for the node's run.
-        tagging = TagNodes(self)
+        # inside it are tagged by a mode entered for the node's run (torch >= 2; on 1.13 by the
+        # module hooks, leave_module).
+        tagging = TagNodes(self) if SEPARATE_MODE_STACKS else contextlib.nullcontext()
         tagging.__enter__()
         local.nodes.append((below + node_path, len(local.modules), tagging))
         local.node_starts.append(time.monotonic_ns())
@@ -332,6 +328,9 @@ def main():
     parser.add_argument("--truth", required=True)
     parser.add_argument("--kineto")
     parser.add_argument("--module-names")
+    parser.add_argument("--model", choices=sorted(simulated_models.MODELS), default="net")
+    parser.add_argument("--checkpoint", choices=simulated_models.CHECKPOINTS,
+                        default="reentrant")
     parser.add_argument("--backward-thread", action="store_true",
                         help="run each backward on a thread of its own, as autograd runs CUDA "
                              "backward on its device threads")
@@ -342,11 +341,11 @@ def main():
     labels = torch.randint(0, 3, (args.steps * 4,))
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(inputs, labels),
                                          batch_size=4)
-    model = Net()
+    model = simulated_models.make_model(args.model, args.checkpoint)
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     truth = Truth(gpu)
-    truth.watch_modules(model, "Net_0")
+    truth.watch_modules(model, type(model).__name__ + "_0")
     truth.watch_modules(criterion, "CrossEntropyLoss_0")
     tag_checkpoints(truth)
 
