@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: build gpuattr, then profile an unmodified PyTorch training
-# example (examples/pytorch/train.py) under `gpuattr run` with no flags and print its report: the
-# pass tree by module, forward, backward and recompute, the modules table, the steps.
+# example (examples/pytorch/train.py: a small GPT with checkpointed blocks, F.cross_entropy inside
+# the model, AdamW and gradient clipping) under `gpuattr run` with no flags, on torch 2.13 from
+# the project's virtual environment, and print its report: the pass tree by module, one row per
+# module with its forward, backward, recompute and r, the phases (loss, the clipping's optimizer
+# time), the steps.
 #
 # Without a GPU the example runs on the simulated GPU (tests/simgpu): tests/simgpu/python/
-# simgpu_torch.py launches one simulated kernel per aten op, as the annotator's e2e test does,
-# and the unchanged shim cannot tell it from a real device. With a GPU and a CUDA build of torch,
-# the same example runs on the device (--device cuda).
+# simgpu_torch.py launches, for every aten op, what a GPU would (tests/simgpu/python/
+# simgpu_kernels.py: no kernel for a view, a device-to-host copy for .item()), as the annotator's
+# e2e tests do, and the unchanged shim cannot tell it from a real device. With a GPU and a CUDA
+# build of torch, the same example runs on the device (--device cuda).
 #
 # The second example is a simulated-GPU scenario (threads with their own ranges), with the
 # simulator's ground truth beside its report.
@@ -21,18 +25,20 @@ gpuattr="${build}/collector/gpuattr"
 "${repo}/scripts/setup.sh" "${build}"
 mkdir -p "${repo}/out"
 
-# Debian's python3-torch serves /usr/bin/python3, which may not be the first python3 on PATH.
+# torch 2.13 from the project's virtual environment (scripts/setup.sh makes it); Debian's
+# python3-torch under /usr/bin/python3 only when that is missing.
 python=""
-for candidate in /usr/bin/python3 "$(command -v python3 || true)"; do
+for candidate in "${repo}/.venv/bin/python" /usr/bin/python3; do
   if [[ -x "${candidate}" ]] && "${candidate}" -c "import torch" 2>/dev/null; then
     python="${candidate}"
     break
   fi
 done
 if [[ -z "${python}" ]]; then
-  echo "demo: no python3 imports torch; scripts/setup.sh installs python3-torch" >&2
+  echo "demo: no python imports torch; scripts/setup.sh installs it in .venv" >&2
   exit 1
 fi
+echo "demo: torch $("${python}" -c "import torch; print(torch.__version__)") (${python})" >&2
 
 if "${python}" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"; then
   echo "demo: profiling examples/pytorch/train.py on the GPU" >&2
@@ -46,7 +52,7 @@ else
     "${gpuattr}" run --force-overwrite -o "${repo}/out/demo-report.json" -- \
     "${python}" -m simgpu_torch "${repo}/examples/pytorch/train.py"
 fi
-"${gpuattr}" report "${repo}/out/demo-report.json"
+"${gpuattr}" report --top 40 "${repo}/out/demo-report.json"
 
 echo "demo: second example, ${scenario} on the simulated GPU" >&2
 "${gpuattr}" run --force-overwrite -o "${repo}/out/demo-scenario-report.json" -- \

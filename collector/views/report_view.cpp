@@ -105,23 +105,16 @@ std::string Split(const Json& attribution) {
   return out;
 }
 
-// A module's name without `nn.Module: `, relative to the innermost module above it when it is
-// qualified under it (`stage2.conv1` under `stage2` reads `conv1`); other names as they are.
+// A pass's name as the tree shows it (ReadableName, relative to the innermost module above it).
 std::string TreeName(const Json& pass) {
-  std::string name = StringText(Field(pass, "name"));
-  if (!name.starts_with(kModuleRangePrefix)) return name;
-  name.erase(0, kModuleRangePrefix.size());
   const std::vector<const Json*> path = ElementsOf(Field(pass, "path"));
+  std::string parent_module;
   for (size_t i = path.size() >= 1 ? path.size() - 1 : 0; i-- > 0;) {
-    const std::string above = StringText(*path[i]);
-    if (!above.starts_with(kModuleRangePrefix)) continue;
-    const std::string_view parent = std::string_view(above).substr(kModuleRangePrefix.size());
-    if (name.size() > parent.size() + 1 && name.starts_with(parent) && name[parent.size()] == '.') {
-      name.erase(0, parent.size() + 1);
-    }
-    break;
+    parent_module = StringText(*path[i]);
+    if (parent_module.starts_with(kModuleRangePrefix)) break;
+    parent_module.clear();
   }
-  return name;
+  return ReadableName(StringText(Field(pass, "name")), parent_module);
 }
 
 // One level of a pass tree as rows, `passes` in the order shown: each pass's cells (cells_of,
@@ -423,13 +416,14 @@ std::string Devices(const Json& devices, const ReportViewOptions& options) {
     if (largest.empty()) continue;
     const std::optional<double> first_start = NumberOf(Field(device, "first_start_ns"));
     TextTable table("    ",
-                    {{"host range (largest gaps)", true}, {"ms"}, {"at ms"}, {"class", true}});
+                    {{"host range (largest gaps)", true}, {"ms"}, {"at ms"}, {"class", true}},
+                    TextTable::Names::kWhole);
     const size_t shown = std::min(largest.size(), options.top);
     for (size_t i = 0; i < shown; ++i) {
       const Json& gap = *largest[i];
       const std::optional<double> start = NumberOf(Field(gap, "start_ns"));
       table.Add(
-          {PathText(Field(gap, "host_range")), MsText(Field(gap, "ns")),
+          {ReadablePathText(Field(gap, "host_range")), MsText(Field(gap, "ns")),
            start && first_start ? Formatted("%.3f", (*start - *first_start) / 1e6) : kNotMeasured,
            StringText(Field(gap, "class"))});
     }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "analysis/module_fold.h"
 #include "report/report_reader.h"
 
 namespace gpuattr::collector {
@@ -83,6 +84,32 @@ std::string PathText(const Json& path) {
   if (path.empty()) return "(no range)";
   std::string out;
   for (const Json& name : path) out += (out.empty() ? "" : "/") + StringText(name);
+  return out;
+}
+
+std::string ReadableName(std::string_view name, std::string_view parent_module) {
+  if (!name.starts_with(kModuleRangePrefix)) return std::string(name);
+  name.remove_prefix(kModuleRangePrefix.size());
+  if (parent_module.starts_with(kModuleRangePrefix)) {
+    parent_module.remove_prefix(kModuleRangePrefix.size());
+    if (!parent_module.empty() && name.size() > parent_module.size() + 1 &&
+        name.starts_with(parent_module) && name[parent_module.size()] == '.') {
+      name.remove_prefix(parent_module.size() + 1);
+    }
+  }
+  return std::string(name);
+}
+
+std::string ReadablePathText(const Json& path) {
+  if (!path.is_array()) return kNotMeasured;
+  if (path.empty()) return "(no range)";
+  std::string out;
+  std::string parent_module;
+  for (const Json& element : path) {
+    const std::string name = StringText(element);
+    out += (out.empty() ? "" : "/") + ReadableName(name, parent_module);
+    if (name.starts_with(kModuleRangePrefix)) parent_module = name;
+  }
   return out;
 }
 

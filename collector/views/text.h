@@ -42,6 +42,12 @@ std::string StringText(const nlohmann::json& value);
 std::string YesNoText(const nlohmann::json& value);
 // A pass path as "step/forward": "(no range)" when empty, kNotMeasured when not an array.
 std::string PathText(const nlohmann::json& path);
+// How a tree or a path shows a range name: a module's (`nn.Module: …`) without the prefix, and
+// relative to `parent_module`, the innermost module range above it (empty: none), when it is
+// qualified under it (`stage2.conv1` under `stage2` reads `conv1`); other names as they are.
+std::string ReadableName(std::string_view name, std::string_view parent_module);
+// PathText of a pass path with ReadableName's names: `ProfilerStep#0/GPT_0/h.0/attn/c_attn`.
+std::string ReadablePathText(const nlohmann::json& path);
 // The elements of `value` when it is an array, else none.
 std::vector<const nlohmann::json*> ElementsOf(const nlohmann::json& value);
 

@@ -215,8 +215,7 @@ class _ThreadStack(threading.local):
 
     def __init__(self):
         self.names = []
-        # (range name, is root, call number, boundary nodes, module path, id(module))
-        self.modules = []
+        self.modules = []  # _ModuleCall
         self.roots = []
         self.nodes = []  # _NodeFrame
         self.op_mode_entered = False
@@ -224,6 +223,23 @@ class _ThreadStack(threading.local):
 
     def reset(self):
         del self.names[:], self.modules[:], self.roots[:], self.nodes[:]
+
+
+class _ModuleCall:
+    """One module call open on a thread: its range name, whether it is a root's, its number
+    (calls are numbered in the order they start), the autograd nodes of its inputs (where its
+    claim stops; None: no claim), its module path, the module's id, and whether it is a loss."""
+
+    __slots__ = ("name", "is_root", "number", "boundary", "path", "module_id", "is_loss")
+
+    def __init__(self, name, is_root, number, boundary, path, module_id, is_loss):
+        self.name = name
+        self.is_root = is_root
+        self.number = number
+        self.boundary = boundary
+        self.path = path
+        self.module_id = module_id
+        self.is_loss = is_loss
 
 
 class _NodeFrame:
@@ -267,6 +283,7 @@ class Annotator:
         self._unlinked_node_hook = self._enter_node_hook((), _UNLINKED_LEAF)
         self._accumulate_grad_type = None  # found at the first node (_nodes_checked)
         self._tensor_type = torch.Tensor
+        self._loss_type = torch.nn.modules.loss._Loss
         self._grad_enabled = torch.is_grad_enabled
         self._handles = []
         self._counter = counter
@@ -299,6 +316,8 @@ class Annotator:
         self._wrap_backward()
         self._wrap_optimizers()
         self._wrap_data_loader()
+        self._wrap_functional_losses()
+        self._wrap_gradient_clipping()
 
     def _guarded(self, function):
         """`function` as a hook body: any error disables the annotator and is named once."""
@@ -339,15 +358,16 @@ class Annotator:
         return wrapped
 
     def _call_in_range(self, name_of, function, args, kwargs, inside=None):
-        """function(*args, **kwargs) inside a range named name_of(function), which closes however
-        the call ends; an error naming or pushing it disables the annotator, and the call runs
-        all the same. inside(function, args, kwargs, result), a guarded hook, runs in the range
+        """function(*args, **kwargs) inside a range named name_of(function) (None: no range),
+        which closes however the call ends; an error naming or pushing it disables the
+        annotator, and the call runs all the same. inside(function, args, kwargs, result), a guarded hook, runs in the range
         after a call that returned."""
         name = None
         if self._may_emit():
             try:
                 name = name_of(function)
-                self._push(name)
+                if name is not None:
+                    self._push(name)
             except Exception as error:
                 name = None
                 self._disable(error)
@@ -502,19 +522,21 @@ class Annotator:
             name = self._root_range_name(module)
             stack.roots.append(module)
         self._push(name)
-        path = (stack.modules[-1][4] if stack.modules else ()) + (name,)
+        path = (stack.modules[-1].path if stack.modules else ()) + (name,)
         # The nodes the inputs came from were made before this call: its claim stops there.
         boundary = (tuple(_grad_nodes(inputs, self._tensor_type))
                     if self._by_module and self._grad_enabled() else None)
-        stack.modules.append((name, is_root, next(self._call_numbers), boundary, path,
-                              id(module)))
+        stack.modules.append(_ModuleCall(name, is_root, next(self._call_numbers), boundary, path,
+                                         id(module), isinstance(module, self._loss_type)))
 
     def _forward_post(self, module, inputs, outputs):
         """A module call returned, or (torch >= 2.1) raised: outputs is then None."""
         stack = self._stack
-        if not stack.modules or stack.modules[-1][5] != id(module):
+        if not stack.modules or stack.modules[-1].module_id != id(module):
             return  # its pre-hook did not run (another pre-hook raised), or it is closed
-        name, is_root, call_number, boundary, path, _ = stack.modules.pop()
+        call = stack.modules.pop()
+        name, is_root, call_number, boundary, path = (call.name, call.is_root, call.number,
+                                                      call.boundary, call.path)
         if is_root:
             stack.roots.pop()
         self._pop_to(name)
@@ -723,6 +745,38 @@ class Annotator:
 
         optimizer_type.zero_grad = self._around(open_step_for_zero_grad, optimizer_type.zero_grad)
 
+    def _wrap_functional_losses(self):
+        """Each torch.nn.functional loss called outside a loss module (F.cross_entropy inside a
+        model's forward, as most LLM code computes its loss) runs in a range named
+        `nn.functional.<name>`, which the phase rules make loss, under the module that called it.
+        A loss module's own call of it adds nothing: the module's range is the loss already."""
+        functional = self._torch.nn.functional
+        stack = self._stack
+
+        def name_of_loss(name):
+            def name_of(function):
+                modules = stack.modules
+                return None if modules and modules[-1].is_loss else "nn.functional." + name
+
+            return name_of
+
+        for name in _functional_losses(functional):
+            setattr(functional, name, self._around(name_of_loss(name), getattr(functional, name)))
+
+    def _wrap_gradient_clipping(self):
+        """torch.nn.utils.clip_grad_norm_ / clip_grad_value_ run in ranges of those names, which
+        the phase rules make optimizer (wherever the program imported them from after torch)."""
+        utils = self._torch.nn.utils
+        clip_grad = getattr(utils, "clip_grad", None)
+        for name in ("clip_grad_norm_", "clip_grad_value_"):
+            function = getattr(utils, name, None)
+            if function is None:
+                continue
+            wrapped = self._around(lambda function, name=name: "torch.nn.utils." + name, function)
+            setattr(utils, name, wrapped)
+            if clip_grad is not None and getattr(clip_grad, name, None) is function:
+                setattr(clip_grad, name, wrapped)
+
     def _wrap_data_loader(self):
         data_loader = self._torch.utils.data.dataloader
         for iterator_type in (data_loader._SingleProcessDataLoaderIter,
@@ -730,6 +784,14 @@ class Annotator:
             name = "enumerate(DataLoader)#%s.__next__" % iterator_type.__name__
             iterator_type.__next__ = self._around(lambda next_batch, name=name: name,
                                                   iterator_type.__next__)
+
+
+def _functional_losses(functional):
+    """The loss functions of torch.nn.functional: `*_loss`, and the four named otherwise."""
+    named = ("cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+             "kl_div")
+    return [name for name in dir(functional)
+            if (name.endswith("_loss") or name in named) and callable(getattr(functional, name))]
 
 
 def _flop_counter(torch, nvtx):

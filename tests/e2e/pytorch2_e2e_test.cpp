@@ -28,11 +28,11 @@ TEST_CASE("selective checkpointing: only the ops the policy recomputes are recom
   TempDir dir;
   const std::string report_path = dir.File("report.json");
   const std::string truth_path = dir.File("truth.json");
-  const ProcessResult run = RunUnderGpuattr(
-      {},
-      {kPython, PYTORCH_SIMULATED_SCRIPT, "--steps", "2", "--model", "blocks", "--checkpoint",
-       "selective", "--truth", truth_path},
-      report_path, SimulatedTorchEnvironment());
+  const ProcessResult run =
+      RunUnderGpuattr({},
+                      {kPython, PYTORCH_SIMULATED_SCRIPT, "--steps", "2", "--model", "blocks",
+                       "--checkpoint", "selective", "--truth", truth_path},
+                      report_path, SimulatedTorchEnvironment());
   INFO("stderr: " << run.err);
   REQUIRE(ExitStatus(run) == 0);
   REQUIRE(SchemaValid(report_path));

@@ -10,9 +10,9 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
-#include <ostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -40,11 +40,11 @@ TEST_CASE(
   TempDir dir;
   const std::string report_path = dir.File("report.json");
   const std::string truth_path = dir.File("truth.json");
-  const ProcessResult run = RunUnderGpuattr(
-      {},
-      {kPython, PYTORCH_SIMULATED_SCRIPT, "--steps", "2", "--model", "blocks", "--checkpoint",
-       checkpoint, "--truth", truth_path},
-      report_path, SimulatedTorchEnvironment());
+  const ProcessResult run =
+      RunUnderGpuattr({},
+                      {kPython, PYTORCH_SIMULATED_SCRIPT, "--steps", "2", "--model", "blocks",
+                       "--checkpoint", checkpoint, "--truth", truth_path},
+                      report_path, SimulatedTorchEnvironment());
   INFO("checkpoint " << checkpoint << ", stderr: " << run.err);
   REQUIRE(ExitStatus(run) == 0);
   REQUIRE(SchemaValid(report_path));

@@ -30,7 +30,9 @@ inline std::ostream& operator<<(std::ostream& out, const ModuleTerms& terms) {
 }
 
 inline bool IsModule(const std::string& name) { return name.starts_with("nn.Module: "); }
-inline bool IsLeaf(const std::string& name) { return name == "backward" || name == "backward_unlinked"; }
+inline bool IsLeaf(const std::string& name) {
+  return name == "backward" || name == "backward_unlinked";
+}
 
 // Each module's device time by phase, from the truth's activities alone: an activity is its
 // path's innermost module's; backward when the path ends in a leaf (the module made that
