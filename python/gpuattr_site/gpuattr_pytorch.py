@@ -49,6 +49,7 @@ import functools
 import itertools
 import os
 import threading
+import warnings
 
 import gpuattr_flops
 
@@ -304,6 +305,11 @@ class Annotator:
 
     def install(self):
         torch = self._torch
+        # torch.compile(module) warns once when global module hooks exist (they fire for the
+        # OptimizedModule too): the warning would be gpuattr's, printed into the program's stderr.
+        warnings.filterwarnings("ignore", category=UserWarning,
+                                message=r"Using `torch\.compile\(module\)` when there are global "
+                                        r"hooks on modules")
         module_hooks = torch.nn.modules.module
         self._handles.append(
             module_hooks.register_module_forward_pre_hook(self._guarded(self._forward_pre)))
