@@ -48,6 +48,7 @@ import ctypes
 import functools
 import itertools
 import os
+import sys
 import threading
 import warnings
 
@@ -293,10 +294,22 @@ class Annotator:
 
     @staticmethod
     def _find_is_compiling(torch):
-        """torch._dynamo.is_compiling, or None for a torch without dynamo (1.13)."""
-        dynamo = getattr(torch, "_dynamo", None)
-        check = getattr(dynamo, "is_compiling", None) if dynamo is not None else None
-        return check if callable(check) else None
+        """torch.compiler.is_compiling (torch >= 2.3), else torch._dynamo's once the program
+        imported dynamo (torch 2.0-2.2), else None (torch 1.13 has no dynamo). Never imports
+        torch._dynamo itself: importing it changes the program (with it, torch 2.13's gloo
+        process group can deadlock at exit, joining a thread that waits for the GIL)."""
+        check = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+        if callable(check):
+            return check
+        if not hasattr(torch, "compile"):
+            return None
+        modules = sys.modules
+
+        def dynamo_is_compiling():
+            dynamo = modules.get("torch._dynamo")
+            return dynamo is not None and dynamo.is_compiling()
+
+        return dynamo_is_compiling
 
     def _may_emit(self):
         return self._enabled and (self._is_compiling is None or not self._is_compiling())

@@ -10,7 +10,9 @@
 //    the same paths, phases and instances, up to torch's `Class_k` naming of submodules, which
 //    the recorder maps to qualified names from its own module hook;
 //  - torch.compile of the demo's GPT under `gpuattr run`: dynamo's graph breaks, recompiles and
-//    unimplemented counters, the losses and all of stdout equal a bare run's.
+//    unimplemented counters, the losses and all of stdout equal a bare run's;
+//  - FSDP2 (fully_shard) with 2 gloo ranks under torchrun on the simulated GPU: a process per
+//    rank, the same module tree, and the all-gathers and reduce-scatters as communication.
 #include <catch2/catch.hpp>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -18,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "pytorch_distributed_check.h"
 #include "pytorch_e2e_util.h"
 #include "pytorch_module_truth.h"
 #include "scenario_check.h"
@@ -179,6 +182,28 @@ TEST_CASE(
   CHECK(bare.out.find("\"graph_break\": {}") != std::string::npos);
   CHECK(traced.err == bare.err);  // no warning of gpuattr's global hooks
   REQUIRE(SchemaValid(dir.File("report.json")));
+}
+
+TEST_CASE(
+    "torchrun with gloo and FSDP2 on the simulated GPU: a process per rank, the same module tree, "
+    "all-gathers and reduce-scatters as communication",
+    "[e2e]") {
+  RequireTorch();
+  TempDir dir;
+  const std::map<int, json> ranks = RunTorchrunOnSimulatedGpu(dir, PYTORCH_FSDP_SCRIPT);
+  // fully_shard gives the module a class of its own, FSDP<Class>.
+  CheckRanks(ranks, "nn.Module: FSDPNet_0",
+             {{"nn.Module: FSDPNet_0", "nn.Module: encoder", "nn.Module: encoder.0"},
+              {"nn.Module: FSDPNet_0", "nn.Module: head", "backward"}});
+  for (const auto& [rank, process] : ranks) {
+    std::map<std::string, uint64_t> collectives;
+    for (const json& family : process["families"]) {
+      collectives[family["family"].get<std::string>()] = family["kernels"].get<uint64_t>();
+    }
+    INFO("rank " << rank);
+    CHECK(collectives["nccl_AllGather"] > 0);
+    CHECK(collectives["nccl_ReduceScatter"] > 0);
+  }
 }
 
 }  // namespace

@@ -12,6 +12,12 @@ launches (forked DataLoader workers do not).
 
 SimulatedGpu is the library's launch, copy and synchronise calls, for this module and for the
 annotator's e2e scripts (tests/e2e/pytorch/), which keep their own truth.
+
+A script that ends its process group (torch.distributed.destroy_process_group) ends its process
+there, with os._exit(0) after the device work finished and the output was flushed: the gloo
+process group's destructor, which the script's return would run next, joins its worker threads
+holding the GIL, and a worker that drops a collective's work needs the GIL to release the Python
+mode the work captured (this module's; torch 2.13 deadlocks so at exit now and then).
 """
 import ctypes
 import os
@@ -89,10 +95,30 @@ def main():
     script = sys.argv[1]
     sys.argv = sys.argv[1:]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    end_process_with_process_group(gpu)
     with KernelPerOp(gpu):
         runpy.run_path(script, run_name="__main__")
     gpu.synchronize()
     return 0
+
+
+def end_process_with_process_group(gpu):
+    """Wraps torch.distributed.destroy_process_group so that the process ends after it (see the
+    module's docstring)."""
+    import torch.distributed
+
+    if not torch.distributed.is_available():
+        return
+    destroy = torch.distributed.destroy_process_group
+
+    def destroy_then_exit(*args, **kwargs):
+        destroy(*args, **kwargs)
+        gpu.synchronize()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+    torch.distributed.destroy_process_group = destroy_then_exit
 
 
 if __name__ == "__main__":
