@@ -166,6 +166,17 @@ for model in lesson checkpointed; do
     --warmup 5
 done
 
+# The demo's GPT (issue 40: checkpointed blocks, F.cross_entropy, AdamW, clipping) on the device:
+# bare, under gpuattr run, and torch.compile'd under gpuattr run (compiled_demo.py prints dynamo's
+# graph-break and recompile counters after the losses, to compare with the bare compiled run).
+gpt="$root/examples/pytorch/train.py"
+bare torch_gpt 120 "$py" "$gpt" --device cuda --steps 20
+traced torch_gpt 120 "$torch_cupti" "$py" "$gpt" --device cuda --steps 20
+bare torch_gpt_compiled 240 "$py" "$root/tests/e2e/pytorch/compiled_demo.py" "$gpt" \
+  --device cuda --steps 20
+traced torch_gpt_compiled 240 "$torch_cupti" "$py" "$root/tests/e2e/pytorch/compiled_demo.py" \
+  "$gpt" --device cuda --steps 20
+
 # FLOPs and MFU (issue 22): the lesson model under --flops, MFU's denominator from a bare second
 # run (--clean-steps); torch.profiler's with_flops figures come from the profiled run above.
 run_flags=(--flops --clean-steps 10 --skip-steps 5)

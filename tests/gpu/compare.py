@@ -279,6 +279,35 @@ def flops_rows(outdir, row, record):
         ratio, "1.0 (same steps)", abs(ratio - 1.0) < 1e-9)
 
 
+def gpt_rows(outdir, row, record):
+    """Issue 40: the traced GPT prints the bare run's losses (recorded: CUDA's atomic adds may
+    change a last digit of either run), has one module row per module, and, compiled, dynamo
+    counts no graph break or recompile that the bare compiled run does not."""
+    def stdout_of(name):
+        path = os.path.join(outdir, name)
+        if not os.path.exists(path):
+            return None
+        with open(path) as f:
+            return f.read().splitlines()
+
+    for name in ("torch_gpt", "torch_gpt_compiled"):
+        bare, traced = stdout_of(f"{name}.bare.truth.json"), stdout_of(f"{name}.truth.json")
+        losses = None if bare is None or traced is None else (
+            [line for line in bare if line.startswith("loss")] ==
+            [line for line in traced if line.startswith("loss")])
+        record(f"{name}: losses under gpuattr run equal the bare run's", losses)
+        if name == "torch_gpt_compiled":
+            dynamo = None if bare is None or traced is None else (
+                [line for line in bare if line.startswith("dynamo ")] ==
+                [line for line in traced if line.startswith("dynamo ")] != [])
+            row(f"{name}: dynamo graph breaks and recompiles vs bare", dynamo, "equal", dynamo)
+    run = load(outdir, "torch_gpt.report.json")
+    modules = None if run is None else [
+        module["module"] for process in run["processes"] for module in process.get("modules") or []]
+    row("torch_gpt: one module row per module", None if modules is None else len(modules),
+        "no module twice", None if not modules else len(modules) == len(set(modules)))
+
+
 def late_attach_rows(outdir, row, record):
     """Issue 23: two windows of a PyTorch job started without gpuattr, the shim loaded by ptrace."""
     stderr_path = os.path.join(outdir, "late_attach.stderr")
@@ -421,6 +450,9 @@ def main():
 
     # 10. cupti-notes §10, from cupti_questions.
     cupti_rows(load(outdir, "cupti_questions.json"), row, record)
+
+    # 11. The demo's GPT (issue 40), eager and torch.compile'd, under gpuattr run and bare.
+    gpt_rows(outdir, row, record)
 
     with open(os.path.join(outdir, "summary.json"), "w") as f:
         json.dump(rows, f, indent=1)
