@@ -190,7 +190,7 @@ TEST_CASE(
     "[e2e]") {
   RequireTorch();
   TempDir dir;
-  const std::map<int, json> ranks = RunTorchrunOnSimulatedGpu(dir, PYTORCH_FSDP_SCRIPT);
+  const std::map<int, json> ranks = RunTorchrunOnSimulatedGpu(dir, PYTORCH_DDP_SCRIPT, {"--fsdp2"});
   // fully_shard gives the module a class of its own, FSDP<Class>.
   CheckRanks(ranks, "nn.Module: FSDPNet_0",
              {{"nn.Module: FSDPNet_0", "nn.Module: encoder", "nn.Module: encoder.0"},

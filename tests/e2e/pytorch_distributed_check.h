@@ -23,19 +23,34 @@ namespace gpuattr::e2e {
 
 inline constexpr int kTorchrunSteps = 4;
 
-// Runs `script --steps kTorchrunSteps` on two gloo ranks under `gpuattr run`; the report's
-// processes by rank (the launcher, which has no rank, is left out).
-inline std::map<int, nlohmann::json> RunTorchrunOnSimulatedGpu(test_support::TempDir& dir,
-                                                               const std::string& script) {
+// Runs `script --steps kTorchrunSteps FLAGS` on two gloo ranks under `gpuattr run`; the
+// report's processes by rank (the launcher, which has no rank, is left out).
+inline std::map<int, nlohmann::json> RunTorchrunOnSimulatedGpu(
+    test_support::TempDir& dir, const std::string& script,
+    const std::vector<std::string>& flags = {}) {
   const std::string report_path = dir.File("report.json");
   // Debian's torchrun (torch 1.13 on Python 3.11) cannot parse its own default --redirects 0
   // (Std.from_str finds no flag for 0), so the output goes through an explicit tee of stdout.
-  const test_support::ProcessResult run = RunUnderGpuattr(
-      {},
-      {kPython, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-       "--redirects", "0:1,1:1", "--tee", "0:1,1:1", "--log_dir", dir.File("torchrun_logs"), "-m",
-       "simgpu_torch", script, "--steps", std::to_string(kTorchrunSteps)},
-      report_path, SimulatedTorchEnvironment());
+  std::vector<std::string> command = {kPython,
+                                      "-m",
+                                      "torch.distributed.run",
+                                      "--standalone",
+                                      "--nproc_per_node",
+                                      "2",
+                                      "--redirects",
+                                      "0:1,1:1",
+                                      "--tee",
+                                      "0:1,1:1",
+                                      "--log_dir",
+                                      dir.File("torchrun_logs"),
+                                      "-m",
+                                      "simgpu_torch",
+                                      script,
+                                      "--steps",
+                                      std::to_string(kTorchrunSteps)};
+  command.insert(command.end(), flags.begin(), flags.end());
+  const test_support::ProcessResult run =
+      RunUnderGpuattr({}, command, report_path, SimulatedTorchEnvironment());
   INFO("stdout: " << run.out << "\nstderr: " << run.err);
   REQUIRE(ExitStatus(run) == 0);
   CHECK(run.out.find("rank 0 final loss") != std::string::npos);
