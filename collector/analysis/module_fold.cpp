@@ -20,18 +20,16 @@ int64_t ModuleFold::RowOfPath(const std::vector<std::string>& path) {
   const bool forward = std::none_of(path.begin(), path.end(), IsBackwardLeaf);
   auto [found, added] = row_index_.try_emplace(*module, rows_.size());
   if (added) {
-    ModuleRow row;
-    row.module = *module;
-    std::copy_if(path.begin(), module.base(), std::back_inserter(row.path), IsModule);
-    row.path_is_forward = forward;
-    rows_.push_back(std::move(row));
-  } else if (forward && !rows_[found->second].path_is_forward) {
-    ModuleRow& row = rows_[found->second];
-    row.path.clear();
-    std::copy_if(path.begin(), module.base(), std::back_inserter(row.path), IsModule);
-    row.path_is_forward = true;
+    rows_.push_back({.module = *module});
+    path_is_forward_.push_back(false);
   }
-  return static_cast<int64_t>(found->second);
+  const size_t row = found->second;
+  if (added || (forward && !path_is_forward_[row])) {
+    rows_[row].path.clear();
+    std::copy_if(path.begin(), module.base(), std::back_inserter(rows_[row].path), IsModule);
+    path_is_forward_[row] = forward;
+  }
+  return static_cast<int64_t>(row);
 }
 
 int64_t ModuleFold::RowOf(uint32_t node) {

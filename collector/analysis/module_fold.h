@@ -70,6 +70,7 @@ class ModuleFold {
   int64_t last_row_ = -1;
   std::map<std::string, size_t, std::less<>> row_index_;  // module name -> rows_ index
   std::vector<ModuleRow> rows_;
+  std::vector<bool> path_is_forward_;  // by row: its path is a forward call's
 };
 
 }  // namespace gpuattr::collector

@@ -302,7 +302,6 @@ struct PhaseTotals {
 struct ModuleRow {
   std::string module;             // its range name, `nn.Module: …`: the row's key
   std::vector<std::string> path;  // module names where it first ran, outermost first, its own last
-  bool path_is_forward = false;   // path is a forward call's (else a backward or recompute's)
   uint64_t calls = 0;             // instances of its forward pass nodes
   uint64_t recompute_calls = 0;   // instances of its pass nodes under a backward leaf
   PhaseTotals phases;

@@ -107,14 +107,13 @@ std::string Split(const Json& attribution) {
 
 // A pass's name as the tree shows it (ReadableName, relative to the innermost module above it).
 std::string TreeName(const Json& pass) {
-  const std::vector<const Json*> path = ElementsOf(Field(pass, "path"));
-  std::string parent_module;
-  for (size_t i = path.size() >= 1 ? path.size() - 1 : 0; i-- > 0;) {
-    parent_module = StringText(*path[i]);
-    if (parent_module.starts_with(kModuleRangePrefix)) break;
-    parent_module.clear();
-  }
-  return ReadableName(StringText(Field(pass, "name")), parent_module);
+  std::vector<const Json*> above = ElementsOf(Field(pass, "path"));
+  if (!above.empty()) above.pop_back();  // the pass itself
+  const auto parent = std::find_if(above.rbegin(), above.rend(), [](const Json* name) {
+    return StringText(*name).starts_with(kModuleRangePrefix);
+  });
+  return ReadableName(StringText(Field(pass, "name")),
+                      parent == above.rend() ? "" : StringText(**parent));
 }
 
 // One level of a pass tree as rows, `passes` in the order shown: each pass's cells (cells_of,
@@ -474,12 +473,11 @@ std::string Modules(const Json& modules, const ReportViewOptions& options) {
                   TextTable::Names::kWhole);
   for (size_t i = 0; i < shown; ++i) {
     const Json& row = *rows[i];
-    std::string name = StringText(Field(row, "module"));
-    if (name.starts_with(kModuleRangePrefix)) name.erase(0, kModuleRangePrefix.size());
-    table.Add({std::move(name), CountText(Field(row, "calls")), MsText(Field(row, "forward_ns")),
-               MsText(Field(row, "backward_ns")), MsText(Field(row, "recompute_ns")),
-               MsText(Field(row, "loss_ns")), MsText(Field(row, "communication_ns")),
-               MsText(Field(row, "other_ns")), Fixed(Field(row, "recompute_fraction"))});
+    table.Add({ReadableName(StringText(Field(row, "module")), ""), CountText(Field(row, "calls")),
+               MsText(Field(row, "forward_ns")), MsText(Field(row, "backward_ns")),
+               MsText(Field(row, "recompute_ns")), MsText(Field(row, "loss_ns")),
+               MsText(Field(row, "communication_ns")), MsText(Field(row, "other_ns")),
+               Fixed(Field(row, "recompute_fraction"))});
   }
   if (rows.size() > shown) table.AddNote("… " + std::to_string(rows.size() - shown) + " more");
   return out + table.Render();

@@ -246,7 +246,6 @@ std::string TextTable::Render() const {
       if (!row.cells.empty()) widths[c] = std::max(widths[c], DisplayWidth(row.cells[c]));
     }
   }
-  const size_t longest_name = widths[0];
   size_t others = DisplayWidth(indent_);
   for (size_t c = 1; c < columns_.size(); ++c) others += 2 + widths[c];
   const size_t room = others + kMinNameWidth < kTextWidth ? kTextWidth - others : kMinNameWidth;
@@ -256,8 +255,7 @@ std::string TextTable::Render() const {
   for (const Column& column : columns_) headers.push_back(column.header);
   std::string out = Line(headers, widths);
   for (const Row& row : rows_) {
-    if (!row.cells.empty() && names_ == Names::kWhole && longest_name > widths[0] &&
-        DisplayWidth(row.cells[0]) > widths[0]) {
+    if (!row.cells.empty() && names_ == Names::kWhole && DisplayWidth(row.cells[0]) > widths[0]) {
       out += WholeName(row.cells[0]);  // the whole name, then its cells
       std::vector<std::string> cells = row.cells;
       cells[0].clear();

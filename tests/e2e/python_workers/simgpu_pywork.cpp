@@ -72,6 +72,17 @@ gpuattr::simgpu::Driver& KernelDriver() {
   return *driver;
 }
 
+// Writes an executed launch's host entry time and device start and end to times[0..2] and its
+// correlation id (0 without CUPTI) to *correlation_id; returns 0.
+int WriteLaunch(const gpuattr::simgpu::WorkResult& result, uint64_t* times,
+                uint32_t* correlation_id) {
+  times[0] = result.launch_ns;
+  times[1] = result.start_ns;
+  times[2] = result.end_ns;
+  *correlation_id = result.correlation_id.value_or(0);
+  return 0;
+}
+
 }  // namespace
 
 // Launches kernel `name` of `duration_ns`; writes the host time the launch API was entered and
@@ -85,11 +96,7 @@ extern "C" __attribute__((visibility("default"))) int simgpu_launch_kernel(
   work.duration_ns = duration_ns;
   const gpuattr::simgpu::WorkResult result = KernelDriver().Submit(work, {});
   if (!result.executed) return 2;
-  times[0] = result.launch_ns;
-  times[1] = result.start_ns;
-  times[2] = result.end_ns;
-  *correlation_id = result.correlation_id.value_or(0);
-  return 0;
+  return WriteLaunch(result, times, correlation_id);
 }
 
 // A device-to-host copy of `bytes` lasting `duration_ns` (cudaMemcpyAsync DtoH, as `.item()`
@@ -105,11 +112,7 @@ extern "C" __attribute__((visibility("default"))) int simgpu_copy_to_host(
   const gpuattr::simgpu::WorkResult result = KernelDriver().Submit(work, {});
   if (!result.executed) return 2;
   KernelDriver().Sync(0, 0);
-  times[0] = result.launch_ns;
-  times[1] = result.start_ns;
-  times[2] = result.end_ns;
-  *correlation_id = result.correlation_id.value_or(0);
-  return 0;
+  return WriteLaunch(result, times, correlation_id);
 }
 
 // cudaDeviceSynchronize of device 0: returns once every launched kernel has completed.

@@ -4,8 +4,9 @@
 
 Test equipment for the import-equals-live test (pytorch2_e2e_test.cpp): the program runs as
 `python PROGRAM ARGS` would, inside torch.profiler.profile(activities=[CPU], with_modules=True,
-with_stack=True, record_shapes=True), and the trace is torch's own export_chrome_trace: module events, the
-autograd engine's ops with their fwdbwd flows, the optimizer's and DataLoader's annotations.
+with_stack=True, record_shapes=True), and the trace is torch's own export_chrome_trace: module
+events, the autograd engine's ops with their fwdbwd flows, the optimizer's and DataLoader's
+annotations.
 CPU Kineto records no device activity, and the program calls no prof.step(), so the trace has
 no ProfilerStep#N.
 

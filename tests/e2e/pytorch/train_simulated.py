@@ -99,7 +99,7 @@ class Truth:
         launch_ns, start_ns, end_ns, correlation = launched
         copy = work.kind == simgpu_kernels.COPY_TO_HOST
         name = "memcpy_DtoH" if copy else work.name
-        self.trace.launch(work.name, copy, correlation, launch_ns, returned_ns, start_ns, end_ns)
+        self.trace.launch(work, correlation, launch_ns, returned_ns, start_ns, end_ns)
         self.activities.append({
             "kind": "memcpy" if copy else "kernel", "name": name,
             "correlation_id": correlation, "device": 0,
@@ -234,16 +234,18 @@ class KinetoTrace:
         self.host("cpu_op", "autograd::engine::evaluate_function: " + node_name, start_ns, end_ns,
                   args)
 
-    def launch(self, name, copy, correlation, launch_ns, returned_ns, start_ns, end_ns):
-        """A kernel, or (copy) a device-to-host copy, and the runtime call that launched it."""
+    def launch(self, work, correlation, launch_ns, returned_ns, start_ns, end_ns):
+        """One simgpu_kernels.DeviceWork, a kernel or a device-to-host copy, and the runtime
+        call that launched it."""
+        copy = work.kind == simgpu_kernels.COPY_TO_HOST
         self.host("cuda_runtime", "cudaMemcpyAsync" if copy else "cudaLaunchKernel", launch_ns,
                   returned_ns, {"correlation": correlation})
         if copy:
             self.events.append(("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 0, 7, start_ns,
                                 end_ns, {"device": 0, "stream": 7, "correlation": correlation,
-                                         "bytes": 8}))
+                                         "bytes": work.bytes}))
         else:
-            self.events.append(("kernel", name, 0, 7, start_ns, end_ns,
+            self.events.append(("kernel", work.name, 0, 7, start_ns, end_ns,
                                 {"device": 0, "stream": 7, "correlation": correlation}))
 
     def write(self, path):

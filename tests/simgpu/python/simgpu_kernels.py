@@ -34,6 +34,7 @@ COPY_TO_HOST = "copy_to_host"
 _MATRIX_PRODUCTS = ("mm", "addmm", "bmm", "baddbmm", "addbmm", "addmv", "mv", "dot")
 _CONVOLUTIONS = ("convolution", "_convolution", "convolution_backward", "cudnn_convolution")
 _ALLOCATIONS = ("empty", "new_empty")  # schema names that start so: aten::empty_strided, ...
+_SCALAR_BYTES = 8  # what `.item()` copies back: one element, at most 8 bytes
 
 
 class DeviceWork:
@@ -78,7 +79,7 @@ def _dtype_name(tensors):
                 dtype, str(dtype).replace("torch.", ""))
 
 
-def _collective_kernel(op_name, tensors):
+def _collective_kernel(op_name):
     """The NCCL device kernel of collective `op_name` (c10d's `allreduce_`, `_allgather_base_`,
     `reduce_scatter_tensor_coalesced_`, ...)."""
     collective = op_name.lower()
@@ -123,18 +124,16 @@ def device_work(func, result):
     namespace, _, op_name = schema.name.partition("::")
     tags = _tag_names(func)
     outputs = _tensors(result)
+    kernel_ns = 2000 + sum(tensor.numel() for tensor in outputs) // 16
     if namespace == "c10d":
-        elements = sum(tensor.numel() for tensor in outputs)
-        return DeviceWork(KERNEL, _collective_kernel(op_name, outputs), 2000 + elements // 16)
+        return DeviceWork(KERNEL, _collective_kernel(op_name), kernel_ns)
     if not _returns_tensors(schema):
         if "data_dependent_output" in tags:
-            return DeviceWork(COPY_TO_HOST, "DtoH", 1000 + 8, size_bytes=8)
+            return DeviceWork(COPY_TO_HOST, "DtoH", 1000 + _SCALAR_BYTES, _SCALAR_BYTES)
         return None
     if _is_view(schema) or "inplace_view" in tags or op_name.startswith(_ALLOCATIONS):
         return None
-    elements = sum(tensor.numel() for tensor in outputs)
-    duration_ns = 2000 + elements // 16
     op = func.overloadpacket.__name__
     if op in _MATRIX_PRODUCTS or op in _CONVOLUTIONS:
-        duration_ns *= 4
-    return DeviceWork(KERNEL, _kernel_name(op, tags, outputs), duration_ns)
+        kernel_ns *= 4
+    return DeviceWork(KERNEL, _kernel_name(op, tags, outputs), kernel_ns)
