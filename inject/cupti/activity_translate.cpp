@@ -1,5 +1,7 @@
 #include "cupti/activity_translate.h"
 
+#include <algorithm>
+
 #include "wire/codec.h"
 
 namespace gpuattr::inject {
@@ -107,6 +109,7 @@ TranslateCounts TranslateBuffer(const CuptiApi& api, uint8_t* buffer, size_t val
     if (result != CUPTI_SUCCESS) break;
     uint64_t start = 0;
     uint64_t end = 0;
+    uint32_t correlation = 0;
     switch (record->kind) {
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
@@ -116,6 +119,7 @@ TranslateCounts TranslateBuffer(const CuptiApi& api, uint8_t* buffer, size_t val
         AppendRecord(out, body);
         start = body.start_ns;
         end = body.end_ns;
+        correlation = body.correlation_id;
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -124,6 +128,7 @@ TranslateCounts TranslateBuffer(const CuptiApi& api, uint8_t* buffer, size_t val
         AppendRecord(out, body);
         start = body.start_ns;
         end = body.end_ns;
+        correlation = body.correlation_id;
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY2: {
@@ -132,6 +137,7 @@ TranslateCounts TranslateBuffer(const CuptiApi& api, uint8_t* buffer, size_t val
         AppendRecord(out, body);
         start = body.start_ns;
         end = body.end_ns;
+        correlation = body.correlation_id;
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -140,6 +146,7 @@ TranslateCounts TranslateBuffer(const CuptiApi& api, uint8_t* buffer, size_t val
         AppendRecord(out, body);
         start = body.start_ns;
         end = body.end_ns;
+        correlation = body.correlation_id;
         break;
       }
       case CUPTI_ACTIVITY_KIND_DEVICE: {
@@ -154,7 +161,11 @@ TranslateCounts TranslateBuffer(const CuptiApi& api, uint8_t* buffer, size_t val
         continue;
     }
     ++counts.translated;
-    if (start == 0 && end == 0) ++counts.incomplete;
+    if (start == 0 && end == 0) {
+      ++counts.incomplete;
+    } else {
+      counts.last_complete_correlation = std::max(counts.last_complete_correlation, correlation);
+    }
   }
   return counts;
 }

@@ -27,8 +27,9 @@ namespace gpuattr::inject {
 
 struct TranslateCounts {
   uint64_t translated = 0;
-  uint64_t untranslated = 0;  // kinds the shim does not translate
-  uint64_t incomplete = 0;    // start = end = 0
+  uint64_t untranslated = 0;               // kinds the shim does not translate
+  uint64_t incomplete = 0;                 // start = end = 0
+  uint32_t last_complete_correlation = 0;  // the largest correlation id of a complete record
 };
 
 // Interns a name for the wire (returns a String id, 0 for none).

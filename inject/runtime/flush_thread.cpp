@@ -236,6 +236,8 @@ void FlushThread::Cycle(bool last) noexcept {
           TranslateBuffer(shim_->cupti, buffer, valid_size, *this, &staging_);
       untranslated_ += counts.untranslated;
       incomplete_ += counts.incomplete;
+      last_complete_correlation_ =
+          std::max(last_complete_correlation_, counts.last_complete_correlation);
     });
   }
 
@@ -243,6 +245,7 @@ void FlushThread::Cycle(bool last) noexcept {
   for (const wire::ThreadName& name : thread_names_) outbox_.Append(name);
   for (const RingMark& mark : marks_) {
     mark.state->ring.Drain(mark.position, [this](const uint8_t* record, uint32_t size) {
+      if (window_open_) NoteLaunch(record, size);
       outbox_.AppendEncoded(record, size);
     });
   }
@@ -407,7 +410,10 @@ void FlushThread::CloseWindow(wire::WindowEndReason reason) noexcept {
   wire::DetachOutcome detach = wire::DetachOutcome::kNotAttached;
   const bool active = shim_->cupti_active.load(std::memory_order_acquire);
   // Outside every lock of ours: the flush calls bufferCompleted, which only enqueues.
-  if (active) shim_->cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (active) {
+    AwaitWindowWork();
+    shim_->cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
   if (reason == wire::WindowEndReason::kProcessExit) {
     detach = wire::DetachOutcome::kProcessExit;  // exiting: CUPTI goes with the process
   } else if (active) {
@@ -433,6 +439,35 @@ void FlushThread::CloseWindow(wire::WindowEndReason reason) noexcept {
   outbox_.Flush();
   window.Reset();
   window_open_ = false;
+  last_launch_drained_ = 0;  // correlation ids may start again after a detach
+  last_complete_correlation_ = 0;
+}
+
+void FlushThread::NoteLaunch(const uint8_t* record, uint32_t size) noexcept {
+  wire::RecordHeader header;
+  if (size < sizeof(header) + sizeof(wire::ApiEnter)) return;
+  std::memcpy(&header, record, sizeof(header));
+  if (header.type != static_cast<uint16_t>(wire::RecordType::kApiEnter)) return;
+  wire::ApiEnter enter;
+  std::memcpy(&enter, record + sizeof(header), sizeof(enter));
+  last_launch_drained_ = std::max(last_launch_drained_, enter.correlation_id);
+}
+
+// The window's last launches may still run on the device, and a forced flush delivers the
+// records of running work without timestamps (incomplete: their time is lost). A flush without
+// the flag delivers only buffers whose records are all complete, so it is retried until the
+// record of the window's last launch came back that way, for at most kWindowWorkWaitMs (what
+// Proton does before its forced flush: cupti-notes §1.3). Per-thread buffers make one record's
+// return mean its thread's earlier ones are complete too. The app is never waited on: work it
+// launched after the window stopped recording only delays the buffer it shares.
+void FlushThread::AwaitWindowWork() noexcept {
+  Cycle(/*last=*/true);  // drains the rings: the window's last launch is known
+  for (int waited = 0; last_complete_correlation_ < last_launch_drained_ &&
+                       waited < kWindowWorkWaitMs && !StopRequested();
+       ++waited) {
+    usleep(1000);
+    Cycle(/*last=*/true);
+  }
 }
 
 }  // namespace gpuattr::inject

@@ -27,8 +27,9 @@
 // Armed mode (docs/attach.md): after Hello{armed} the thread only reads control messages each
 // period. kOpenWindow restarts the stream (Hello{window}, definitions again, sequence 0),
 // subscribes CUPTI (AttachCupti) and opens the CaptureWindow; while it records, the cycle above
-// runs; closing stops recording, forces a CUPTI flush, has the next API exit detach CUPTI
-// (waiting at most kDetachWaitMs), sends the last records, Diagnostics and WindowEnd.
+// runs; closing stops recording, waits at most kWindowWorkWaitMs for the device work of the
+// window's launches to complete (AwaitWindowWork), forces a CUPTI flush, has the next API exit
+// detach CUPTI (waiting at most kDetachWaitMs), sends the last records, Diagnostics and WindowEnd.
 //
 // Threads: Start/Stop run on the session owner's thread (an app thread, the atexit or _exit
 // caller); the cycle methods run on the flush thread, or on the test thread when a test drives them
@@ -62,6 +63,7 @@ constexpr int kCycleSendWaitMs = 50;      // per message, while running
 constexpr int kFinalSendBudgetMs = 1000;  // from Stop(): every send's waits together
 constexpr int kLastWordBudgetMs = 500;    // then for Diagnostics and Goodbye
 constexpr int kDetachWaitMs = 1000;       // for an API exit to run cuptiFinalize
+constexpr int kWindowWorkWaitMs = 500;    // for a closing window's launches to complete
 
 struct SessionInfo {
   char socket_path[108] = {};
@@ -128,6 +130,8 @@ class FlushThread final : private NameInterner {
   void OpenWindow(const wire::Control& control, std::string_view step_name) noexcept;
   void RestartStream() noexcept;
   void DiscardCuptiBuffers() noexcept;
+  void AwaitWindowWork() noexcept;
+  void NoteLaunch(const uint8_t* record, uint32_t size) noexcept;
   bool StopRequested() noexcept;
   std::chrono::milliseconds PeriodOfCycle(uint64_t cycle) const noexcept;
 
@@ -154,6 +158,8 @@ class FlushThread final : private NameInterner {
   uint64_t cupti_dropped_ = 0;
   uint64_t untranslated_ = 0;
   uint64_t incomplete_ = 0;
+  uint32_t last_launch_drained_ = 0;        // the largest correlation id of an ApiEnter sent
+  uint32_t last_complete_correlation_ = 0;  // ... of a complete device record sent
 
   // Armed mode, flush-thread-only.
   bool window_open_ = false;

@@ -171,6 +171,7 @@ TEST_CASE("kernel, memcpy, peer memcpy and memset records translate field by fie
   CHECK(counts.translated == 4);
   CHECK(counts.untranslated == 0);
   CHECK(counts.incomplete == 0);
+  CHECK(counts.last_complete_correlation == 45);
 
   const Decoded decoded = Decode(out);
   REQUIRE(decoded.types ==
@@ -213,11 +214,13 @@ TEST_CASE("kernel, memcpy, peer memcpy and memset records translate field by fie
   CHECK(set.end_ns == 4010);
 }
 
-TEST_CASE("zero-timestamp records are kept and counted, other kinds are counted only",
-          "[translate]") {
+TEST_CASE(
+    "zero-timestamp records are kept and counted (not complete), other kinds are counted only",
+    "[translate]") {
   CUpti_ActivityKernel10 unfinished = MakeKernel();
   unfinished.start = 0;
   unfinished.end = 0;
+  unfinished.correlationId = MakeKernel().correlationId + 1;  // the latest launch
   CUpti_ActivityAPI api_record{};
   api_record.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
   api_record.correlationId = 42;
@@ -237,6 +240,8 @@ TEST_CASE("zero-timestamp records are kept and counted, other kinds are counted 
   CHECK(counts.translated == 3);
   CHECK(counts.untranslated == 1);
   CHECK(counts.incomplete == 1);
+  // An unfinished record has not come back yet: the last complete one is the older kernel.
+  CHECK(counts.last_complete_correlation == MakeKernel().correlationId);
   const Decoded decoded = Decode(out);
   REQUIRE(decoded.types.size() == 3);
   CHECK(decoded.At<wire::Kernel>(0).start_ns == 0);
