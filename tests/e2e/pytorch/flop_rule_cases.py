@@ -1,4 +1,4 @@
-"""Evaluates the built-in FLOP rules (python/gpuattr_site/flop_rules.json) on ops this torch cannot
+"""Evaluates the built-in FLOP rules (python/gpuattr_site/gpuattr_pytorch/flop_rules.json) on ops this torch cannot
 run or the models do not reach (torch >= 2.0's attention kernels, transposed convolutions, norms
 without affine, embeddings, foreach), with made-up arguments of known shapes, and prints
 {case: [kind, flops, bytes]} as JSON for the e2e test to hold to hand-computed values.
@@ -11,9 +11,9 @@ import sys
 sys.path.insert(0, sys.argv[1])
 import torch  # noqa: E402
 
-import gpuattr_flops  # noqa: E402
+from gpuattr_pytorch import flops  # noqa: E402
 
-counter = gpuattr_flops.load_counter(torch)
+counter = flops.load_counter(torch)
 
 
 def t(*shape, dtype=torch.float32):

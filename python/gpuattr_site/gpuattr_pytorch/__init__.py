@@ -1,0 +1,69 @@
+# The PyTorch annotator (docs/pytorch.md): turns an unmodified PyTorch program into the ranges of
+# the PyTorch model of docs/attribution.md, as NVTX push/pop ranges the shim records.
+# sitecustomize calls install() right after the program's own `import torch`.
+#
+# Its rooms, each with its unit tests (tests/unit/pytorch):
+#   nvtx       the NVTX binding and its Capabilities
+#   compat     what the running torch offers, by feature (torch 1.13 to 2.x)
+#   ranges     each thread's open ranges, and the Guard every hook body runs under
+#   steps      ProfilerStep#N
+#   modules    module range names and the global forward hooks
+#   backward   autograd nodes claimed by the module calls that made them (backward by module)
+#   patches    backward, optimizers, data loaders, functional losses, gradient clipping
+#   op_mode    op ranges (--pytorch ops) and FLOP marks (--flops), with flops.py's counter
+#
+# The program must never notice: nothing is printed, no result or exception changes, and the
+# first error inside a hook disables the annotator for good (a `gpuattr.pytorch: disabled: ...`
+# NVTX mark names it in the report). Inside torch.compile'd regions nothing is emitted.
+# Runs on: the thread that first imports torch (install).
+import os
+import warnings
+
+from . import compat
+from .backward import Claims
+from .modules import ModuleHooks
+from .nvtx import Nvtx
+from .op_mode import OpMode, flop_counter
+from .patches import Patches
+from .ranges import Guard, Ranges
+from .steps import Steps
+
+_annotator = None
+
+
+class Annotator:
+    """The rooms, composed over one torch and one NVTX binding."""
+
+    def __init__(self, torch, nvtx, op_ranges=False, counter=None):
+        self.ranges = Ranges(nvtx)
+        self.guard = Guard(nvtx, self.ranges, compat.find_is_compiling(torch))
+        self.steps = Steps(self.ranges)
+        self.claims = Claims(torch, self.ranges, self.guard, self.steps)
+        self.op_mode = (OpMode(torch, self.ranges, self.guard, op_ranges, counter)
+                        if op_ranges or counter is not None else None)
+        self.module_hooks = ModuleHooks(torch, self.ranges, self.guard, self.steps, self.claims,
+                                        self.op_mode)
+        self.patches = Patches(torch, self.ranges, self.guard, self.steps, self.claims,
+                               self.module_hooks, self.op_mode)
+
+    def install(self):
+        # torch.compile(module) warns once when global module hooks exist (they fire for the
+        # OptimizedModule too): the warning would be gpuattr's, printed into the program's stderr.
+        warnings.filterwarnings("ignore", category=UserWarning,
+                                message=r"Using `torch\.compile\(module\)` when there are global "
+                                        r"hooks on modules")
+        self.module_hooks.install()
+        self.patches.install()
+
+
+def install(torch):
+    """Installs the annotator once, on the freshly imported `torch` (unless GPUATTR_PYTORCH is
+    off; `ops` adds the op ranges, GPUATTR_FLOPS=1 the FLOP counter)."""
+    global _annotator
+    if _annotator is not None:
+        return
+    nvtx = Nvtx(torch)
+    annotator = Annotator(torch, nvtx, op_ranges=os.environ.get("GPUATTR_PYTORCH") == "ops",
+                          counter=flop_counter(torch, nvtx))
+    annotator.install()
+    _annotator = annotator

@@ -1,0 +1,34 @@
+# The annotator's rooms composed over a recording NVTX, without the patches (which change torch
+# for the whole process): for the tests of module hooks and backward claims. close() removes the
+# global module hooks again.
+import torch
+
+from fake_nvtx import RecordingNvtx
+from gpuattr_pytorch import compat
+from gpuattr_pytorch.backward import Claims
+from gpuattr_pytorch.modules import ModuleHooks
+from gpuattr_pytorch.ranges import Guard, Ranges
+from gpuattr_pytorch.steps import Steps
+
+
+class Rooms:
+    def __init__(self, context_ranges=True):
+        self.nvtx = RecordingNvtx(context_ranges=context_ranges)
+        self.ranges = Ranges(self.nvtx)
+        self.guard = Guard(self.nvtx, self.ranges, compat.find_is_compiling(torch))
+        self.steps = Steps(self.ranges)
+        self.claims = Claims(torch, self.ranges, self.guard, self.steps)
+        self.module_hooks = ModuleHooks(torch, self.ranges, self.guard, self.steps, self.claims,
+                                        None)
+        self.forward_hook = self.module_hooks.install()
+
+    def close(self):
+        for handle in self.guard.handles:
+            handle.remove()
+        self.ranges.stack.reset()
+
+    def backward(self, loss):
+        """loss.backward() with the nodes no module call made claimed first, as the backward
+        patch does."""
+        self.claims.claim([loss.grad_fn], 0, (), ())
+        loss.backward()
