@@ -9,9 +9,9 @@
 # Each step's wall time is printed. Order: the TSan tier (small); the ASan build of the unit,
 # component and golden tests only (target gpuattr_fast_tier_tests) and those tests; the ASan
 # build of the rest and the e2e tests. With GPUATTR_CI_DEADLINE (epoch seconds; .ci/run sets it,
-# as CI must finish in 30 minutes) each ASan step runs only when its estimate fits before the
-# deadline; when it does not, the script says so and which machine time it saw, and still fails
-# on any finding of the steps that ran. The estimates scale with this machine's speed: .ci/run
+# 85 minutes after it starts, as CI must finish in 90) each ASan step runs only when its estimate
+# fits before the deadline; when it does not, the script says so and which machine time it saw,
+# and still fails on any finding of the steps that ran. The estimates scale with this machine's speed: .ci/run
 # passes the main build's and tests' times (GPUATTR_CI_BUILD_SECONDS, GPUATTR_CI_TESTS_SECONDS).
 # Without GPUATTR_CI_DEADLINE (any local run) every step runs.
 set -euo pipefail
