@@ -20,7 +20,7 @@ int64_t ModuleFold::RowOfPath(const std::vector<std::string>& path) {
   const bool forward = std::none_of(path.begin(), path.end(), IsBackwardLeaf);
   auto [found, added] = row_index_.try_emplace(*module, rows_.size());
   if (added) {
-    rows_.push_back({.module = *module});
+    rows_.emplace_back().module = *module;
     path_is_forward_.push_back(false);
   }
   const size_t row = found->second;
