@@ -33,6 +33,7 @@ endif()
 add_library(gpuattr_collector_ptrace STATIC
   ptrace/library_injector.cpp
   ptrace/process_image.cpp
+  ptrace/process_tree.cpp
   ptrace/thread_stop.cpp
   ${GPUATTR_REMOTE_CALL}
 )
@@ -43,6 +44,7 @@ target_compile_options(gpuattr_collector_ptrace PRIVATE ${GPUATTR_WARNINGS})
 add_library(gpuattr_collector_ingest STATIC
   ingest/attach_session.cpp
   ingest/daemon_reports.cpp
+  ingest/daemon_attach.cpp
   ingest/daemon_server.cpp
   ingest/socket_server.cpp
   cli/analysis_flags.cpp
@@ -60,6 +62,7 @@ add_library(gpuattr_collector_ingest STATIC
   cli/private_dir.cpp
   cli/report_command.cpp
   cli/run.cpp
+  cli/shim_loading.cpp
   cli/shim_locator.cpp
 )
 target_include_directories(gpuattr_collector_ingest PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})

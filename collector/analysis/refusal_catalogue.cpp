@@ -46,6 +46,14 @@ constexpr RefusalEntry kAttachRequiresShim{
     "start the job with `gpuattr run --armed -- CMD` (or LD_PRELOAD, CUDA_INJECTION64_PATH and "
     "NVTX_INJECTION64_PATH set to libgpuattr_inject.so with GPUATTR_MODE=armed)."};
 
+constexpr RefusalEntry kAttachNoCudaDriver{
+    "attach_no_cuda_driver",
+    "The process has not loaded the CUDA driver (libcuda.so), so it has no GPU work to attach "
+    "to, and nothing in it was touched. A launcher, a shell or torchrun's agent runs no CUDA "
+    "itself; when a process started by this one has loaded the driver, it is named here.",
+    "Attach to the process that runs the CUDA work: the pid named above (`gpuattr attach --pid "
+    "PID`), or every armed process of a job started under `gpuattr run --armed` with --all."};
+
 constexpr RefusalEntry kAttachPtraceDenied{
     "attach_ptrace_denied",
     "The kernel did not let gpuattr trace the process, so the shim could not be loaded into it; "
@@ -203,6 +211,7 @@ const RefusalEntry& LegacyProfilerTraceRefusal() { return kLegacyProfilerTrace; 
 const RefusalEntry& AttachRequiresShimRefusal() { return kAttachRequiresShim; }
 const RefusalEntry& AttachOtherUserRefusal() { return kAttachOtherUser; }
 const RefusalEntry& DaemonUnreachableRefusal() { return kDaemonUnreachable; }
+const RefusalEntry& AttachNoCudaDriverRefusal() { return kAttachNoCudaDriver; }
 const RefusalEntry& AttachPtraceDeniedRefusal() { return kAttachPtraceDenied; }
 const RefusalEntry& AttachTargetTracedRefusal() { return kAttachTargetTraced; }
 const RefusalEntry& AttachStaticTargetRefusal() { return kAttachStaticTarget; }

@@ -34,6 +34,10 @@ const RefusalEntry& AttachRequiresShimRefusal();
 const RefusalEntry& AttachOtherUserRefusal();
 const RefusalEntry& DaemonUnreachableRefusal();
 
+// `gpuattr attach --pid` of a process started without the shim that never loaded the CUDA
+// driver: refused before any ptrace.
+const RefusalEntry& AttachNoCudaDriverRefusal();
+
 // `gpuattr attach --pid` could not load the shim into a process started without it
 // (docs/attach.md §Injection): the kernel refused ptrace (Yama, another uid, no CAP_SYS_PTRACE);
 // a debugger traces it; it is statically linked; its libc is not glibc; no thread came to a safe

@@ -27,9 +27,8 @@
 #include "cli/daemon_socket.h"
 #include "cli/output_names.h"
 #include "cli/run.h"
-#include "cli/shim_locator.h"
+#include "cli/shim_loading.h"
 #include "ingest/daemon_server.h"
-#include "ptrace/library_injector.h"
 #include "report/atomic_write.h"
 #include "report/report_builder.h"
 #include "report/report_writer.h"
@@ -41,9 +40,6 @@ namespace {
 constexpr uint64_t kMaxDurationNs = 7ull * 24 * 3600 * 1000000000ull;
 // A report larger than this is not what a daemon of ours wrote.
 constexpr off_t kMaxReportBytes = off_t{4} << 30;
-// The shim's late-attach entry point (inject/entry.cpp) and its "started" result.
-constexpr char kLateAttachEntry[] = "GpuattrAttachLate";
-constexpr int64_t kLateAttachStarted = 0;
 // How long a shim just loaded may take to register with the daemon, and how often to ask.
 constexpr uint64_t kRegistrationWaitNs = 5'000'000'000;
 constexpr useconds_t kRegistrationPollUs = 20'000;
@@ -250,70 +246,6 @@ StatusOr<Reply> RequestWindowOnceRegistered(const std::string& socket_path,
   }
 }
 
-struct Refused {
-  const RefusalEntry* refusal;
-  std::string seen;
-};
-
-const RefusalEntry& RefusalFor(InjectionFailure failure) {
-  switch (failure) {
-    case InjectionFailure::kPtraceDenied:
-      return AttachPtraceDeniedRefusal();
-    case InjectionFailure::kAlreadyTraced:
-      return AttachTargetTracedRefusal();
-    case InjectionFailure::kStaticTarget:
-      return AttachStaticTargetRefusal();
-    case InjectionFailure::kNonGlibcTarget:
-      return AttachNonGlibcTargetRefusal();
-    case InjectionFailure::kNoSafePoint:
-      return AttachNoSafePointRefusal();
-    case InjectionFailure::kAlreadyLoaded:
-      return AttachRequiresShimRefusal();
-    case InjectionFailure::kNone:
-    case InjectionFailure::kTargetGone:
-    case InjectionFailure::kUnsupportedTarget:
-    case InjectionFailure::kLoadFailed:
-    case InjectionFailure::kCallFailed:
-      break;
-  }
-  return AttachInjectionFailedRefusal();
-}
-
-// Loads the shim into the process named by --pid (collector/ptrace/library_injector.h) and has
-// it start an armed session towards `socket_path`. nullopt when the shim's session started.
-std::optional<Refused> LoadShimInto(const AttachOptions& options, const std::string& socket_path) {
-  StatusOr<std::string> shim = LocateShim();
-  if (!shim.ok()) return Refused{&AttachInjectionFailedRefusal(), shim.status().message()};
-  std::error_code error;
-  InjectionRequest request;
-  request.pid = options.value;
-  request.library = *shim;
-  request.entry_symbol = kLateAttachEntry;
-  request.entry_argument = std::filesystem::absolute(socket_path, error).string();
-  const InjectionOutcome outcome = InjectLibrary(request);
-  if (outcome.failure == InjectionFailure::kAlreadyLoaded) {
-    return Refused{&AttachRequiresShimRefusal(),
-                   outcome.cause +
-                       ", but is not registered with this daemon (it was started "
-                       "under gpuattr run, or is armed towards another socket)"};
-  }
-  if (outcome.failure != InjectionFailure::kNone) {
-    return Refused{&RefusalFor(outcome.failure), outcome.cause};
-  }
-  if (outcome.entry_result != kLateAttachStarted) {
-    return Refused{&AttachInjectionFailedRefusal(), std::string(kLateAttachEntry) + " returned " +
-                                                        std::to_string(outcome.entry_result) +
-                                                        " in pid " + std::to_string(options.value)};
-  }
-  if (!options.quiet) {
-    std::fprintf(stderr,
-                 "gpuattr attach: loaded the shim into pid %d (thread %d was stopped for %.0f "
-                 "us)\n",
-                 options.value, outcome.thread, static_cast<double>(outcome.stopped_ns) / 1e3);
-  }
-  return std::nullopt;
-}
-
 constexpr char kAttachFooter[] =
     R"(Asks the gpuattr daemon to open a capture window in armed processes (started with
 `gpuattr run --armed -- CMD`, or with the shim preloaded and GPUATTR_MODE=armed), waits until
@@ -326,8 +258,9 @@ ProfilerStep#N) and end after N of them. The daemon also closes every window aft
 --attach-timeout (default 10 min); --timeout bounds only how long this command waits.
 
 Exit status: 0; 3 when the pid does not exist or the attach is refused (a report with the
-refusal is written: attach_requires_shim, attach_other_user, daemon_unreachable, or why the
-shim could not be loaded: attach_ptrace_denied, attach_target_traced, attach_static_target,
+refusal is written: attach_requires_shim, attach_other_user, daemon_unreachable,
+attach_no_cuda_driver (the process never loaded the CUDA driver: nothing was touched, and the
+processes below it that did are named), or why the shim could not be loaded: attach_ptrace_denied, attach_target_traced, attach_static_target,
 attach_non_glibc_target, attach_no_safe_point, attach_injection_failed) or a selected
 process already has a window open; 2 usage; 4 the daemon failed, no reply came in time, or the
 report cannot be written.
@@ -418,9 +351,10 @@ int RunAttach(const AttachOptions& requested) {
   if (!reply.ok()) return Fail(kExitInternal, reply.status().message());
   if (reply->status() == wire::AttachStatus::kRequiresShim &&
       options.selector == wire::AttachSelector::kPid && !options.no_inject) {
-    // Not registered: a process started without gpuattr. Load the shim into it, wait for it to
-    // register, and ask again.
-    const std::optional<Refused> refused = LoadShimInto(options, socket_path);
+    // Not registered: a process started without gpuattr. Unless it never loaded the CUDA driver
+    // (then it is not touched), load the shim into it, wait for it to register, and ask again.
+    std::optional<Refused> refused = RefuseWithoutCudaDriver(options.value);
+    if (!refused) refused = LoadShimInto(options.value, socket_path, options.quiet);
     if (refused) return Refuse(options, *refused->refusal, refused->seen);
     reply = RequestWindowOnceRegistered(socket_path, options);
     if (!reply.ok()) return Fail(kExitInternal, reply.status().message());

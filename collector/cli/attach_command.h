@@ -6,9 +6,12 @@
 //   AttachRequest{selector, duration_ns | steps, step name} --> one AttachReply:
 //     kDone          the report at the path the daemon named (a regular file of ours, absolute)
 //                    is copied to -o atomically; one summary line on stderr; exit 0
-//     kRequiresShim  --pid without --no-inject: the shim is loaded into the process
-//                    (collector/ptrace/library_injector.h; its entry GpuattrAttachLate starts
-//                    an armed session towards the daemon's socket), the request is repeated until
+//     kRequiresShim  --pid without --no-inject: a process that never loaded the CUDA driver is
+//                    an attach_no_cuda_driver report naming its descendants that did (exit 3,
+//                    never touched; collector/cli/shim_loading.h); else the shim is loaded into
+//                    the process (collector/ptrace/library_injector.h; its entry
+//                    GpuattrAttachLate starts an armed session towards the daemon's socket),
+//                    the request is repeated until
 //                    the process has registered (at most 5 s), and goes on as above; a failed
 //                    injection is a report with its typed refusal (attach_ptrace_denied, ...);
 //                    exit 3. Otherwise an attach_requires_shim report; exit 3

@@ -131,7 +131,7 @@ bool AttachSession::done() const {
 }
 
 std::string AttachSession::EndNotes() const {
-  std::string notes;
+  std::string notes = skipped_note_;
   for (const Window& window : windows_) {
     if (window.end_note.empty() && window.trace) continue;
     notes += (notes.empty() ? "" : "; ") + std::string("pid ") + std::to_string(window.pid) + ": " +

@@ -97,6 +97,8 @@ class AttachSession {
   std::string EndNotes() const;
   // The windows that carried a stream.
   size_t windows_with_data() const;
+  // What the selector passed over (processes without the CUDA driver), first in EndNotes.
+  void NoteSkipped(std::string note) { skipped_note_ = std::move(note); }
 
   uint64_t number() const { return number_; }
   uint64_t client_connection_id() const { return client_connection_id_; }
@@ -120,6 +122,7 @@ class AttachSession {
   uint64_t deadline_ns_;
   AttachTimeouts timeouts_;
   std::vector<Window> windows_;
+  std::string skipped_note_;
 };
 
 }  // namespace gpuattr::collector

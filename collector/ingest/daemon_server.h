@@ -8,12 +8,13 @@
 //                       Later messages whose first record is Hello{mode=window} begin a window
 //                       stream, fed to a fresh ProcessTrace until WindowEnd (or the connection
 //                       ends: truncated); outside windows only definitions and a Goodbye may come
-//   AttachRequest       an attach client: the selected armed processes get
-//                       Control{kOpenWindow}; duration windows get Control{kCloseWindow} when the
-//                       duration has passed since their WindowBegin (since the open request when
-//                       no WindowBegin came); steps windows end by themselves. When every
-//                       selected window has ended, one report over their traces is written and
-//                       the client gets AttachReply{kDone, report path}
+//   AttachRequest       an attach client (daemon_attach.cpp): the selected armed processes,
+//                       less those --all and --rank pass over for never having loaded the CUDA
+//                       driver, get Control{kOpenWindow}; duration windows get
+//                       Control{kCloseWindow} when the duration has passed since their WindowBegin
+//                       (since the open request when no WindowBegin came); steps windows end by
+//                       themselves. When every selected window has ended, one report over their
+//                       traces is written and the client gets AttachReply{kDone, report path}
 //   anything else       a protocol violation: the connection is closed and counted
 //
 //   attach client --AttachRequest--> daemon --Control{open}--> armed shim

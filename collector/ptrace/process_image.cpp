@@ -163,6 +163,7 @@ StatusOr<ProcessImage> ReadProcessImage(pid_t pid) {
     if (IsGlibcLoader(base)) AddMapping(image.loader, path, range, offset);
     if (IsMusl(base)) image.musl = true;
     if (base.rfind("libtorch_python", 0) == 0) image.torch = true;
+    if (base.rfind("libcuda.so", 0) == 0) image.cuda_driver = true;
   }
   if (lines == 0) {
     return NotFoundError("process " + std::to_string(pid) + " has no mappings (gone, or a zombie)");

@@ -52,6 +52,7 @@ struct ProcessImage {
   bool musl = false;                   // a musl libc or loader is mapped
   bool interpreter = false;            // the executable names a dynamic loader (PT_INTERP)
   bool torch = false;                  // libtorch_python is mapped (a Python process with torch)
+  bool cuda_driver = false;            // libcuda.so* is mapped (the process reached CUDA's driver)
   std::vector<std::string> objects;    // the file name (no directory) of every mapped file
 
   bool MapsObjectNamed(std::string_view file_name) const;

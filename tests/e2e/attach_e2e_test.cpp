@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "attach_fixture.h"
 #include "scenario_check.h"
 #include "subprocess.h"
 #include "test_files.h"
@@ -28,114 +29,6 @@ using test_support::RunProcess;
 using test_support::Subprocess;
 using test_support::TempDir;
 using test_support::WriteFile;
-
-// One process: a graph captured under "setup", then top-level steps (forward, backward with a
-// copy, optimizer replaying the graph) until `stop_file` exists.
-json LongRunningScenario(const std::string& stop_file) {
-  const json step = {
-      {"push", "step"},
-  };
-  json ops = json::array({
-      {{"push", "setup"}},
-      {{"capture_begin", "g0"}, {"stream", 1}},
-      {{"launch", "graph_gemm"}, {"stream", 1}, {"us", 20}},
-      {{"launch", "graph_relu"}, {"stream", 1}, {"us", 5}},
-      {{"capture_end", "g0"}},
-      {{"pop", true}},
-      {{"repeat_until_file", stop_file},
-       {"max", 20000},
-       {"ops", json::array({step,
-                            {{"push", "forward"}},
-                            {{"launch", "fwd_gemm"}, {"stream", 0}, {"us", 40}},
-                            {{"launch", "fwd_act"}, {"stream", 0}, {"us", 10}},
-                            {{"pop", true}},
-                            {{"push", "backward"}},
-                            {{"launch", "bwd_gemm"}, {"stream", 0}, {"us", 80}},
-                            {{"memcpy", "DtoH"}, {"bytes", 4096}, {"stream", 2}, {"us", 8}},
-                            {{"pop", true}},
-                            {{"push", "optimizer"}},
-                            {{"graph_launch", "g0"}, {"stream", 1}},
-                            {{"pop", true}},
-                            {{"sync", "device"}},
-                            {{"cpu_us", 1500}},
-                            {{"pop", true}}})}},
-  });
-  return {
-      {"processes", json::array({{{"name", "trainer"},
-                                  {"threads", json::array({{{"name", "main"}, {"ops", ops}}})}}})}};
-}
-
-bool WaitForPath(const std::string& path, double seconds) {
-  const double deadline = test_support::MonotonicSeconds() + seconds;
-  struct stat status;
-  while (stat(path.c_str(), &status) != 0) {
-    if (test_support::MonotonicSeconds() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
-
-// A `gpuattr daemon` listening at `socket`, its reports in `dir`/reports; it is listening on
-// return.
-std::unique_ptr<Subprocess> StartDaemon(const TempDir& dir, const std::string& socket) {
-  const std::string reports = dir.File("reports");
-  REQUIRE(mkdir(reports.c_str(), 0700) == 0);
-  auto daemon = std::make_unique<Subprocess>(std::vector<std::string>{
-      GPUATTR_BIN, "daemon", "--quiet", "--socket", socket, "--reports-dir", reports});
-  REQUIRE(WaitForPath(socket, 10));
-  return daemon;
-}
-
-// What Subprocess::Wait is given for processes that live as long as a test: its limit counts
-// from their start, and ten attaches under the ASan build take about a minute.
-constexpr double kLongestTestSeconds = 300;
-
-// Every attach test's fixture (TEST_CASE_METHOD): a temporary directory with a `gpuattr daemon`
-// listening in it and the long-running scenario written there (its job stops once `stop_file`
-// exists). StopDaemon ends the daemon, which must exit 0.
-struct DaemonFixture {
-  TempDir dir;
-  std::string socket = dir.File("daemon.sock");
-  std::unique_ptr<Subprocess> daemon = StartDaemon(dir, socket);
-  std::string stop_file = dir.File("stop");
-  std::string scenario = dir.File("scenario.json");
-
-  DaemonFixture() { WriteFile(scenario, LongRunningScenario(stop_file).dump()); }
-  // (Subprocess::Wait's limit counts from the start: the daemon has run as long as the test.)
-  void StopDaemon() {
-    kill(daemon->pid(), SIGTERM);
-    const ProcessResult stopped = daemon->Wait(kLongestTestSeconds);
-    INFO("daemon stderr: " << stopped.err);
-    CHECK(ExitStatus(stopped) == 0);
-  }
-};
-
-// `gpuattr attach ARGS... --socket S -o OUT`, retried while the process has not registered yet
-// (the shim registers at its first CUDA or NVTX event).
-ProcessResult Attach(const std::string& socket, const std::string& out,
-                     std::vector<std::string> args) {
-  std::vector<std::string> argv = {GPUATTR_BIN, "attach"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  // A refused attempt (exit 3, the job not armed yet) leaves its refusal report at `out`; the
-  // retry replaces it.
-  argv.insert(argv.end(), {"--socket", socket, "-o", out, "--force-overwrite"});
-  const double deadline = test_support::MonotonicSeconds() + 20;
-  for (;;) {
-    ProcessResult result = RunProcess(argv, {}, 60);
-    if (ExitStatus(result) != 3 || test_support::MonotonicSeconds() > deadline) return result;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-}
-
-// /proc/PID/maps: which files the process has mapped.
-std::string Maps(pid_t pid) {
-  return test_support::ReadFile("/proc/" + std::to_string(pid) + "/maps");
-}
-
-const json& OnlyProcess(const json& report) {
-  REQUIRE(report["processes"].size() == 1);
-  return report["processes"][0];
-}
 
 // The window report against the truth cut to its window, exactly; plus what attach promises.
 void CheckWindow(const json& report, const json& truth, int attach_index, int steps) {
@@ -238,17 +131,6 @@ TEST_CASE_METHOD(DaemonFixture,
   StopDaemon();
 }
 
-// The scenario process of a simgpu-run job (simgpu-run runs each one as its own child process).
-pid_t ScenarioProcess(const Subprocess& job) {
-  const double deadline = test_support::MonotonicSeconds() + 20;
-  for (;;) {
-    const std::vector<pid_t> children = test_support::ChildrenOf(job.pid());
-    if (children.size() == 1) return children[0];
-    REQUIRE(test_support::MonotonicSeconds() < deadline);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
-
 // What a window of a late-attached process can be compared with: the truth's activities of the
 // launches the window recorded (its launch correlation ids, first to last; the shim decides
 // which launch is inside the window when its API callback runs, after the simulator stamped
@@ -284,12 +166,6 @@ json LateAttachTruth(const json& truth, int64_t pid, const json& correlation_ids
     restricted["processes"].push_back(std::move(kept));
   }
   return restricted;
-}
-
-std::vector<std::string> RefusalCodes(const json& process) {
-  std::vector<std::string> codes;
-  for (const json& refusal : process["refusals"]) codes.push_back(refusal["code"]);
-  return codes;
 }
 
 // A late-attached window against the truth, exactly, and what a late attach must say.
@@ -398,10 +274,12 @@ TEST_CASE_METHOD(DaemonFixture,
                  "[attach][e2e]") {
   // A non-dumpable process: only a tracer with CAP_SYS_PTRACE may trace it, and gpuattr runs
   // without (setpriv drops it from a root caller; another user has none).
+  // It maps the (simulated) CUDA driver, as a process worth attaching to does.
   Subprocess target({"/usr/bin/python3", "-c",
-                     "import ctypes, sys, time\n"
+                     "import ctypes, sys, time\nctypes.CDLL(sys.argv[1])\n"
                      "ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE\n"
-                     "time.sleep(3)\nprint('done')\n"});
+                     "time.sleep(3)\nprint('done')\n",
+                     SIMGPU_LIBCUDA});
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   std::vector<std::string> argv = {
       GPUATTR_BIN, "attach", "--pid", std::to_string(target.pid()), "--duration", "1s",
@@ -439,12 +317,14 @@ TEST_CASE_METHOD(DaemonFixture,
     return;
   }
   const std::string ready = dir.File("ready");
+  // A CUDA torch maps the driver: this CPU torch loads the simulated one's libcuda.so.1.
   Subprocess python({GPUATTR_TORCH_PYTHON, "-c",
-                     "import sys, time, torch\nopen(sys.argv[1], 'w').close()\n"
+                     "import ctypes, sys, time, torch\nctypes.CDLL(sys.argv[2])\n"
+                     "open(sys.argv[1], 'w').close()\n"
                      "x = torch.ones(8)\n"
                      "for _ in range(400):\n    x = x * 1.0\n    time.sleep(0.01)\n"
                      "print(float(x.sum()))\n",
-                     ready});
+                     ready, SIMGPU_LIBCUDA});
   REQUIRE(WaitForPath(ready, 60));
   const std::string out = dir.File("window.json");
   const ProcessResult result =

@@ -1,6 +1,6 @@
-// The CUDA driver API's device queries as simgpu-run exports them (dynamic symbols of the
-// executable, like libcuda.so.1's): a shim loaded into a running simulated job by `gpuattr attach`
-// names the devices through them, since CUPTI gives no device records after a late attach
+// The CUDA driver API's device queries, in the simulated driver's libcuda.so.1 that every
+// simulated job maps: a shim loaded into a running simulated job by `gpuattr attach` names the
+// devices through them, since CUPTI gives no device records after a late attach
 // (cupti-notes §5). The simulated machine has SIMGPU_DEVICE_COUNT devices, the ordinals scenarios
 // may use, all named as the fake CUPTI's device records name them.
 #include <cuda.h>
