@@ -147,6 +147,8 @@ class ModuleHooks:
                 self._claims.claim(nodes, call.number, boundary, call.path)
         if call.is_root and not stack.modules and not self._steps.optimizer_seen:
             self._steps.close()
+        if self._op_mode is not None:
+            self._op_mode.leave_if_scoped()
 
     def innermost_is_loss(self):
         """Whether this thread's innermost open module call is a loss module's."""

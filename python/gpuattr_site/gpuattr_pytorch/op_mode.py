@@ -14,11 +14,18 @@
 # "off: <why>" when it cannot count (flop_counter).
 #
 # A thread enters the mode at its first module call, or its first backward call: autograd runs
-# the nodes, on whichever thread, with the modes of the thread that called backward. Modes the
-# program entered before the thread entered this one, a simulated device's among them, run inside
-# its ranges; a second instance on one thread's mode stack passes ops through.
+# the nodes, on whichever thread, with the modes of the thread that called backward. The main
+# thread keeps it from then on (the optimizer's ops count too). Any other thread holds it only
+# until its outermost module or backward call returns. A mode still on a thread's stack when the
+# program's own `with Mode():` exits is what that exit pops, in place of the program's mode; the
+# program's mode then stays in the thread's C++ state, released when the thread ends, which takes
+# the GIL: a thread ending while the interpreter finalizes aborts the process (torch 1.13:
+# "terminate called without an active exception"). Modes the program entered before the thread
+# entered this one, a simulated device's among them, run inside its ranges; a second instance on
+# one thread's mode stack passes ops through.
 # Runs on: whichever thread runs an aten op after entering the mode.
 import os
+import threading
 
 from . import compat, flops
 
@@ -33,6 +40,7 @@ class OpMode:
     def __init__(self, torch, ranges, guard, op_ranges, counter):
         self._ranges = ranges
         self._counter = counter
+        self._main_thread = threading.main_thread().ident
         self.mode = None
         base, why_not = compat.dispatch_mode_base(torch)
         if base is None:
@@ -73,7 +81,20 @@ class OpMode:
         stack = self._ranges.stack
         if self.mode is not None and not stack.op_mode_entered:
             stack.op_mode_entered = True
+            stack.op_mode_scoped = threading.get_ident() != self._main_thread
             self.mode.__enter__()
+
+    def leave_if_scoped(self):
+        """A module or backward call returned: when it was the calling thread's outermost one, a
+        thread other than the main one leaves the mode. Never inside a backward call: autograd
+        restores the modes it started a node with when the node returns, so a mode left inside a
+        node (a reentrant checkpoint's recompute, its inner backward) would come back, entered."""
+        stack = self._ranges.stack
+        if stack.modules or stack.backward_calls:
+            return
+        if stack.op_mode_scoped and stack.op_mode_entered:
+            stack.op_mode_entered = stack.op_mode_scoped = False
+            self.mode.__exit__(None, None, None)
 
     def count(self, func, op, args, kwargs, result):
         """Sends the FLOPs and bytes of one op that ran (docs/pytorch.md §FLOPs)."""

@@ -65,6 +65,7 @@ class Patches:
             if steps.in_backward() and not stack.nodes:
                 return function(*args, **kwargs)
             steps.enter_backward()
+            stack.backward_calls += 1
             try:
                 if guard.may_emit():
                     try:
@@ -82,6 +83,12 @@ class Patches:
                 return function(*args, **kwargs)
             finally:
                 steps.leave_backward()
+                stack.backward_calls -= 1
+                if op_mode is not None:
+                    try:
+                        op_mode.leave_if_scoped()
+                    except Exception as error:
+                        guard.disable(error)
 
         return wrapped
 

@@ -20,14 +20,17 @@ UNLINKED_LEAF = "backward_unlinked"  # a node no module call made (AccumulateGra
 
 class ThreadStack(threading.local):
     """This thread's ranges: the names it pushed (innermost last), its open module calls and
-    their roots, and the autograd nodes it runs (one frame each, innermost last)."""
+    their roots, the autograd nodes it runs (one frame each, innermost last) and its open
+    backward calls."""
 
     def __init__(self):
         self.names = []
         self.modules = []  # modules.ModuleCall
         self.roots = []
         self.nodes = []  # backward.NodeFrame
+        self.backward_calls = 0  # open backward calls the patch saw on this thread
         self.op_mode_entered = False
+        self.op_mode_scoped = False  # entered off the main thread: left when its call returns
         self.in_op_mode = False
 
     def reset(self):

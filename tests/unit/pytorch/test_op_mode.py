@@ -3,9 +3,14 @@
 import json
 import os
 import tempfile
+import threading
 import unittest
+from unittest import mock
 
 import torch
+from torch.utils.checkpoint import checkpoint
+
+import gpuattr_pytorch
 
 from fake_nvtx import RecordingNvtx
 from gpuattr_pytorch import compat, flops
@@ -54,6 +59,76 @@ class OpModeTest(unittest.TestCase):
     def test_counting_without_op_ranges(self):
         events = self._run_mm(False, _FixedCounter())
         self.assertEqual([event[0] for event in events], ["domain_mark"] * 3)
+
+
+class ThreadScopeTest(unittest.TestCase):
+    def test_a_thread_other_than_the_main_one_leaves_the_mode_when_its_call_returns(self):
+        nvtx = RecordingNvtx()
+        ranges = Ranges(nvtx)
+        op_mode = OpMode(torch, ranges, Guard(nvtx, ranges, None), True, None)
+        a = torch.ones(2, 2)
+        seen = []
+
+        def worker():
+            op_mode.enter()
+            torch.mm(a, a)
+            op_mode.leave_if_scoped()
+            torch.mm(a, a)  # after the call: no range
+            seen.append(ranges.stack.op_mode_entered)
+
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join()
+        self.assertEqual(seen, [False])
+        self.assertEqual(nvtx.pushed(), ["aten::mm"])
+
+    def test_a_thread_running_a_reentrant_checkpoint_leaves_the_mode_stack_as_it_found_it(self):
+        # Autograd gives a node back the modes it started with when the node returns: a mode left
+        # inside one (at the recompute's outermost module call, or its inner backward's end)
+        # came back, and the program's own `with` exit then popped ours in place of its mode,
+        # which stayed in the thread's C++ state (an abort at exit, under torch 1.13).
+        nvtx = RecordingNvtx()
+        annotator = gpuattr_pytorch.Annotator(torch, nvtx, op_ranges=True)
+        model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())
+        x = torch.ones(3, 2, requires_grad=True)
+        depths = []
+
+        class ProgramMode(compat.dispatch_mode_base(torch)[0]):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+
+        def worker():
+            with ProgramMode():
+                loss = checkpoint(model, x, use_reentrant=True).sum()
+                loss.backward()
+            depths.append(torch._C._len_torch_dispatch_stack())
+
+        with mock.patch.object(torch.Tensor, "backward", torch.Tensor.backward), \
+                mock.patch.object(torch.autograd, "backward", torch.autograd.backward):
+            annotator.module_hooks.install()
+            annotator.patches.wrap_backward()
+            try:
+                thread = threading.Thread(target=worker)
+                thread.start()
+                thread.join()
+            finally:
+                for handle in annotator.guard.handles:
+                    handle.remove()
+        self.assertEqual(depths, [0])
+        self.assertEqual(nvtx.marks(), [])  # nothing disabled the annotator
+        self.assertIn("aten::addmm", nvtx.pushed())  # the mode was on for the thread's calls
+
+    def test_the_main_thread_keeps_it(self):
+        nvtx = RecordingNvtx()
+        ranges = Ranges(nvtx)
+        op_mode = OpMode(torch, ranges, Guard(nvtx, ranges, None), True, None)
+        op_mode.enter()
+        try:
+            op_mode.leave_if_scoped()
+            self.assertTrue(ranges.stack.op_mode_entered)
+        finally:
+            op_mode.mode.__exit__(None, None, None)
+            ranges.stack.op_mode_entered = False
 
 
 class FlopCounterTest(unittest.TestCase):
