@@ -73,7 +73,9 @@ target_compile_options(gpuattr_collector_views PRIVATE ${GPUATTR_WARNINGS})
 add_library(gpuattr_collector_gate STATIC
   gate/diff.cpp
   gate/gate.cpp
+  gate/gate_outputs.cpp
   gate/metric_path.cpp
+  gate/metric_path_syntax.cpp
   gate/rules.cpp
   gate/statistics.cpp
 )

@@ -14,7 +14,8 @@
 //
 // The report is untrusted: every access is checked and a path that does not lead to a number
 // (absent, another type) is kNotFound naming the path and why. A path that leads to null (the
-// report did not measure it; DESIGN's rule) resolves, with `measured` false and the reason.
+// report did not measure it; DESIGN's rule) resolves, with `measured` false and the reason. So
+// does a family or pass that one report has and this one does not (`absent`): its amounts are 0.
 #ifndef GPUATTR_COLLECTOR_GATE_METRIC_PATH_H_
 #define GPUATTR_COLLECTOR_GATE_METRIC_PATH_H_
 
@@ -49,7 +50,12 @@ struct MetricPath {
 
 struct MetricValue {
   bool measured = true;      // false: null in the report (not measured); value is 0
-  std::string not_measured;  // then: "null", "null in a process", "null on a device"
+  std::string not_measured;  // then: "null", "null in a process", "null on a device", "absent"
+  // Not empty when the family or pass the path names is not in this report although the array
+  // or tree that would hold it is ("family \"x\"", "pass [\"step\",\"fwd\"]"): a fusion
+  // change or another GPU makes families vanish and appear. Its amounts (times, counts, share)
+  // are then 0, measured; any other field (a mean, an extreme) is not measured ("absent").
+  std::string absent;
   double value = 0;
   // One value per kept step row, when the rows carry this metric; else why not.
   std::optional<std::vector<double>> per_step;
@@ -62,7 +68,7 @@ StatusOr<MetricPath> ParseMetricPath(const std::string& text);
 // The canonical spelling (names as JSON strings), which ParseMetricPath reads back.
 std::string FormatMetricPath(const MetricPath& path);
 
-// kNotFound: "metric PATH ...why".
+// kNotFound: "metric PATH ...why". A family or pass that is not there resolves, as `absent`.
 StatusOr<MetricValue> ResolveMetric(const LoadedReport& report, const MetricPath& path);
 
 // `path` (one [*]) with the wildcard replaced by each element the report holds there: every node

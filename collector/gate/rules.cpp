@@ -189,14 +189,32 @@ GateRules DefaultGateRules(const nlohmann::json& baseline) {
           "so its processes cannot be matched with the current run's");
     }
   }
-  for (const std::string& scope : scopes) {
-    Rule pass = MetricRule("pass total device time", scope + "passes[*].device.total_ns");
-    pass.max_increase_pct = kDefaultMaxIncreasePct;
-    rules.rules.push_back(std::move(pass));
+  const auto at_most_default_increase = [&](const std::string& name, const std::string& metric) {
+    Rule rule = MetricRule(name, metric);
+    rule.max_increase_pct = kDefaultMaxIncreasePct;
+    rules.rules.push_back(std::move(rule));
+  };
+  // The phases the baseline's first process has times for: every process has the same keys.
+  std::vector<std::string> phase_keys;
+  if (count > 0) {
+    const Json& first = (*processes)[0];
+    const auto phases = first.is_object() ? first.find("phases") : first.end();
+    if (first.is_object() && phases != first.end() && phases->is_object()) {
+      for (const auto& [key, value] : phases->items()) {
+        if (key.size() > 3 && key.compare(key.size() - 3, 3, "_ns") == 0) phase_keys.push_back(key);
+      }
+    }
   }
-  Rule family = MetricRule("family total", "families[*].total_ns");
-  family.max_increase_pct = kDefaultMaxIncreasePct;
-  rules.rules.push_back(std::move(family));
+  for (const std::string& scope : scopes) {
+    at_most_default_increase("pass total device time", scope + "passes[*].device.total_ns");
+    for (const std::string& key : phase_keys) {
+      at_most_default_increase("phase time", scope + "phases." + key);
+    }
+  }
+  // The totals judge a change of the kernels themselves (fused, or another GPU's), under which
+  // families vanish and appear (docs/gate.md §Families that vanish).
+  at_most_default_increase("kernel time", "totals.kernel_ns");
+  at_most_default_increase("family total", "families[*].total_ns");
   return rules;
 }
 

@@ -50,10 +50,11 @@ struct GateRules {
 // The parsed rules document (already JSON); `source` names it in messages.
 StatusOr<GateRules> ParseGateRules(const nlohmann::json& document, const std::string& source);
 
-// Issue 6's defaults for this baseline: attributed fraction ≥ coverage.threshold, zero dropped
-// records, and no pass's device total_ns nor family's total_ns more than 5 % above the baseline.
-// Pass rules are per process: unscoped for a single process, process[rank=R] for each rank when
-// every process has one; otherwise a note says why pass rules were left out.
+// The defaults for this baseline: attributed fraction ≥ coverage.threshold, zero dropped records,
+// and none of these more than 5 % above the baseline: a pass's device total_ns, a phase's time,
+// the kernel time (totals.kernel_ns), a family's total_ns. Pass and phase rules are per process:
+// unscoped for a single process, process[rank=R] for each rank when every process has one;
+// otherwise a note says why they were left out.
 GateRules DefaultGateRules(const nlohmann::json& baseline);
 
 }  // namespace gpuattr::collector

@@ -327,5 +327,74 @@ TEST_CASE("gate on imports: a trace against itself passes, its slower copy fails
   CHECK(view.out.find("paired by order") != std::string::npos);
 }
 
+// The kernels of a Kineto trace counted without gpuattr: their names and summed time (ns).
+constexpr char kKernelCensus[] = R"(
+import gzip, json, sys
+trace = json.load(gzip.open(sys.argv[1], "rt"))
+kernels = [e for e in trace["traceEvents"] if e.get("cat") in ("kernel", "Kernel") and "dur" in e]
+print(json.dumps({"kernel_ns": sum(round(e["dur"] * 1000) for e in kernels),
+                  "names": sorted({e["name"] for e in kernels})}))
+)";
+
+TEST_CASE(
+    "gate across kernel sets: two real traces whose families differ fail by name, not as "
+    "bad input",
+    "[e2e][gate]") {
+  // The two ranks of one job ran different kernels (fbgemm's weighted and unweighted embedding
+  // kernels): families vanish and appear between them, as under a fusion change or on another GPU.
+  TempDir dir;
+  const std::string traces =
+      std::string(GPUATTR_SOURCE_DIR) + "/../shared/traces/hta_2rank_sampled/";
+  Json census[2];
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string trace = traces + "sampled_rank-" + std::to_string(rank) + ".json.gz";
+    const ProcessResult counted = RunProcess({GPUATTR_PYTHON, "-c", kKernelCensus, trace}, {}, 120);
+    INFO(counted.err);
+    REQUIRE(ExitStatus(counted) == 0);
+    census[rank] = Json::parse(counted.out);
+    const ProcessResult imported = RunProcess(
+        {GPUATTR_BIN, "import", "-q", "-o", dir.File(std::to_string(rank) + ".json"), trace}, {},
+        120);
+    INFO(imported.err);
+    REQUIRE(ExitStatus(imported) == 0);
+  }
+  CHECK(census[0]["names"] != census[1]["names"]);
+  const uint64_t baseline_ns = census[0]["kernel_ns"].get<uint64_t>();
+  const uint64_t current_ns = census[1]["kernel_ns"].get<uint64_t>();
+  REQUIRE(static_cast<double>(current_ns) > 1.05 * static_cast<double>(baseline_ns));
+
+  const auto gate = [&](const std::string& baseline, const std::string& current) {
+    const ProcessResult run =
+        Gate({"--baseline", dir.File(baseline + ".json"), "--current", dir.File(current + ".json"),
+              "--json", dir.File(baseline + current + "_gate.json")});
+    INFO(run.out << run.err);
+    CHECK(ExitStatus(run) == 1);
+    return test_support::ReadJson(dir.File(baseline + current + "_gate.json"));
+  };
+  // Rank 1 against rank 0: 7 % more kernel time, named by the totals' check.
+  const Json grown = gate("0", "1");
+  bool totals_failed = false;
+  size_t vanished_passed = 0;
+  for (const Json& check : grown["checks"]) {
+    if (check["metric"] == "totals.kernel_ns") {
+      totals_failed = check["verdict"] == "fail";
+      CHECK(check["value"] == static_cast<double>(current_ns));
+      CHECK(check["baseline"] == static_cast<double>(baseline_ns));
+    }
+    const std::string why = check["why"].get<std::string>();
+    if (why.find("vanished: it is not in the current report") != std::string::npos) {
+      CHECK(check["value"] == 0.0);
+      vanished_passed += check["verdict"] == "pass" ? 1 : 0;
+    }
+  }
+  CHECK(totals_failed);
+  CHECK(vanished_passed > 0);
+  // The other way round a pass of rank 1 is missing from rank 0: still a judged change.
+  const Json shrunk = gate("1", "0");
+  CHECK(std::any_of(shrunk["notes"].begin(), shrunk["notes"].end(), [](const Json& note) {
+    return note.get<std::string>().rfind("new family (not in the baseline): ", 0) == 0;
+  }));
+}
+
 }  // namespace
 }  // namespace gpuattr::e2e

@@ -62,6 +62,7 @@ Json Report(const std::vector<int64_t>& forward_rows, double coverage, int64_t f
              {"loss", {{"dropped_records", 0}}}}}},
           {"summary",
            {{"coverage", {{"attributed_fraction", coverage}, {"threshold", 0.95}}},
+            {"totals", {{"kernel_ns", family_ns}}},
             {"families", {{{"family", "cublas_gemm"}, {"total_ns", family_ns}}}}}}};
 }
 
@@ -188,17 +189,13 @@ TEST_CASE("absolute bounds, coverage threshold, missing metrics and default deny
   CHECK(refused.status().message().find("passes[\"step/nothing\"].device.total_ns") !=
         std::string::npos);
 
-  // A pass that vanished from the current report is a missing metric, not a pass.
+  // A new pass: a note by default, with its time, a failure under default_deny.
   const Json with_extra = Report(Steps(1000, 20, 10), 1.0, 5000, "extra");
-  CHECK_FALSE(EvaluateGate(LoadedReport::FromDocument(with_extra),
-                           LoadedReport::FromDocument(baseline), DefaultGateRules(with_extra))
-                  .ok());
-
-  // A new pass: a note by default, a failure under default_deny.
   const GateOutcome noted = Evaluate(baseline, with_extra, DefaultGateRules(baseline));
   CHECK(noted.Passed());
   REQUIRE(noted.notes.size() == 1);
-  CHECK(noted.notes[0].find("step/extra") != std::string::npos);
+  CHECK(noted.notes[0] ==
+        "new pass (not in the baseline): passes[\"step/extra\"], which has 0.000 ms");
   GateRules deny = Parse(
       {{"default_deny", true},
        {"rules",
@@ -206,6 +203,73 @@ TEST_CASE("absolute bounds, coverage threshold, missing metrics and default deny
   const GateOutcome denied = Evaluate(baseline, with_extra, deny);
   CHECK(denied.Failures() == 3);  // step and cublas_gemm uncovered, step/extra new
   CHECK_FALSE(Find(denied, "passes[\"step/extra\"]").passed);
+}
+
+// The baseline with a second family, `fused` ns long, beside cublas_gemm.
+Json WithFamily(Json report, const std::string& name, int64_t ns) {
+  report["summary"]["families"].push_back(
+      {{"family", name}, {"total_ns", ns}, {"mean_ns", ns / 2}, {"kernels", 2}});
+  report["summary"]["totals"]["kernel_ns"] =
+      report["summary"]["totals"]["kernel_ns"].get<int64_t>() + ns;
+  return report;
+}
+
+TEST_CASE("a family or pass on one side only is a change judged by the rules, never bad input",
+          "[unit][gate]") {
+  const Json fused = Report(Steps(1000, 20, 10), 1.0, 5000);  // after a fusion: cublas_gemm only
+  const Json unfused = WithFamily(fused, "triton_poi_add", 800);
+
+  // The family vanished: its total is 0 now, within an increase bound; the check says so.
+  const GateOutcome vanished = Evaluate(unfused, fused, DefaultGateRules(unfused));
+  CHECK(vanished.Passed());
+  const Check& gone = Find(vanished, "families[\"triton_poi_add\"].total_ns");
+  CHECK(gone.passed);
+  CHECK(gone.value == 0.0);
+  CHECK(gone.baseline == 800.0);
+  CHECK(gone.why.find("the family \"triton_poi_add\" vanished: it is not in the current report") !=
+        std::string::npos);
+  // The totals judge the change: 5800 -> 5000 ns of kernels.
+  CHECK(Find(vanished, "totals.kernel_ns").passed);
+
+  // A new family under the defaults is a note with its time; the totals fail on the growth.
+  const GateOutcome grown = Evaluate(fused, unfused, DefaultGateRules(fused));
+  CHECK_FALSE(Find(grown, "totals.kernel_ns").passed);
+  CHECK(grown.Failures() == 1);
+  REQUIRE(grown.notes.size() == 1);
+  CHECK(grown.notes[0] ==
+        "new family (not in the baseline): families[\"triton_poi_add\"], which has 0.001 ms");
+
+  // A rule that names the family: new is a move up from 0 (a failure), its mean not applicable.
+  const GateRules named =
+      Parse({{"rules",
+              {{{"metric", "families[\"triton_poi_add\"].total_ns"}, {"max_increase_pct", 5}},
+               {{"metric", "families[\"triton_poi_add\"].mean_ns"}, {"max", 1000}}}}});
+  const GateOutcome appeared = Evaluate(fused, unfused, named);
+  CHECK_FALSE(Find(appeared, "families[\"triton_poi_add\"].total_ns").passed);
+  CHECK(Find(appeared, "families[\"triton_poi_add\"].total_ns").why.find("is new") !=
+        std::string::npos);
+  const GateOutcome without_mean = Evaluate(unfused, fused, named);
+  const Check& mean = Find(without_mean, "families[\"triton_poi_add\"].mean_ns");
+  CHECK_FALSE(mean.applicable);
+  CHECK_FALSE(mean.value);
+
+  // A vanished pass no rule judged is a note with the time it had.
+  const Json with_extra = Report(Steps(1000, 20, 10), 1.0, 5000, "extra");
+  const GateRules family_only = Parse(
+      {{"rules", {{{"metric", "families[\"cublas_gemm\"].total_ns"}, {"max_increase_pct", 5}}}}});
+  const GateOutcome pass_gone = Evaluate(with_extra, fused, family_only);
+  REQUIRE(pass_gone.notes.size() == 1);
+  CHECK(pass_gone.notes[0] ==
+        "vanished pass (not in the current report): passes[\"step/extra\"], which had 0.000 ms");
+
+  // In neither report: a name the rules got wrong, which no gate may pass over.
+  const GateRules typo = Parse(
+      {{"rules", {{{"metric", "families[\"cublas_gem\"].total_ns"}, {"max_increase_pct", 5}}}}});
+  StatusOr<GateOutcome> refused =
+      EvaluateGate(LoadedReport::FromDocument(fused), LoadedReport::FromDocument(unfused), typo);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == StatusCode::kNotFound);
+  CHECK(refused.status().message().find("is in neither report") != std::string::npos);
 }
 
 TEST_CASE("a metric neither report measured is not applicable, one the current lost fails",
@@ -255,18 +319,18 @@ TEST_CASE("outputs: table, markdown, JUnit and JSON agree on the counts", "[unit
   Json current = Report(Steps(1100, 20, 10), 0.8, 5000);
   current["summary"]["families"][0]["family"] = "cublas_gemm";
   const GateOutcome outcome = Evaluate(baseline, current, DefaultGateRules(baseline));
-  REQUIRE(outcome.Failures() == 3);  // coverage, step, step/forward
+  REQUIRE(outcome.Failures() == 4);  // coverage, step, step/forward, the forward phase
   const std::string table = RenderGateTable(outcome);
   CHECK(table.find("gpuattr gate: FAIL") != std::string::npos);
   const std::string junit = RenderGateJunit(outcome);
-  CHECK(junit.find("tests=\"" + std::to_string(outcome.checks.size()) + "\" failures=\"3\"") !=
+  CHECK(junit.find("tests=\"" + std::to_string(outcome.checks.size()) + "\" failures=\"4\"") !=
         std::string::npos);
   size_t failures = 0;
   for (size_t at = junit.find("<failure "); at != std::string::npos;
        at = junit.find("<failure ", at + 1)) {
     ++failures;
   }
-  CHECK(failures == 3);
+  CHECK(failures == 4);
   CHECK(junit.find("passes[&quot;step/forward&quot;]") != std::string::npos);
   const std::string markdown = RenderGateMarkdown(outcome);
   CHECK(markdown.find("## gpuattr gate: **FAIL**") != std::string::npos);
@@ -285,7 +349,7 @@ TEST_CASE("outputs: table, markdown, JUnit and JSON agree on the counts", "[unit
                     [](const Check& check) { return !check.passed; }));
   const Json json = GateOutcomeJson(outcome);
   CHECK(json["verdict"] == "fail");
-  CHECK(json["checks_failed"] == 3);
+  CHECK(json["checks_failed"] == 4);
 }
 
 TEST_CASE("JUnit carries the gate's time and timestamp when they were measured", "[unit][gate]") {

@@ -121,8 +121,17 @@ TEST_CASE("metric paths resolve in the summary, the only process, or a scoped on
   const Status ambiguous = Refusal(two, "phases.forward_ns");
   CHECK(ambiguous.code() == StatusCode::kNotFound);
   CHECK(ambiguous.message().find("ambiguous") != std::string::npos);
-  const Status absent = Refusal(one, "passes[\"step/nothing\"].device.total_ns");
-  CHECK(absent.message().find("passes[\"step/nothing\"].device.total_ns") != std::string::npos);
+  // A pass or family that is not there resolves as absent: its amounts are 0, measured; its
+  // other fields are not measured. A field a present one lacks is still not found.
+  const MetricValue absent = Resolve(one, "passes[\"step/nothing\"].device.total_ns");
+  CHECK(absent.absent == "pass [\"step\",\"nothing\"]");
+  CHECK(absent.measured);
+  CHECK(absent.value == 0);
+  const MetricValue no_mean = Resolve(one, "families[\"triton_poi\"].mean_ns");
+  CHECK(no_mean.absent == "family \"triton_poi\"");
+  CHECK_FALSE(no_mean.measured);
+  const Status no_field = Refusal(one, "passes[\"step/backward\"].device.nothing_ns");
+  CHECK(no_field.message().find("no field 'nothing_ns'") != std::string::npos);
   // A null (not measured) resolves, marked as such: the gate judges it (gate_test.cpp).
   Json nulled = one;
   nulled["processes"][0]["loss"]["dropped_records"] = nullptr;
