@@ -86,9 +86,24 @@ StatusOr<AtomicTextFile> AtomicTextFile::Create(const std::string& path, Existin
     if (!IsWrittenInPlace(info.st_mode)) {
       return FailedPreconditionError(path + " is not a regular file, a character device or a FIFO");
     }
-    // /dev/null, a terminal, a pipe: renaming onto it would replace the node itself.
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    // /dev/null, a terminal, a pipe: renaming onto it would replace the node itself. A FIFO
+    // that nobody reads would hold open(2) until a reader comes, for ever if none does: opened
+    // without blocking, that is ENXIO at once, refused. The writes then block as a pipe's do.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 && errno == ENXIO && S_ISFIFO(info.st_mode)) {
+      return FailedPreconditionError(
+          path +
+          " is a FIFO that no process reads, and gpuattr does not wait for a reader: "
+          "start the reader first (for example `cat " +
+          path + " > report.json &`), or write to a file");
+    }
     if (fd < 0) return Errno("cannot open " + path);
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+      Status status = Errno("cannot make the writes to " + path + " blocking");
+      ::close(fd);
+      return status;
+    }
     AtomicTextFile file;
     file.fd_ = fd;
     file.path_ = path;

@@ -5,7 +5,9 @@
 // rather than replace a file of that name (one that appeared since the name was chosen: two ranks
 // given one name); where the file system has no hard links, an existence check and rename(2).
 // An existing character device or FIFO (/dev/null, a terminal, a pipe) is written in place
-// instead: renaming onto it would replace the node. Other files that are not regular are refused.
+// instead: renaming onto it would replace the node. A FIFO that no process reads is refused at
+// once (kFailedPrecondition naming the remedy), never waited on. Other files that are not
+// regular are refused.
 //
 // Single-threaded objects; no global state.
 #ifndef GPUATTR_COLLECTOR_REPORT_ATOMIC_WRITE_H_

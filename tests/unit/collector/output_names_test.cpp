@@ -170,6 +170,15 @@ TEST_CASE("A FIFO or a device as the output is written in place, never replaced"
   REQUIRE(::stat(pipe.c_str(), &info) == 0);
   CHECK(S_ISFIFO(info.st_mode));  // still the FIFO, not a file renamed onto it
   CHECK(dir.Entries() == std::vector<std::string>{"pipe"});
+
+  // Nobody reads it now: refused at once with the remedy, where open(2) would wait for ever.
+  StatusOr<AtomicTextFile> unread = AtomicTextFile::Create(pipe, ExistingFile::kRefuse);
+  REQUIRE_FALSE(unread.ok());
+  CHECK(unread.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(unread.status().message().find("a FIFO that no process reads") != std::string::npos);
+  CHECK(unread.status().message().find("start the reader first") != std::string::npos);
+  REQUIRE(::stat(pipe.c_str(), &info) == 0);
+  CHECK(S_ISFIFO(info.st_mode));
 }
 
 }  // namespace
