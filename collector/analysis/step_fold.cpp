@@ -16,6 +16,15 @@ bool StepLikeKey(const std::string& key) {
   return key == "ProfilerStep#*" || std::regex_match(key, kStepLike);
 }
 
+// An operator's range, as torch.profiler names ops (`aten::zeros`, `c10d::allreduce_`,
+// `autograd::engine::evaluate_function: …`): a range under --ranges ops, and every event of the
+// legacy autograd profiler's list. An op runs many times per step, so auto-detection, which
+// prefers the most instances, would take one for the step: it never does.
+bool OpLikeKey(const std::string& key) {
+  static const std::regex kOpLike("[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_].*");
+  return std::regex_match(key, kOpLike);
+}
+
 }  // namespace
 
 StepFold::StepFold(const TraceData& data, PathNames& paths, std::optional<std::string> step,
@@ -109,7 +118,9 @@ StepFold::Key* StepFold::KeyOf(uint32_t pass) {
   if (cached) return *cached;
   // The pass path's names are StepRangeKeys already.
   const std::string& key = paths_.PassPath(pass).back();
-  if (step_key_ && key != *step_key_) return *(cached = nullptr);
+  if (step_key_ ? key != *step_key_ : OpLikeKey(key)) {
+    return *(cached = nullptr);
+  }
   auto [found, added] = step_keys_.try_emplace(key);
   if (added) found->second.step_like = StepLikeKey(key);
   return *(cached = &found->second);

@@ -220,6 +220,34 @@ TEST_CASE("Kineto import: the legacy autograd profiler list gives host ranges an
   CHECK(imported.activities.empty());
 }
 
+TEST_CASE("Kineto import: an op is never auto-detected as the step, in the legacy list or with ops",
+          "[import][kineto]") {
+  TempDir dir;
+  // Three top-level aten::zeros and two ProfilerStep instances: the steps are the two.
+  const std::string legacy = Write(dir, "legacy_steps.json", R"([
+  {"name": "aten::zeros", "ph": "X", "ts": 1, "dur": 2, "tid": 1, "pid": "CPU functions", "args": {}},
+  {"name": "ProfilerStep#1", "ph": "X", "ts": 10, "dur": 50, "tid": 1, "pid": "CPU functions", "args": {}},
+  {"name": "aten::zeros", "ph": "X", "ts": 61, "dur": 2, "tid": 1, "pid": "CPU functions", "args": {}},
+  {"name": "ProfilerStep#2", "ph": "X", "ts": 70, "dur": 50, "tid": 1, "pid": "CPU functions", "args": {}},
+  {"name": "aten::zeros", "ph": "X", "ts": 121, "dur": 2, "tid": 1, "pid": "CPU functions", "args": {}}
+])");
+  const Imported legacy_import = ImportPaths({legacy});
+  const json& steps = legacy_import.report["processes"][0]["steps"];
+  REQUIRE(steps.is_object());
+  CHECK(steps["range"] == "ProfilerStep#*");
+  CHECK(steps["rows"].size() == 2);
+  // Ops alone repeat: no step, rather than aten::zeros (with --ranges ops as well).
+  const std::string ops_only = Write(dir, "ops_only.json", R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::zeros", "pid": 3, "tid": 3, "ts": 0, "dur": 2},
+    {"ph": "X", "cat": "user_annotation", "name": "## forward ##", "pid": 3, "tid": 3, "ts": 5,
+     "dur": 10},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::zeros", "pid": 3, "tid": 3, "ts": 20, "dur": 2}]})");
+  const Imported ops_import = ImportPaths({ops_only}, "ops");
+  const json& process = ops_import.report["processes"][0];
+  CHECK(process["steps"].is_null());
+  CHECK(process["steps_reason"] == "no top-level range has two or more instances");
+}
+
 TEST_CASE("Kineto import: a trace without device activity has null device time and a refusal",
           "[import][kineto]") {
   TempDir dir;
