@@ -21,11 +21,16 @@
 
 namespace gpuattr::collector {
 
-// Interned strings: id 0 is "none"; ids are dense from 1.
+// Interned strings: id 0 is "none", whose text is empty; ids are dense from 1.
 class StringTable {
  public:
   uint32_t Intern(std::string_view text);
-  const std::string& Text(uint32_t id) const { return texts_[id - 1]; }
+  // Empty for 0 (a name a file did not give: an nsys nameId that StringIds lacks) and for an id
+  // this table never gave.
+  const std::string& Text(uint32_t id) const {
+    static const std::string kNone;
+    return id == 0 || id > texts_.size() ? kNone : texts_[id - 1];
+  }
   uint32_t size() const { return static_cast<uint32_t>(texts_.size()); }
 
  private:

@@ -125,6 +125,28 @@ TEST_CASE("Nsight Systems import: missing tables and older columns are tolerated
   CHECK(process["coverage"]["unattributed"][0]["reason"] == "launch_not_seen");
 }
 
+TEST_CASE("Nsight Systems import: a name id that StringIds lacks is no name (found by fuzzing)",
+          "[import][nsys]") {
+  TempDir dir;
+  // The launch's nameId 99 and the kernel's name id 98 are in no StringIds row: the launch is
+  // still joined to its kernel, which has no name. (The replay read string 0 before.)
+  const std::string tid = std::to_string(kGlobalTid);
+  const std::string path = MakeDatabase(dir, "unnamed.sqlite",
+                                        std::string(kSchema) + R"(
+    INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, globalTid, correlationId, nameId) VALUES
+      (100, 200, )" + tid + R"(, 7, 99);
+    INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, streamId, correlationId,
+      globalPid, demangledName) VALUES (300, 400, 0, 13, 7, )" +
+                                            std::to_string(kGlobalPid) + R"(, 98);
+  )");
+  const Imported imported = ImportPaths({path});
+  const json& process = imported.report["processes"][0];
+  CHECK(process["totals"]["kernels"] == 1);
+  const auto kernel = Where(imported.activities, "correlation_id", 7);
+  REQUIRE(kernel.size() == 1);
+  CHECK(kernel[0]["launch_ns"] == 100);
+}
+
 TEST_CASE("Nsight Systems import: device names come from TARGET_INFO_GPU", "[import][nsys]") {
   TempDir dir;
   const std::string path = MakeDatabase(dir, "named.sqlite",
