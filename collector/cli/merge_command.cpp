@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -391,21 +392,23 @@ StatusOr<MergeResult> MergeReports(const MergeOptions& requested) {
   const Json head = ReportHead(inputs);
   stream->Begin(head);
   SummaryBuilder summary;
-  std::optional<Json> loaded;  // the input whose processes are being visited
+  // The input whose processes are being visited, its step rows in columns: each process is
+  // written with its rows taken from them one at a time, never as one DOM.
+  std::optional<LoadedReport> loaded;
   size_t loaded_input = SIZE_MAX;
   for (ProcessKey& key : keys) {
     const InputFacts& input = inputs[key.input];
     if (key.input != loaded_input) {
       loaded.reset();
       GPUATTR_ASSIGN_OR_RETURN(LoadedReport read, LoadReport(input.path));
-      loaded = std::move(read).TakeDocumentWithRows();
+      loaded = std::move(read);
       loaded_input = key.input;
-      const Json& processes = Field(*loaded, "processes");
+      const Json& processes = Field(loaded->document(), "processes");
       if (!processes.is_array() || processes.size() != input.processes) {
         return DataLossError(input.path + " changed while it was being merged");
       }
     }
-    Json& process = (*loaded)["processes"][key.index];
+    Json process = loaded->document()["processes"][key.index];  // without its rows: small
     const std::string where = input.path + ": processes[" + std::to_string(key.index) + "]";
     if (Field(process, "pid") != Json(key.pid)) {
       return DataLossError(input.path + " changed while it was being merged");
@@ -413,8 +416,7 @@ StatusOr<MergeResult> MergeReports(const MergeOptions& requested) {
     process["host"] = key.host;
     GPUATTR_ASSIGN_OR_RETURN(const ProcessAnalysis analysis, SummaryTermsOf(process, where));
     summary.Add(analysis, std::move(key.rank_row));
-    stream->AddProcess(process);
-    process = nullptr;  // written: its memory goes now, not with the whole input
+    stream->AddProcess(process, LoadedStepRows(*loaded, key.index));
   }
   double threshold = options.coverage_threshold.value_or(inputs.front().threshold);
   Json tail = {{"schema_version", kReportSchemaVersion},

@@ -12,8 +12,10 @@
 //
 // Streaming: a first pass reads each input once to check it and collect its processes' keys and
 // rank rows; a second visits the processes in report order, reading each input again when its
-// first process comes, and writes each process as it is reached (StreamedReport). Memory is one
-// input's DOM plus one rank row per process, not the sum of the inputs. Runs on the main thread.
+// first process comes, and writes each process as it is reached (StreamedReport), its step rows
+// from the input's columns one at a time. Memory is one input as LoadReport holds it (its DOM
+// without rows, its rows in columns) plus one rank row per process, not the sum of the inputs.
+// Runs on the main thread.
 //
 // Errors: an input missing, unreadable, of another schema or with a malformed field is kDataLoss
 // (exit 3), naming the file and the field; inputs refused together, and bad flags, are

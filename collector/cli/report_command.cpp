@@ -62,18 +62,8 @@ StatusOr<std::string> ReportCommandOutput(const ReportCommandOptions& options) {
     return std::string();
   }
   if (options.html.empty()) return RenderReportView(loaded, options.view);
-  // The page embeds the whole document: it holds the rows as one DOM.
-  Json report = std::move(loaded).TakeDocumentWithRows();
-  if (options.view.pid) {
-    Json& processes = report["processes"];
-    Json kept = Json::array();
-    for (Json& process : processes) {
-      const auto pid = process.is_object() ? process.find("pid") : process.end();
-      if (pid != process.end() && *pid == *options.view.pid) kept.push_back(std::move(process));
-    }
-    processes = std::move(kept);
-  }
-  GPUATTR_RETURN_IF_ERROR(WriteTextAtomically(RenderHtmlReport(report), options.html));
+  // The page embeds the whole document, its rows written from their columns as it is made.
+  GPUATTR_RETURN_IF_ERROR(WriteHtmlReport(loaded, options.view.pid, options.html));
   return std::string();
 }
 

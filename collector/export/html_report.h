@@ -10,18 +10,29 @@
 // unattributed and gaps, coverage, loss counters and refusals. The page makes no request: its
 // Content-Security-Policy forbids every source but itself, and the embedded JSON escapes '/'
 // and '<', so neither a URL nor a closing script tag appears in the file.
-// Pure function; no state, any thread.
+// Pure functions; no state, any thread.
 #ifndef GPUATTR_COLLECTOR_EXPORT_HTML_REPORT_H_
 #define GPUATTR_COLLECTOR_EXPORT_HTML_REPORT_H_
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+
+#include "base/status.h"
+#include "report/report_reader.h"
 
 namespace gpuattr::collector {
 
 // The page for `report` (a parsed gpuattr.report/1 document; the script reads every field
 // defensively, so a partial report renders what it has).
 std::string RenderHtmlReport(const nlohmann::json& report);
+
+// The same page for a report as LoadReport read it, written to `path` atomically while its text
+// is made, the step rows from their columns one at a time (`gpuattr report --html`: neither the
+// page nor the rows' DOM exists whole); with `pid`, that process only.
+Status WriteHtmlReport(const LoadedReport& report, const std::optional<uint64_t>& pid,
+                       const std::string& path);
 
 }  // namespace gpuattr::collector
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "base/check.h"
 #include "report/atomic_write.h"
@@ -25,32 +26,27 @@ namespace gpuattr::collector {
 namespace {
 
 using Json = nlohmann::json;
-// The step rows of one process as the writer reaches them: how many, and the i-th as JSON.
-struct RowSource {
-  size_t count = 0;
-  std::function<Json(size_t)> row;
-};
+using RowSource = StepRowSource;
 
-// Pretty-prints `document` as dump(2) would, except that at each process's steps.rows (an empty
-// array there) it writes that process's rows from `rows_of(process index)`, one row's DOM at a
-// time. Only the containers on the way to a rows array are walked here; every other value goes
-// to the JsonTextWriter whole.
+// Pretty-prints a document (or one process entry) as dump(2) would, except that at a process's
+// steps.rows (an empty array there) it writes that process's rows from their source, one row's
+// DOM at a time. Only the containers on the way to a rows array are walked here; every other
+// value goes to the JsonTextWriter whole.
 class ReportTextWriter {
  public:
+  // A document, the rows of processes[i] from `rows_of(i)`.
   ReportTextWriter(JsonTextWriter* text, const Json& document,
                    const std::function<RowSource(size_t)>& rows_of)
       : layout_(*text) {
     const Json* processes = Member(document, "processes");
     if (processes == nullptr || !processes->is_array()) return;
     for (size_t i = 0; i < processes->size(); ++i) {
-      const Json* steps = Member((*processes)[i], "steps");
-      const Json* rows = steps == nullptr ? nullptr : Member(*steps, "rows");
-      if (rows == nullptr || !rows->is_array() || !rows->empty()) continue;
-      RowSource source = rows_of(i);
-      if (source.count == 0) continue;
-      rows_at_[rows] = std::move(source);
-      on_the_way_.insert({&document, processes, &(*processes)[i], steps});
+      if (AddRows((*processes)[i], rows_of(i))) on_the_way_.insert({&document, processes});
     }
+  }
+  // One process entry and its rows.
+  ReportTextWriter(JsonTextWriter* text, const Json& process, RowSource rows) : layout_(*text) {
+    AddRows(process, std::move(rows));
   }
 
   void Write(const Json& value, unsigned indent) {
@@ -81,6 +77,16 @@ class ReportTextWriter {
     if (!object.is_object()) return nullptr;
     const auto found = object.find(key);
     return found == object.end() ? nullptr : &*found;
+  }
+
+  // Whether `process` has an empty steps.rows that `source` fills: then it is written from it.
+  bool AddRows(const Json& process, RowSource source) {
+    const Json* steps = Member(process, "steps");
+    const Json* rows = steps == nullptr ? nullptr : Member(*steps, "rows");
+    if (rows == nullptr || !rows->is_array() || !rows->empty() || source.count == 0) return false;
+    rows_at_[rows] = std::move(source);
+    on_the_way_.insert({&process, steps});
+    return true;
   }
 
   void WriteRows(const RowSource& rows, unsigned indent) {
@@ -194,18 +200,43 @@ Status WriteReport(const Report& report, const std::string& path, ExistingFile e
   return WriteReportTo(report, std::move(destination));
 }
 
+StepRowSource LoadedStepRows(const LoadedReport& report, size_t process) {
+  const StepRowColumns& rows = report.StepRows(process);
+  return StepRowSource{rows.size(), [&rows](size_t i) { return rows.Row(i); }};
+}
+
 Status WriteLoadedReport(const LoadedReport& report, const std::string& path,
                          ExistingFile existing) {
   GPUATTR_ASSIGN_OR_RETURN(Destination destination, Destination::Open(path, existing));
-  JsonTextWriter text([&destination](const std::string& piece) { destination.Append(piece); });
-  WriteDocumentText(
-      report.document(),
-      [&report](size_t process) {
-        const StepRowColumns& rows = report.StepRows(process);
-        return RowSource{rows.size(), [&rows](size_t i) { return rows.Row(i); }};
-      },
-      &text);
+  WriteLoadedReportText(report, std::nullopt,
+                        [&destination](const std::string& piece) { destination.Append(piece); });
   return destination.Commit();
+}
+
+void WriteLoadedReportText(const LoadedReport& report, const std::optional<uint64_t>& pid,
+                           const std::function<void(const std::string&)>& out) {
+  JsonTextWriter text(out);
+  const auto rows_of = [&report](size_t process) { return LoadedStepRows(report, process); };
+  if (!pid) {
+    WriteDocumentText(report.document(), rows_of, &text);
+    return;
+  }
+  // A copy without the other processes (the document holds no rows: it is small), each kept
+  // process's rows taken from its index in the file.
+  Json document = report.document();
+  std::vector<size_t> kept;
+  Json processes = Json::array();
+  const Json& all = Field(report.document(), "processes");
+  for (size_t i = 0; all.is_array() && i < all.size(); ++i) {
+    const Json& process_pid = Field(all[i], "pid");
+    if (process_pid.is_number_unsigned() && process_pid.get<uint64_t>() == *pid) {
+      kept.push_back(i);
+      processes.push_back(all[i]);
+    }
+  }
+  document["processes"] = std::move(processes);
+  WriteDocumentText(
+      document, [&](size_t process) { return rows_of(kept[process]); }, &text);
 }
 
 // The streamed report's text: dump(2)'s layout of a top-level object, written member by member.
@@ -225,9 +256,10 @@ class StreamedReport::Text {
     Key(key);
     layout_.Value(value, JsonTextWriter::kIndentStep);
   }
-  void Element(const Json& value, bool first) {
+  void Element(const Json& process, RowSource rows, bool first) {
     Raw(first ? "[\n    " : ",\n    ");
-    layout_.Value(value, 2 * JsonTextWriter::kIndentStep);
+    ReportTextWriter(&layout_, process, std::move(rows))
+        .Write(process, 2 * JsonTextWriter::kIndentStep);
   }
   Status Commit() {
     layout_.Flush();
@@ -259,7 +291,9 @@ void StreamedReport::Begin(const Json& before) {
   text_->Key("processes");
 }
 
-void StreamedReport::AddProcess(const Json& process) { text_->Element(process, processes_++ == 0); }
+void StreamedReport::AddProcess(const Json& process, StepRowSource rows) {
+  text_->Element(process, std::move(rows), processes_++ == 0);
+}
 
 Status StreamedReport::Finish(const Json& after) {
   text_->Raw(processes_ == 0 ? "[]" : "\n  ]");

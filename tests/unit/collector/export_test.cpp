@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -210,6 +211,45 @@ TEST_CASE("Process sort indices put every rank first and fit in int32", "[export
   for (const auto& [pid, index] : sort_index) CHECK(index <= INT32_MAX);
 }
 
+// The report a page embeds (its report-data script element), parsed.
+Json EmbeddedReport(const std::string& page) {
+  const std::string open = "<script id=\"report-data\" type=\"application/json\">";
+  const size_t start = page.find(open);
+  REQUIRE(start != std::string::npos);
+  const size_t end = page.find("</script>", start);
+  REQUIRE(end != std::string::npos);
+  return Json::parse(page.substr(start + open.size(), end - start - open.size()), nullptr, false);
+}
+
+TEST_CASE("The HTML report written from a loaded report embeds its document, rows and all",
+          "[export][html]") {
+  // Two processes with step rows (one named with quotes, backslashes, spaces and a closing
+  // script tag: the minifier keeps a string's spaces and the escaping is needed), as LoadReport
+  // holds them: rows in columns, written into the page one at a time.
+  const Json report = {
+      {"schema_version", "gpuattr.report/1"},
+      {"processes",
+       {{{"pid", 7},
+         {"steps",
+          {{"range", "step"},
+           {"rows", {{{"index", 0}, {"name", "a \" \\\" </script> b"}, {"busy_ns", 5}}}}}}},
+        {{"pid", 8},
+         {"steps",
+          {{"range", "step"},
+           {"rows", {{{"index", 0}, {"busy_ns", 1}}, {{"index", 1}, {"busy_ns", 2}}}}}}}}}};
+  const LoadedReport loaded = LoadedReport::FromDocument(report);
+  test_support::TempDir dir;
+  REQUIRE(WriteHtmlReport(loaded, std::nullopt, dir.File("all.html")).ok());
+  const std::string page = test_support::ReadFile(dir.File("all.html"));
+  CHECK(page == RenderHtmlReport(report));  // the rows' DOM's page, byte for byte
+  CHECK(EmbeddedReport(page) == report);
+  // --pid: that process only, its own rows.
+  REQUIRE(WriteHtmlReport(loaded, 8, dir.File("one.html")).ok());
+  const Json one = EmbeddedReport(test_support::ReadFile(dir.File("one.html")));
+  REQUIRE(one["processes"].size() == 1);
+  CHECK(one["processes"][0] == report["processes"][1]);
+}
+
 TEST_CASE("The HTML report embeds the report without URLs or an early end of script",
           "[export][html]") {
   const Json report = {{"schema_version", "gpuattr.report/1"},
@@ -224,13 +264,7 @@ TEST_CASE("The HTML report embeds the report without URLs or an early end of scr
   CHECK(page.find("http://") == std::string::npos);
   CHECK(page.find("https://") == std::string::npos);
   CHECK(page.find("@@GPUATTR_REPORT_JSON@@") == std::string::npos);
-  const std::string open = "<script id=\"report-data\" type=\"application/json\">";
-  const size_t start = page.find(open);
-  REQUIRE(start != std::string::npos);
-  const size_t end = page.find("</script>", start);
-  REQUIRE(end != std::string::npos);
-  const Json embedded =
-      Json::parse(page.substr(start + open.size(), end - start - open.size()), nullptr, false);
+  const Json embedded = EmbeddedReport(page);
   REQUIRE_FALSE(embedded.is_discarded());
   CHECK(embedded == report);
   CHECK(page.find("Content-Security-Policy") != std::string::npos);
