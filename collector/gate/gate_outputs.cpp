@@ -1,11 +1,10 @@
 // RenderGateTable, RenderGateMarkdown, RenderGateJunit and GateOutcomeJson (gate.h): the
 // outcome of a gate for people (terminal, markdown) and for CI (JUnit, JSON), escaped for each.
-#include "gate/gate.h"
-
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "gate/gate.h"
 #include "report/report_json.h"
 #include "views/text.h"
 

@@ -1,9 +1,9 @@
 // ParseMetricPath and FormatMetricPath (metric_path.h): the syntax of a metric path, apart from
 // resolving one against a report (metric_path.cpp).
-#include "gate/metric_path.h"
-
 #include <algorithm>
 #include <cctype>
+
+#include "gate/metric_path.h"
 
 namespace gpuattr::collector {
 namespace {
