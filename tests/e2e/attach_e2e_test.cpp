@@ -22,14 +22,6 @@
 namespace gpuattr::e2e {
 namespace {
 
-using nlohmann::json;
-using test_support::ProcessResult;
-using test_support::ReadJson;
-using test_support::RunProcess;
-using test_support::Subprocess;
-using test_support::TempDir;
-using test_support::WriteFile;
-
 // The window report against the truth cut to its window, exactly; plus what attach promises.
 void CheckWindow(const json& report, const json& truth, int attach_index, int steps) {
   const json& process = OnlyProcess(report);
