@@ -6,7 +6,6 @@
 #   gpuattr:                  main.cpp alone.
 find_package(ZLIB REQUIRED)
 find_package(simdjson REQUIRED)
-find_package(SQLite3 REQUIRED)
 add_library(gpuattr_collector_import STATIC
   import/decimal_time.cpp
   import/imported_trace.cpp
@@ -19,7 +18,7 @@ add_library(gpuattr_collector_import STATIC
 target_include_directories(gpuattr_collector_import PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(gpuattr_collector_import
   PUBLIC gpuattr_collector_core gpuattr_wire
-  PRIVATE ZLIB::ZLIB simdjson::simdjson SQLite::SQLite3)
+  PRIVATE ZLIB::ZLIB simdjson::simdjson ${GPUATTR_SQLITE})
 target_compile_options(gpuattr_collector_import PRIVATE ${GPUATTR_WARNINGS})
 
 # gpuattr_collector_ptrace: loading the shim into a running process that was not started under
