@@ -189,19 +189,13 @@ std::string AbsenceNote(const MetricValue& baseline, const MetricValue& current)
 
 // "pass:a/b" or "family:NAME" for the pass or family a path addresses; empty otherwise.
 std::string CoverageKey(const MetricPath& path) {
-  for (size_t i = 0; i + 1 < path.steps.size(); ++i) {
-    const PathStep& next = path.steps[i + 1];
-    if (path.steps[i].kind != PathStep::Kind::kKey) continue;
-    if (path.steps[i].key == "passes" && next.kind == PathStep::Kind::kPassPath) {
-      std::string joined;
-      for (const std::string& n : next.names) joined += (joined.empty() ? "" : "/") + n;
-      return "pass:" + joined;
-    }
-    if (path.steps[i].key == "families" && next.kind == PathStep::Kind::kName) {
-      return "family:" + next.key;
-    }
-  }
-  return "";
+  const std::optional<size_t> selector = EntitySelector(path);
+  if (!selector) return "";
+  const PathStep& named = path.steps[*selector];
+  if (named.kind == PathStep::Kind::kName) return "family:" + named.key;
+  std::string joined;
+  for (const std::string& n : named.names) joined += (joined.empty() ? "" : "/") + n;
+  return "pass:" + joined;
 }
 
 void CollectPassKeys(const Json& nodes, const std::string& prefix, std::vector<std::string>* keys) {

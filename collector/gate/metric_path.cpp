@@ -313,34 +313,6 @@ void AddPerStep(const Root& root, const MetricPath& path, const Json* pass_node,
   out->per_step = std::move(series);
 }
 
-// The position of the family or pass selector in `path` (families[NAME], passes[P]), if any.
-std::optional<size_t> EntitySelector(const std::vector<PathStep>& steps) {
-  for (size_t i = 1; i < steps.size(); ++i) {
-    if ((IsKey(steps[i - 1], "families") && steps[i].kind == PathStep::Kind::kName) ||
-        (IsKey(steps[i - 1], "passes") && steps[i].kind == PathStep::Kind::kPassPath)) {
-      return i;
-    }
-  }
-  return std::nullopt;
-}
-
-// Whether the field after the selector at `selector` is an amount: a time, a count or a share,
-// which is 0 for a family or pass that is not there (a mean or an extreme has no value then).
-bool IsAmount(const std::vector<PathStep>& steps, size_t selector) {
-  static const std::set<std::string> kAmounts = {"kernels",        "activities",
-                                                 "instances",      "share",
-                                                 "total_ns",       "self_ns",
-                                                 "busy_ns",        "direct_ns",
-                                                 "inherited_ns",   "captured_ns",
-                                                 "flops",          "flops_total",
-                                                 "bytes_estimate", "bytes_estimate_total",
-                                                 "unknown_ops",    "unknown_ops_total"};
-  for (size_t i = selector + 1; i < steps.size(); ++i) {
-    if (steps[i].kind != PathStep::Kind::kKey) return false;
-  }
-  return steps.size() > selector + 1 && kAmounts.count(steps.back().key) > 0;
-}
-
 }  // namespace
 
 StatusOr<MetricValue> ResolveMetric(const LoadedReport& report, const MetricPath& path) {
@@ -400,7 +372,7 @@ StatusOr<MetricValue> ResolveMetric(const LoadedReport& report, const MetricPath
   const Json* value = Walk(root.node, path.steps, 0, path.steps.size(), &why, &root, &row);
   if (value == nullptr) {
     // The family or pass is not in this report although what holds it is: it is absent here.
-    const std::optional<size_t> selector = EntitySelector(path.steps);
+    const std::optional<size_t> selector = EntitySelector(path);
     std::string holder_why;
     if (!selector ||
         Walk(root.node, path.steps, 0, *selector, &holder_why, &root, &row) == nullptr ||
@@ -411,7 +383,7 @@ StatusOr<MetricValue> ResolveMetric(const LoadedReport& report, const MetricPath
     const PathStep& named = path.steps[*selector];
     absent.absent = named.kind == PathStep::Kind::kName ? "family " + JsonText(named.key)
                                                         : "pass " + JsonText(named.names);
-    absent.measured = IsAmount(path.steps, *selector);
+    absent.measured = NamesAmount(path, *selector);
     if (!absent.measured) absent.not_measured = "absent";
     absent.per_step_note = "the " + absent.absent + " is not in one of the reports";
     return absent;

@@ -68,6 +68,13 @@ StatusOr<MetricPath> ParseMetricPath(const std::string& text);
 // The canonical spelling (names as JSON strings), which ParseMetricPath reads back.
 std::string FormatMetricPath(const MetricPath& path);
 
+// The position in path.steps of its family or pass selector (families[NAME], passes[P]), if any.
+std::optional<size_t> EntitySelector(const MetricPath& path);
+
+// Whether the field after the selector at `selector` is an amount: a time, a count or a share,
+// which is 0 for a family or pass that a report lacks (a mean or an extreme has no value then).
+bool NamesAmount(const MetricPath& path, size_t selector);
+
 // kNotFound: "metric PATH ...why". A family or pass that is not there resolves, as `absent`.
 StatusOr<MetricValue> ResolveMetric(const LoadedReport& report, const MetricPath& path);
 

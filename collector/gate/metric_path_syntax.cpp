@@ -1,7 +1,8 @@
-// ParseMetricPath and FormatMetricPath (metric_path.h): the syntax of a metric path, apart from
-// resolving one against a report (metric_path.cpp).
+// ParseMetricPath, FormatMetricPath, EntitySelector and NamesAmount (metric_path.h): the syntax
+// of a metric path, apart from resolving one against a report (metric_path.cpp).
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include "gate/metric_path.h"
 
@@ -204,6 +205,36 @@ std::string FormatMetricPath(const MetricPath& path) {
     }
   }
   return text;
+}
+
+std::optional<size_t> EntitySelector(const MetricPath& path) {
+  const std::vector<PathStep>& steps = path.steps;
+  const auto key_is = [](const PathStep& step, const char* key) {
+    return step.kind == PathStep::Kind::kKey && step.key == key;
+  };
+  for (size_t i = 1; i < steps.size(); ++i) {
+    if ((key_is(steps[i - 1], "families") && steps[i].kind == PathStep::Kind::kName) ||
+        (key_is(steps[i - 1], "passes") && steps[i].kind == PathStep::Kind::kPassPath)) {
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
+bool NamesAmount(const MetricPath& path, size_t selector) {
+  static const std::set<std::string> kAmounts = {"kernels",        "activities",
+                                                 "instances",      "share",
+                                                 "total_ns",       "self_ns",
+                                                 "busy_ns",        "direct_ns",
+                                                 "inherited_ns",   "captured_ns",
+                                                 "flops",          "flops_total",
+                                                 "bytes_estimate", "bytes_estimate_total",
+                                                 "unknown_ops",    "unknown_ops_total"};
+  const std::vector<PathStep>& steps = path.steps;
+  for (size_t i = selector + 1; i < steps.size(); ++i) {
+    if (steps[i].kind != PathStep::Kind::kKey) return false;
+  }
+  return steps.size() > selector + 1 && kAmounts.count(steps.back().key) > 0;
 }
 
 }  // namespace gpuattr::collector
