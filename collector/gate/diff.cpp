@@ -33,7 +33,16 @@ Json Delta(std::optional<double> before, std::optional<double> after) {
   return delta;
 }
 
-// The size of a change for sorting: the delta, or the one value there is (new, vanished).
+// An amount of a family or pass entry on one side: its own, or 0 when the side lacks the entry
+// but has the list or tree it would be in (it ran no such kernels, opened no such range: a
+// change, judged as such); not known when the side has no list at all.
+std::optional<double> AmountOf(const Json* entry, const char* key, bool side_has_list) {
+  if (entry == nullptr) return side_has_list ? std::optional<double>(0) : std::nullopt;
+  return NumberAt(*entry, key);
+}
+
+// The size of a change for sorting: the delta, or the one value there is (not measured on one
+// side).
 double Magnitude(const Json& delta) {
   for (const char* key : {"delta", "current", "baseline"}) {
     if (delta[key].is_number()) return std::fabs(delta[key].get<double>());
@@ -75,12 +84,16 @@ Json DiffProcesses(const Json& before, const Json& after, const char* matched_by
   std::map<std::vector<std::string>, std::pair<const Json*, const Json*>> all;
   for (const auto& [path, node] : before_passes) all[path].first = node;
   for (const auto& [path, node] : after_passes) all[path].second = node;
+  const bool before_tree = Field(before, "passes").is_array();
+  const bool after_tree = Field(after, "passes").is_array();
   for (const auto& [path, nodes] : all) {
-    const Json& b = nodes.first ? Field(*nodes.first, "device") : Field(Json(), "");
-    const Json& a = nodes.second ? Field(*nodes.second, "device") : Field(Json(), "");
-    passes.push_back({{"path", path},
-                      {"total_ns", Delta(NumberAt(b, "total_ns"), NumberAt(a, "total_ns"))},
-                      {"self_ns", Delta(NumberAt(b, "self_ns"), NumberAt(a, "self_ns"))}});
+    const Json* b = nodes.first ? &Field(*nodes.first, "device") : nullptr;
+    const Json* a = nodes.second ? &Field(*nodes.second, "device") : nullptr;
+    const auto delta = [&](const char* key) {
+      return Delta(AmountOf(b, key, before_tree), AmountOf(a, key, after_tree));
+    };
+    passes.push_back(
+        {{"path", path}, {"total_ns", delta("total_ns")}, {"self_ns", delta("self_ns")}});
     if (nodes.first == nullptr) added.push_back(path);
     if (nodes.second == nullptr) vanished.push_back(path);
   }
@@ -239,13 +252,15 @@ nlohmann::json DiffReports(const nlohmann::json& baseline, const nlohmann::json&
   Json family_rows = Json::array();
   Json added = Json::array();
   Json vanished = Json::array();
+  const bool before_listed = Field(Field(baseline, "summary"), "families").is_array();
+  const bool after_listed = Field(Field(current, "summary"), "families").is_array();
   for (const auto& [name, pair] : families) {
+    const auto delta = [&, &pair = pair](const char* key) {
+      return Delta(AmountOf(pair.first, key, before_listed),
+                   AmountOf(pair.second, key, after_listed));
+    };
     family_rows.push_back(
-        {{"family", name},
-         {"total_ns", Delta(pair.first ? NumberAt(*pair.first, "total_ns") : std::nullopt,
-                            pair.second ? NumberAt(*pair.second, "total_ns") : std::nullopt)},
-         {"kernels", Delta(pair.first ? NumberAt(*pair.first, "kernels") : std::nullopt,
-                           pair.second ? NumberAt(*pair.second, "kernels") : std::nullopt)}});
+        {{"family", name}, {"total_ns", delta("total_ns")}, {"kernels", delta("kernels")}});
     if (pair.first == nullptr) added.push_back(name);
     if (pair.second == nullptr) vanished.push_back(name);
   }

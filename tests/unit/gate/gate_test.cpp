@@ -400,6 +400,15 @@ TEST_CASE("diff: passes and families sorted by absolute change, new and vanished
   CHECK(process["vanished_passes"] == Json::array({Json::array({"step", "gone"})}));
   CHECK(diff["families"][0]["family"] == "cublas_gemm");
   CHECK(diff["new_families"] == Json({"nccl_AllReduce"}));
+  // On the side that lacks it, a family's or pass's amounts are 0: the change is its time.
+  const Json& fresh_family = diff["families"][1];
+  CHECK(fresh_family["family"] == "nccl_AllReduce");
+  CHECK(fresh_family["total_ns"] ==
+        Json({{"baseline", 0.0}, {"current", 7.0}, {"delta", 7.0}, {"delta_pct", nullptr}}));
+  for (const Json& pass : process["passes"]) {
+    if (pass["path"] == Json({"step", "gone"})) CHECK(pass["total_ns"]["current"] == 0.0);
+    if (pass["path"] == Json({"step", "fresh"})) CHECK(pass["total_ns"]["baseline"] == 0.0);
+  }
   CHECK(diff["coverage"]["delta"].get<double>() == Approx(-0.1));
   CHECK(process["devices"][0]["busy_ns"]["delta"] == 0.0);
   const std::string view = RenderDiff(diff, 10);
