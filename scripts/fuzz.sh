@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing of the five targets (docs/fuzzing.md), each for SECONDS, PARALLEL at a
+# Coverage-guided fuzzing of the six targets (docs/fuzzing.md), each for SECONDS, PARALLEL at a
 # time (default: half the cores, at least 1), from a copy of its seed corpus in tests/fuzz/corpus.
 # Needs the fuzz preset built (cmake --preset fuzz && cmake --build --preset fuzz). Each target's
 # grown corpus, crash artifacts and log go to WORK_DIR/<target>/; the last lines of each log
 # (libFuzzer's final stats) are printed. Exit status 1 when any target found a crash or leak.
-#   [TARGETS="merge import"] scripts/fuzz.sh SECONDS [WORK_DIR]   (default: all five targets; a
+#   [TARGETS="merge import"] scripts/fuzz.sh SECONDS [WORK_DIR]   (default: all six targets; a
 #   new temporary WORK_DIR)
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,7 +24,7 @@ run_target() {  # run_target NAME: one libFuzzer run of gpuattr_NAME_fuzzer
   echo "$status" >"$dir/status"
 }
 
-read -r -a targets <<<"${TARGETS:-import wire gate report merge}"
+read -r -a targets <<<"${TARGETS:-import wire gate report merge nsys}"
 for ((i = 0; i < ${#targets[@]}; i += parallel)); do
   for name in "${targets[@]:i:parallel}"; do run_target "$name" & done
   wait

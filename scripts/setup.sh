@@ -22,6 +22,7 @@ packages=(
   chromium  # the HTML report's browser test (headless)
   clang-format  # scripts/check_format.sh (clang-format 14)
   clang-tidy  # scripts/check_naming.sh (clang-tidy 14)
+  clang libclang-rt-dev  # the fuzz preset (docs/fuzzing.md): clang, libFuzzer and the sanitizers
 )
 
 missing=()

@@ -14,8 +14,12 @@ namespace gpuattr::fuzz {
 bool ImportKinetoBytes(const uint8_t* data, size_t size) {
   using namespace collector;
   MemorySource source(std::string_view(reinterpret_cast<const char*>(data), size));
-  StatusOr<ImportedTrace> trace =
-      ImportKineto(&source, "fuzz.json", KinetoOptions{size % 2 == 1}, nullptr);
+  return ReportIfImported(
+      ImportKineto(&source, "fuzz.json", KinetoOptions{size % 2 == 1}, nullptr));
+}
+
+bool ReportIfImported(const StatusOr<collector::ImportedTrace>& trace) {
+  using namespace collector;
   if (!trace.ok()) {
     if (trace.status().code() != StatusCode::kDataLoss) {
       std::fprintf(stderr, "import failed with a non-data error: %s\n",
@@ -32,9 +36,7 @@ bool ImportKinetoBytes(const uint8_t* data, size_t size) {
   }
   ReportInputs inputs;
   inputs.capture.mode = "import";
-  for (const auto& process : *processes) {
-    inputs.processes.push_back(process->TakeAnalysis());
-  }
+  for (const auto& process : *processes) inputs.processes.push_back(process->TakeAnalysis());
   const Report report = BuildReport(inputs);
   if (!report.without_step_rows.is_object()) std::abort();
   if (SerializeReport(report).empty()) std::abort();
