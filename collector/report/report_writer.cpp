@@ -228,8 +228,7 @@ void WriteLoadedReportText(const LoadedReport& report, const std::optional<uint6
   Json processes = Json::array();
   const Json& all = Field(report.document(), "processes");
   for (size_t i = 0; all.is_array() && i < all.size(); ++i) {
-    const Json& process_pid = Field(all[i], "pid");
-    if (process_pid.is_number_unsigned() && process_pid.get<uint64_t>() == *pid) {
+    if (Field(all[i], "pid") == Json(*pid)) {  // numerically, whichever integer type it holds
       kept.push_back(i);
       processes.push_back(all[i]);
     }
