@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -217,7 +218,10 @@ class NsysReader {
         activity.grid[static_cast<size_t>(i)] = ClampU32(Int(row, 8 + i));
         activity.block[static_cast<size_t>(i)] = ClampU32(Int(row, 11 + i));
       }
-      activity.shared_memory_bytes = ClampU32(Int(row, 14) + Int(row, 15));
+      // Each clamped before the sum: two int64 columns can overflow it (found by fuzzing).
+      const uint64_t shared = uint64_t{ClampU32(Int(row, 14))} + ClampU32(Int(row, 15));
+      activity.shared_memory_bytes =
+          static_cast<uint32_t>(std::min<uint64_t>(shared, std::numeric_limits<uint32_t>::max()));
       activity.registers_per_thread = ClampU32(Int(row, 16));
       trace_->activities.push_back(activity);
     }

@@ -147,6 +147,24 @@ TEST_CASE("Nsight Systems import: a name id that StringIds lacks is no name (fou
   CHECK(kernel[0]["launch_ns"] == 100);
 }
 
+TEST_CASE("Nsight Systems import: shared memory at the edge of int64 saturates (found by fuzzing)",
+          "[import][nsys]") {
+  TempDir dir;
+  // static + dynamic overflowed int64 before the sum was taken of clamped terms.
+  const std::string path = MakeDatabase(dir, "shared.sqlite",
+                                        std::string(kSchema) + R"(
+    INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, streamId, correlationId,
+      globalPid, shortName, staticSharedMemory, dynamicSharedMemory) VALUES
+      (300, 400, 0, 13, 7, )" + std::to_string(kGlobalPid) +
+                                            R"(, 3, 9223372036854775807, 100);
+  )");
+  const Imported imported = ImportPaths({path});
+  const json& families = imported.report["processes"][0]["families"];
+  REQUIRE(families.size() == 1);
+  REQUIRE(families[0]["shapes"].size() == 1);
+  CHECK(families[0]["shapes"][0]["shared_memory_bytes"] == 4294967295u);
+}
+
 TEST_CASE("Nsight Systems import: device names come from TARGET_INFO_GPU", "[import][nsys]") {
   TempDir dir;
   const std::string path = MakeDatabase(dir, "named.sqlite",
