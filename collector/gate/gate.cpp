@@ -349,11 +349,16 @@ StatusOr<GateOutcome> EvaluateGate(const LoadedReport& baseline, const LoadedRep
   }
   // Passes and families of the current run that are new, or that no rule looked at.
   const std::vector<std::string> before = ReportKeys(baseline.document());
+  const std::vector<std::string> after = ReportKeys(current.document());
   const std::set<std::string> in_baseline(before.begin(), before.end());
-  for (const std::string& key : ReportKeys(current.document())) {
+  const std::set<std::string> in_current(after.begin(), after.end());
+  const auto kind_of = [](const std::string& key) {
+    return std::string(key.rfind("pass:", 0) == 0 ? "pass" : "family");
+  };
+  for (const std::string& key : after) {
     const bool is_new = in_baseline.count(key) == 0;
     const bool uncovered = covered.count(key) == 0;
-    const std::string what = key.rfind("pass:", 0) == 0 ? "pass" : "family";
+    const std::string what = kind_of(key);
     if (rules.default_deny && (is_new || uncovered)) {
       Check check;
       check.rule = "default_deny";
@@ -370,13 +375,10 @@ StatusOr<GateOutcome> EvaluateGate(const LoadedReport& baseline, const LoadedRep
     }
   }
   // Vanished ones no check judged: a change all the same (a fused family, another GPU's kernels).
-  const std::vector<std::string> after = ReportKeys(current.document());
-  const std::set<std::string> in_current(after.begin(), after.end());
   for (const std::string& key : before) {
     if (in_current.count(key) > 0 || covered.count(key) > 0) continue;
-    outcome.notes.push_back(
-        std::string("vanished ") + (key.rfind("pass:", 0) == 0 ? "pass" : "family") +
-        " (not in the current report): " + KeyMetric(key) + KeyTime(baseline, key, "had"));
+    outcome.notes.push_back("vanished " + kind_of(key) + " (not in the current report): " +
+                            KeyMetric(key) + KeyTime(baseline, key, "had"));
   }
   return outcome;
 }
