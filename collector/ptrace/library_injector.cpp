@@ -49,9 +49,7 @@ uint64_t FieldNumber(const std::map<std::string, std::string>& fields, const std
 }
 
 std::string Comm(pid_t pid) {
-  std::ifstream in(ProcPath(pid, "comm"));
-  std::string name;
-  std::getline(in, name);
+  const std::string name = ProcessName(pid);
   return name.empty() ? "?" : name;
 }
 

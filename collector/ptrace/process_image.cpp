@@ -18,30 +18,6 @@ constexpr size_t kMaxElfBytes = 256u << 20;  // larger than any libc; bounds a h
 // ELF header, so this is more than any executable needs (a larger offset reads as no PT_INTERP).
 constexpr size_t kExecutableHeaderBytes = 64u << 10;
 
-// The file's bytes. `truncate`: at most `limit` of them; else more than `limit` is an error.
-StatusOr<std::string> ReadFileBytes(const std::string& path, size_t limit, bool truncate = false) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int error = errno;
-    if (error == ENOENT || error == ESRCH) return NotFoundError(path + " does not exist");
-    if (error == EACCES || error == EPERM) {
-      return PermissionDeniedError("cannot read " + path + ": " + std::strerror(error));
-    }
-    return UnavailableError("cannot read " + path + ": " + std::strerror(error));
-  }
-  std::string bytes;
-  char chunk[65536];
-  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
-    bytes.append(chunk, static_cast<size_t>(in.gcount()));
-    if (bytes.size() > limit) {
-      if (!truncate) return DataLossError(path + " is larger than an ELF file may be");
-      bytes.resize(limit);
-      break;
-    }
-  }
-  return bytes;
-}
-
 std::string_view BaseName(std::string_view path) {
   const size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
@@ -126,8 +102,39 @@ void AddMapping(std::optional<MappedObject>& object, const std::string& path,
 
 }  // namespace
 
+StatusOr<std::string> ReadFileBytes(const std::string& path, size_t limit, bool truncate) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int error = errno;
+    if (error == ENOENT || error == ESRCH) return NotFoundError(path + " does not exist");
+    if (error == EACCES || error == EPERM) {
+      return PermissionDeniedError("cannot read " + path + ": " + std::strerror(error));
+    }
+    return UnavailableError("cannot read " + path + ": " + std::strerror(error));
+  }
+  std::string bytes;
+  char chunk[65536];
+  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
+    bytes.append(chunk, static_cast<size_t>(in.gcount()));
+    if (bytes.size() > limit) {
+      if (!truncate)
+        return DataLossError(path + " is larger than " + std::to_string(limit) + " bytes");
+      bytes.resize(limit);
+      break;
+    }
+  }
+  return bytes;
+}
+
 std::string ProcPath(pid_t pid, const std::string& tail) {
   return "/proc/" + std::to_string(pid) + "/" + tail;
+}
+
+std::string ProcessName(pid_t pid) {
+  std::ifstream comm(ProcPath(pid, "comm"));
+  std::string name;
+  std::getline(comm, name);
+  return name;
 }
 
 bool MappedObject::Contains(uint64_t address) const {

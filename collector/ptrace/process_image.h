@@ -61,6 +61,13 @@ struct ProcessImage {
 // "/proc/PID/TAIL".
 std::string ProcPath(pid_t pid, const std::string& tail);
 
+// The process's command name (/proc/PID/comm); empty when it cannot be read.
+std::string ProcessName(pid_t pid);
+
+// The file's bytes. `truncate`: at most `limit` of them; else more than `limit` is kDataLoss.
+// kNotFound when it does not exist, kPermissionDenied when it may not be read.
+StatusOr<std::string> ReadFileBytes(const std::string& path, size_t limit, bool truncate = false);
+
 // Reads /proc/PID/maps and the executable's program headers. kNotFound when the process is gone.
 StatusOr<ProcessImage> ReadProcessImage(pid_t pid);
 

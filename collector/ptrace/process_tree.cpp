@@ -58,19 +58,12 @@ bool Descends(pid_t pid, pid_t ancestor, const std::map<pid_t, pid_t>& parents) 
   return false;
 }
 
-std::string NameOf(pid_t pid) {
-  std::ifstream comm(ProcPath(pid, "comm"));
-  std::string name;
-  std::getline(comm, name);
-  return name;
-}
-
 // RANK=N among the NUL-separated entries of /proc/PID/environ.
 std::optional<int> RankOf(pid_t pid) {
-  std::ifstream file(ProcPath(pid, "environ"), std::ios::binary);
-  std::string environment(kMaxEnvironmentBytes, '\0');
-  file.read(environment.data(), static_cast<std::streamsize>(environment.size()));
-  environment.resize(static_cast<size_t>(file.gcount()));
+  const StatusOr<std::string> read =
+      ReadFileBytes(ProcPath(pid, "environ"), kMaxEnvironmentBytes, /*truncate=*/true);
+  if (!read.ok()) return std::nullopt;
+  const std::string& environment = *read;
   constexpr std::string_view kRank = "RANK=";
   for (size_t at = 0; at < environment.size();) {
     const size_t end = std::min(environment.find('\0', at), environment.size());
@@ -100,7 +93,7 @@ std::vector<CudaProcess> FindCudaDescendants(pid_t pid, size_t limit) {
   for (const auto& [candidate, parent] : parents) {  // by pid
     if (found.size() >= limit) break;
     if (!Descends(candidate, pid, parents) || !HasCudaDriver(candidate).value_or(false)) continue;
-    found.push_back({candidate, NameOf(candidate), RankOf(candidate)});
+    found.push_back({candidate, ProcessName(candidate), RankOf(candidate)});
   }
   return found;
 }
