@@ -260,7 +260,8 @@ ProfilerStep#N) and end after N of them. The daemon also closes every window aft
 Exit status: 0; 3 when the pid does not exist or the attach is refused (a report with the
 refusal is written: attach_requires_shim, attach_other_user, daemon_unreachable,
 attach_no_cuda_driver (the process never loaded the CUDA driver: nothing was touched, and the
-processes below it that did are named), or why the shim could not be loaded: attach_ptrace_denied, attach_target_traced, attach_static_target,
+processes below it that did are named), or why the shim could not be loaded:
+attach_ptrace_denied, attach_target_traced, attach_static_target,
 attach_non_glibc_target, attach_no_safe_point, attach_injection_failed) or a selected
 process already has a window open; 2 usage; 4 the daemon failed, no reply came in time, or the
 report cannot be written.
