@@ -21,6 +21,7 @@ add_library(gpuattr_collector_core STATIC
   base/status.cpp
   analysis/activity_folder.cpp
   analysis/attribution_rules.cpp
+  analysis/backward_threads.cpp
   analysis/copy_fold.cpp
   analysis/device_sweep.cpp
   analysis/family_fold.cpp

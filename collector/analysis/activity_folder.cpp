@@ -42,6 +42,7 @@ ActivityFolder::ActivityFolder(const TraceData& data, const AnalysisOptions& opt
                 options.family_rules ? *options.family_rules : FamilyRules::Default()),
       phases_(data, paths_, options.phase_rules ? *options.phase_rules : PhaseRules::Default(),
               phase_masks_),
+      backward_threads_(data, phases_),
       modules_(paths_),
       host_ranges_(data),
       steps_(data, paths_, options.step, options.skip_steps),
@@ -51,6 +52,7 @@ void ActivityFolder::RefreshNames() {
   if (!paths_.Refresh()) return;
   passes_.Refresh();
   phases_.Refresh();
+  backward_threads_.Refresh();
   steps_.Refresh();
   work_.Refresh();
   families_.Refresh();
@@ -74,9 +76,15 @@ void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord*
   const WorkCategory category = CategoryOf(activity);
   ActivityOutcome outcome = rules_.Attribute(activity, launch);
   outcome.phase = phases_.PhaseOf(outcome.node);
-  // A collective kernel is communication wherever it was launched (docs/attribution.md §Phases).
+  // A collective kernel is communication wherever it was launched; a launch from a thread running
+  // the step's backward, with no range of its own or none that names a phase, is backward
+  // (docs/attribution.md §Phases).
+  const bool phaseless_own_range = outcome.kind == AttributionKind::kDirect && !outcome.phase;
   if (outcome.node != 0 && category == WorkCategory::kCommunication) {
     outcome.phase = Phase::kCommunication;
+  } else if ((outcome.kind == AttributionKind::kInherited || phaseless_own_range) &&
+             backward_threads_.InBackward(launch->tid, launch->enter_ns)) {
+    outcome.phase = Phase::kBackward;
   }
   const AttributedActivity attributed{activity, launch, late, outcome};
   phases_.Fold(attributed);

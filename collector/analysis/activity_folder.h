@@ -15,7 +15,9 @@
 //   value marks   ──▶ work_fold (the FLOP counter's ledger) ──▶ pass tree, steps
 //
 // An attributed collective kernel (family_fold's category) takes the communication phase
-// whatever the phase of its path, so the phase terms still partition attributed time.
+// whatever the phase of its path, and a launch from a thread running the step's backward, with
+// no range of its own (inherited) or none naming a phase, the backward phase (backward_threads.h),
+// so the phase terms still partition attributed time.
 //
 // Host-side data (ranges, graph nodes, strings) is read from `data` as it stands at each
 // release; names may be defined late, so every name cache restarts when a name it read was
@@ -30,6 +32,7 @@
 #include <cstdint>
 
 #include "analysis/attribution_rules.h"
+#include "analysis/backward_threads.h"
 #include "analysis/copy_fold.h"
 #include "analysis/device_sweep.h"
 #include "analysis/family_fold.h"
@@ -93,6 +96,7 @@ class ActivityFolder {
   CopyFold copies_;
   FamilyFold families_;
   PhaseFold phases_;
+  BackwardThreads backward_threads_;
   ModuleFold modules_;
   HostRangeFold host_ranges_;
   StepFold steps_;

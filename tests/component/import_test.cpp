@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "import_run.h"
 #include "subprocess.h"
 #include "test_files.h"
 
@@ -18,7 +19,6 @@ namespace {
 using nlohmann::json;
 using test_support::TempDir;
 
-const std::string kTraces = std::string(GPUATTR_SOURCE_DIR) + "/../shared/traces/";
 const char* const kCheckpointedTrace = GPUATTR_SOURCE_DIR "/tests/data/pytorch_checkpointed.json";
 
 struct Reference {
@@ -81,33 +81,6 @@ const std::vector<Reference> kReferences = {
      25473,
      {{0, 10717708}}},
 };
-
-struct ImportRun {
-  test_support::ProcessResult process;
-  json report;
-  std::vector<json> activities;
-};
-
-ImportRun Import(const TempDir& dir, const std::vector<std::string>& inputs,
-                 const std::vector<std::string>& flags = {}) {
-  std::vector<std::string> argv = {GPUATTR_BINARY,
-                                   "import",
-                                   "-q",
-                                   "-o",
-                                   dir.File("report.json"),
-                                   "--activities",
-                                   dir.File("activities.jsonl")};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.insert(argv.end(), inputs.begin(), inputs.end());
-  ImportRun run;
-  run.process = test_support::RunProcess(argv, {}, 120);
-  if (run.process.exit_code == 0) {
-    run.report = test_support::ReadJson(dir.File("report.json"));
-    std::ifstream lines(dir.File("activities.jsonl"));
-    for (std::string line; std::getline(lines, line);) run.activities.push_back(json::parse(line));
-  }
-  return run;
-}
 
 TEST_CASE("gpuattr import reproduces the reference values of every shared trace",
           "[import][traces]") {
@@ -226,21 +199,6 @@ TEST_CASE("gpuattr import: the DDP trace's pass tree shows its annotations and c
   REQUIRE(coverage["unattributed"].size() >= 1);
   CHECK(coverage["unattributed"][0]["reason"] == "no_open_range");
   CHECK(coverage["unattributed"][0]["activities"] > 0);
-}
-
-const std::vector<std::string> kPhaseTerms = {"forward_ns",   "backward_ns", "recompute_ns",
-                                              "optimizer_ns", "loss_ns",     "communication_ns",
-                                              "other_ns"};
-
-// pytorch_phase_reference.py's phase terms and device categories for a trace, by pid.
-json ReferencePhases(const std::string& trace) {
-  const test_support::ProcessResult script = test_support::RunProcess(
-      {GPUATTR_PYTHON,
-       std::string(GPUATTR_SOURCE_DIR) + "/tests/component/pytorch_phase_reference.py", trace},
-      {}, 300);
-  INFO(script.err);
-  REQUIRE(script.exit_code == 0);
-  return json::parse(script.out);
 }
 
 TEST_CASE("gpuattr import: phases, categories and stream idle equal an independent computation",

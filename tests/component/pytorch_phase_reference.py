@@ -27,7 +27,10 @@ of the collector's code or data files: the report must agree with it to the nano
   - phase: of the innermost range of the path whose whole name matches a phase pattern
     (case-insensitive; first of forward, backward, recompute, optimizer, loss, communication),
     a forward range under a backward-matching one being recompute; a kernel named like an
-    NCCL/RCCL collective is communication whatever its path.
+    NCCL/RCCL collective is communication whatever its path; a launch from a thread other than
+    the main one on which a range with a backward phase began at or after the start of the main
+    thread's outermost range open at the launch and at or before the launch, is backward when it
+    took the main thread's path or its own path has no phase.
 
 And per device of each process (docs/attribution.md §Compute, communication and memory): the busy
 unions of collective kernels, other kernels, and copies and sets over all its streams (device
@@ -41,7 +44,8 @@ Prints {"<pid>": {"phases": {"forward_ns": N, ..., "other_ns": N, "unattributed_
 "copies": {"HtoD/pageable/device": {"copies": N, "ns": N, "bytes": N}}}},
 "steps": [{"compute_busy_ns": N, ...}]}} on stdout, steps being the ProfilerStep#N ranges by start
 with the category unions over all the process's devices clipped to each.
-Usage: pytorch_phase_reference.py TRACE.json[.gz]
+With --ranges-ops (gpuattr import --ranges ops), every cpu_op event is a range too.
+Usage: pytorch_phase_reference.py TRACE.json[.gz] [--ranges-ops]
 """
 
 import bisect
@@ -65,7 +69,10 @@ PATTERNS = {
                   r"optimizer_step", r"Optimizer\.step#.*", r"Optimizer\.zero_grad#.*",
                   r"##\s*optimizer([_.:# ].*)?##", r"##\s*zero_grad\s*##"],
     "loss": [r"loss", r"loss[_.:# ].*", r".*[_.:# ]loss", r"criterion", r"##\s*loss([_.:# ].*)?##",
-             r"nn\.Module: .*Loss(_\d+)?"],
+             r"nn\.Module: .*Loss(_\d+)?",
+             r"nn\.functional\.(\w*_loss|cross_entropy|binary_cross_entropy\w*|kl_div)",
+             r"aten::(?!\w*backward)(\w*_loss\w*|nll_loss\w*|cross_entropy\w*|"
+             r"binary_cross_entropy\w*|kl_div)"],
     "communication": [r"nccl:.*", r"rccl:.*", r"record_param_comms", r"c10d::.*"],
 }
 COMPILED = {phase: [re.compile(p, re.IGNORECASE | re.DOTALL) for p in patterns]
@@ -116,6 +123,22 @@ class Thread:
             stack.append((start, end, path))
             self.opened.append((start, end, path))
         self.starts = [r[0] for r in self.opened]
+        self.top = [(start, end) for start, end, path in self.opened if len(path) == 1]
+        self.top_starts = [start for start, _ in self.top]
+        self.backward_starts = [start for start, _, path in self.opened
+                                if phase_of_path([name for name, _ in path]) == "backward"]
+
+    def outermost_start(self, t):
+        """The start of the outermost range enclosing t, or None."""
+        i = bisect.bisect_right(self.top_starts, t) - 1
+        if i >= 0 and self.top[i][0] <= t < self.top[i][1]:
+            return self.top[i][0]
+        return None
+
+    def began_backward(self, since, t):
+        """Whether a backward-phase range of this thread starts in [since, t]."""
+        i = bisect.bisect_right(self.backward_starts, t) - 1
+        return i >= 0 and self.backward_starts[i] >= since
 
     def ranges_at(self, t):
         """((name, end), ...) of the innermost range enclosing t and those it nests in."""
@@ -199,6 +222,7 @@ def add_model_ranges(ranges, backward_ops, sequenced, flows):
 
 
 def main():
+    ranges_ops = sys.argv[2:] == ["--ranges-ops"]
     opener = gzip.open if sys.argv[1].endswith(".gz") else open
     with opener(sys.argv[1], "rt") as file:
         data = json.load(file, parse_float=decimal.Decimal)
@@ -228,8 +252,8 @@ def main():
             backward_ops.append((e["pid"], e["tid"], start, end, sequence))
         elif cat == "cpu_op" and sequence is not None:
             sequenced.append((e["pid"], e["tid"], start, sequence))
-        if cat == "user_annotation" or (cat in ("cpu_op", "Operator") and
-                                        name.startswith("ProfilerStep#")) or (
+        if cat == "user_annotation" or (cat in ("cpu_op", "Operator") and (
+                ranges_ops or name.startswith("ProfilerStep#"))) or (
                 cat == "python_function" and (
                     is_module(name) or re.fullmatch(r".*checkpoint\.py\(\d+\): recompute_fn", name))):
             ranges.setdefault((e["pid"], e["tid"]), []).append((start, end, name, index))
@@ -276,16 +300,29 @@ def main():
         terms = entry["phases"]
         call = calls.get((pid, correlation))
         path = ()
+        inherited = False
+        backward_thread = False
         if call is not None:
             launch_ns, _, tid = call
             if (pid, tid) in threads:
                 path = threads[(pid, tid)].path_at(launch_ns)
-            if not path and pid in main_tid:
-                path = threads[(pid, main_tid[pid][1])].path_at(launch_ns)
+            if pid in main_tid:
+                main = threads[(pid, main_tid[pid][1])]
+                if not path:
+                    path = main.path_at(launch_ns)
+                    inherited = True
+                step_start = main.outermost_start(launch_ns)
+                backward_thread = (tid != main_tid[pid][1] and (pid, tid) in threads and
+                                   step_start is not None and
+                                   threads[(pid, tid)].began_backward(step_start, launch_ns))
         if not path:
             terms["unattributed_ns"] += duration
             continue
-        phase = "communication" if category == "communication" else phase_of_path(path)
+        phase = phase_of_path(path)
+        if category == "communication":
+            phase = "communication"
+        elif backward_thread and (inherited or phase is None):
+            phase = "backward"
         terms[(phase or "other") + "_ns"] += duration
     for key, by_category in sorted(intervals.items(), key=lambda item: str(item[0])):
         devices = out[str(key[0])]["devices"]

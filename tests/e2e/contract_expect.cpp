@@ -179,6 +179,27 @@ ContractActivity ExpectActivity(const json& activity, const ContractOptions& opt
   return out;
 }
 
+// docs/attribution.md §Phases, backward on autograd's threads: a launch from a thread other than
+// `main_thread` that began a backward-phase range within the main thread's outermost range open at
+// the launch (the step), at or before the launch, is backward when it had no range of its own
+// (inherited) or its path names no phase.
+bool LaunchedInBackward(const std::vector<HostRange>& ranges, const std::string& main_thread,
+                        const std::string& thread, uint64_t launch_ns) {
+  if (thread == main_thread) return false;
+  std::optional<uint64_t> step_start;
+  for (const HostRange& range : ranges) {
+    if (range.thread == main_thread && range.path.size() == 1 && range.start_ns <= launch_ns &&
+        launch_ns < range.end_ns) {
+      step_start = range.start_ns;
+    }
+  }
+  if (!step_start) return false;
+  return std::any_of(ranges.begin(), ranges.end(), [&](const HostRange& range) {
+    return range.thread == thread && range.start_ns >= *step_start && range.start_ns <= launch_ns &&
+           PhaseOfPath(range.path) == "backward";
+  });
+}
+
 // `main_thread`: the thread of the process's earliest range (empty: none), whose stack names a
 // gap before the launching thread's does (docs/attribution.md §Gaps).
 void ExpectGaps(const json& activities, const std::vector<HostRange>& ranges,
@@ -319,6 +340,13 @@ std::vector<ContractProcess> ExpectContract(const json& truth, const ContractOpt
     for (const std::string& term : kPhaseTerms) expected.phase_ns[term] = 0;
     for (const auto& activity : process["activities"]) {
       ContractActivity a = ExpectActivity(activity, options);
+      const bool phaseless_direct = a.attribution == "direct" && !a.phase;
+      if ((a.attribution == "inherited" || phaseless_direct) && a.phase != "communication" &&
+          first != nullptr &&
+          LaunchedInBackward(ranges, first->thread, activity["thread"].get<std::string>(),
+                             activity["launch_ns"].get<uint64_t>())) {
+        a.phase = "backward";
+      }
       const uint64_t duration =
           activity["end_ns"].get<uint64_t>() - activity["start_ns"].get<uint64_t>();
       const bool kernel = activity["kind"] == "kernel";

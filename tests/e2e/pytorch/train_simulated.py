@@ -74,6 +74,7 @@ class Truth:
             # The nodes this thread runs: (the path below them, modules open then, their mode).
             local.nodes = []
             local.node_starts = []
+            local.ran_a_node = False
         return local
 
     def path(self):
@@ -106,6 +107,9 @@ class Truth:
             "stream": 0, "launch_ns": launch_ns, "start_ns": start_ns, "end_ns": end_ns,
             "thread": threading.current_thread().name, "range_path": path,
             "attribution": attribution,
+            # Off the main thread with no range of its own, after a node ran there: backward by
+            # docs/attribution.md §Phases (the gradient callback's work, not the gradient seed's).
+            "after_own_node": local.ran_a_node,
             "graph_node": None})
 
     # modules
@@ -173,6 +177,7 @@ class Truth:
         tagging.__enter__()
         local.nodes.append((below + node_path, len(local.modules), tagging))
         local.node_starts.append(time.monotonic_ns())
+        local.ran_a_node = True
 
     def leave_node(self, node_name, sequence):
         local = self.thread()
@@ -317,9 +322,19 @@ def tag_checkpoints(truth):
     checkpoint_function.apply = apply_and_tag
 
 
-def backward_on_this_thread(truth, loss):
-    """loss.backward() on the calling thread, which launches its own kernels (the modes are
-    per thread)."""
+def backward_on_this_thread(truth, loss, model):
+    """loss.backward() on the calling thread, which launches its own kernels (the modes are per
+    thread). As DDP's reducer does when backward ends, a callback queued from a hook then scales
+    the gradients there, outside any autograd node: backward work with no range of its own
+    (docs/attribution.md §Phases, backward on autograd's threads)."""
+    def finish_gradients():
+        with torch.no_grad():
+            for parameter in model.parameters():
+                if parameter.grad is not None:
+                    parameter.grad.mul_(1.0)
+
+    engine = torch.autograd.Variable._execution_engine
+    loss.grad_fn.register_hook(lambda *_: engine.queue_callback(finish_gradients))
     with KernelPerOp(truth), TagNodes(truth):
         loss.backward()
 
@@ -366,7 +381,8 @@ def main():
             truth.loop_context = [STEP]
             loss = criterion(model(x), y)
             if args.backward_thread:
-                backward = threading.Thread(target=backward_on_this_thread, args=(truth, loss))
+                backward = threading.Thread(target=backward_on_this_thread,
+                                            args=(truth, loss, model))
                 backward.start()
                 backward.join()
             else:
