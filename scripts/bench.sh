@@ -77,11 +77,12 @@ for path in sorted(glob.glob(f"{out}/report.*.json")):
           f"socket {loss['socket_dropped_records']} (must be 0 for the numbers to hold)")
 PY
 
-# NVTX bursts from one thread (issue 21): 1M and 2.5M pairs/s for 2 s, and 200,000 pairs back to
-# back, under `gpuattr run` at the default flush period; each run's drops (1M/s: must be 0).
+# NVTX bursts (issues 21 and 41): 1M and 2.5M pairs/s for 2 s, 1,000,000 pairs back to back from
+# one thread, and 64 threads at once, under `gpuattr run` at the default flush period; each run's
+# drops (must be 0) and memory (docs/benchmarks.md §NVTX bursts).
 cmake --build "$build" -j2 --target nvtx_burst_bench
 for run in $(seq "${BURST_ROUNDS:-3}"); do
-  for case in 'Paced/1000000' 'Paced/2500000' 'Unpaced'; do
+  for case in 'Paced/1000000' 'Paced/2500000' 'Unpaced/' 'UnpacedThreads/'; do
     report="$out/burst.${case//\//_}.$run.json"
     "$build/collector/gpuattr" run --quiet -o "$report" -- "$build/tests/bench/nvtx_burst_bench" \
       --benchmark_filter="BM_Nvtx$case" 2>/dev/null | grep '^BM_'

@@ -3,7 +3,7 @@
 // Each app thread owns one ring (ThreadState); the producer is that thread (NVTX handlers, CUPTI
 // API callbacks), the consumer is the gpuattr-flush thread. The producer never blocks, never
 // allocates and makes no syscall but the fill mark's wake (below): when a record does not fit, it
-// is dropped and counted.
+// is dropped and counted. The consumer's only syscalls here give overflow pages back (below).
 //
 //   data_: [ rec | rec | rec | skip........ ]   capacity_ bytes, a power of two
 //            ^read_pos_ & mask      ^write_pos_ & mask
@@ -14,10 +14,24 @@
 // Records are whole wire records (RecordHeader + body + padding, a multiple of 8 bytes), so the
 // consumer copies them into a message unchanged.
 //
-// The fill mark: when a record leaves the ring at least half full, the producer calls the ring's
-// fill-mark signal (the flush thread's early wake) once; the consumer's next Drain re-arms it. So
-// a burst is drained when it needs to be, not a whole flush period later, at the cost of one wake
-// per half ring (thousands of records), the producer's only syscall besides its ring's mmap.
+// Resident part and overflow: the buffer may be larger than the memory the ring keeps in use
+// (ThreadState maps 64 MiB with MAP_NORESERVE and keeps 4 MiB resident). The producer stays in
+// the first `resident` bytes while the consumer keeps up: a record that would cross that boundary
+// goes back to offset 0 (with a skip marker over the rest of the buffer) when at most half the
+// resident part is in use, all of it past the start. When the consumer lags by more, in a burst,
+// the producer writes on into the overflow, and goes back to the start at the first record after
+// the consumer has caught up. The consumer gives the overflow's pages back (madvise MADV_DONTNEED)
+// after it drained them and before it publishes its read position, so the producer, which may not
+// write there until then, never sees a page vanish under it. Only pages wholly inside one drain are
+// given back: a page a drain ends in stays resident until a later pass drains it whole (at most
+// one page per drain). So a burst up to the buffer's size is kept whole, and afterwards the ring
+// holds its resident part again.
+//
+// The fill mark: when a record leaves the ring at least half of its resident part full, the
+// producer calls the ring's fill-mark signal (the flush thread's early wake) once; the consumer's
+// next Drain re-arms it. So a burst is drained when it needs to be, not a whole flush period later,
+// at the cost of one wake per half resident part (thousands of records), the producer's only
+// syscall besides its ring's mmap.
 //
 // Memory order: the producer publishes a record by a release store of write_pos_; the consumer
 // frees space by a release store of read_pos_. Everything the producer did before writing a
@@ -25,6 +39,9 @@
 // acquired write_pos_.
 #ifndef GPUATTR_INJECT_RUNTIME_THREAD_RING_H_
 #define GPUATTR_INJECT_RUNTIME_THREAD_RING_H_
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -38,10 +55,15 @@ namespace gpuattr::inject {
 class SpscRing {
  public:
   // `data` must hold `capacity` bytes, 8-byte aligned; `capacity` a power of two >= 256.
-  // `fill_mark_signal`, if any, is called on the producer's thread when the ring passes half full.
-  void Init(uint8_t* data, uint32_t capacity, void (*fill_mark_signal)() = nullptr) noexcept {
+  // `fill_mark_signal`, if any, is called on the producer's thread when the ring passes half of
+  // its resident part. `resident_bytes` (0 or >= capacity: all of it) is the part kept in use;
+  // with less, `data` must be private anonymous memory, whose pages the consumer gives back.
+  void Init(uint8_t* data, uint32_t capacity, void (*fill_mark_signal)() = nullptr,
+            uint32_t resident_bytes = 0) noexcept {
     data_ = data;
     capacity_ = capacity;
+    resident_ = resident_bytes == 0 || resident_bytes > capacity ? capacity : resident_bytes;
+    page_bytes_ = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
     fill_mark_signal_ = fill_mark_signal;
     fill_mark_signalled_.store(false, std::memory_order_relaxed);
     write_pos_.store(0, std::memory_order_relaxed);
@@ -72,23 +94,30 @@ class SpscRing {
 
   // Consumer: hands every record in [read position, until) to fn(const uint8_t* record,
   // uint32_t size) and then frees their space. `until` must come from PublishedPosition().
+  // Space is freed every kPublishEveryBytes, so a producer in a burst gets it back while a long
+  // drain is still sending.
   template <typename Fn>
   void Drain(uint64_t until, Fn&& fn) {
-    uint64_t pos = read_pos_.load(std::memory_order_relaxed);
+    uint64_t published = read_pos_.load(std::memory_order_relaxed);
+    uint64_t pos = published;
     while (pos < until) {
       const uint8_t* record = data_ + (pos & (capacity_ - 1));
       wire::RecordHeader header;
       std::memcpy(&header, record, sizeof(header));
       if (header.type != kSkipType) fn(record, header.size);
       pos += header.size;
+      if (pos - published >= kPublishEveryBytes) {
+        Publish(published, pos);
+        published = pos;
+      }
     }
-    read_pos_.store(pos, std::memory_order_release);
+    Publish(published, pos);
     RearmFillMark();
   }
 
   // Consumer side, or a single-threaded context (fork child): forgets every unread record.
   void DiscardAll() noexcept {
-    read_pos_.store(write_pos_.load(std::memory_order_acquire), std::memory_order_release);
+    Publish(read_pos_.load(std::memory_order_relaxed), write_pos_.load(std::memory_order_acquire));
     RearmFillMark();
   }
 
@@ -101,19 +130,33 @@ class SpscRing {
   uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
   void ResetDropped() noexcept { dropped_.store(0, std::memory_order_relaxed); }
   uint32_t capacity() const noexcept { return capacity_; }
+  uint32_t resident_bytes() const noexcept { return resident_; }
 
  private:
   static constexpr uint16_t kSkipType = 0;  // never a wire RecordType
+  static constexpr uint64_t kPublishEveryBytes = 1u << 20;
+
+  // Consumer: frees [from, to) for the producer, the overflow's pages in it given back first.
+  void Publish(uint64_t from, uint64_t to) noexcept {
+    GiveBackOverflow(from, to);
+    read_pos_.store(to, std::memory_order_release);
+  }
 
   // Returns where `size` contiguous bytes may be written, writing a skip marker first when the
   // tail of the buffer is too short; nullptr (and a counted drop) when the ring is full.
   uint8_t* Reserve(uint32_t size) noexcept {
     const uint64_t write = write_pos_.load(std::memory_order_relaxed);
     const uint64_t read = read_pos_.load(std::memory_order_acquire);
+    const uint64_t used = write - read;
     const uint32_t offset = static_cast<uint32_t>(write & (capacity_ - 1));
     const uint32_t tail = capacity_ - offset;
-    const uint32_t skip = tail < size ? tail : 0;
-    if (capacity_ - (write - read) < static_cast<uint64_t>(skip) + size) {
+    // Back to the start when the record would not fit before the end, or when it would lie in the
+    // overflow while the consumer keeps up (at most half the resident part in use, and all of it
+    // past the start: [0, offset - used) is free, at least half the resident part).
+    const bool past_resident = static_cast<uint64_t>(offset) + size > resident_;
+    const bool keeping_up = used <= resident_ / 2 && used + size <= offset;
+    const uint32_t skip = tail < size || (past_resident && keeping_up) ? tail : 0;
+    if (capacity_ - used < static_cast<uint64_t>(skip) + size) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return nullptr;
     }
@@ -126,6 +169,24 @@ class SpscRing {
     return data_ + ((write + skip) & (capacity_ - 1));
   }
 
+  // Consumer, before publishing `to` as its read position: gives back the overflow's pages that
+  // lie wholly within the drained positions [from, to) (at most one wrap).
+  void GiveBackOverflow(uint64_t from, uint64_t to) noexcept {
+    if (resident_ == capacity_ || to <= from) return;
+    const uint64_t first = from & (capacity_ - 1);
+    const uint64_t first_end = first + (to - from) < capacity_ ? first + (to - from) : capacity_;
+    GiveBackPages(first, first_end);
+    GiveBackPages(0, (to - from) - (first_end - first));
+  }
+  void GiveBackPages(uint64_t begin, uint64_t end) noexcept {
+    if (begin < resident_) begin = resident_;
+    if (end <= begin) return;
+    const uintptr_t lo =
+        (reinterpret_cast<uintptr_t>(data_) + begin + page_bytes_ - 1) & ~(page_bytes_ - 1);
+    const uintptr_t hi = (reinterpret_cast<uintptr_t>(data_) + end) & ~(page_bytes_ - 1);
+    if (lo < hi) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+  }
+
   // Consumer: written only when it was signalled, so that a drain does not dirty the cache line
   // the producer reads on every push.
   void RearmFillMark() noexcept {
@@ -136,7 +197,7 @@ class SpscRing {
 
   void Commit() noexcept {
     write_pos_.store(pending_, std::memory_order_release);
-    if (pending_used_ >= capacity_ / 2 && fill_mark_signal_ != nullptr &&
+    if (pending_used_ >= resident_ / 2 && fill_mark_signal_ != nullptr &&
         !fill_mark_signalled_.load(std::memory_order_relaxed)) {
       fill_mark_signalled_.store(true, std::memory_order_relaxed);
       fill_mark_signal_();
@@ -145,8 +206,10 @@ class SpscRing {
 
   uint8_t* data_ = nullptr;
   uint32_t capacity_ = 0;
-  uint64_t pending_ = 0;       // producer-only: write position after the reserved record
-  uint64_t pending_used_ = 0;  // producer-only: bytes in use once it is committed
+  uint32_t resident_ = 0;        // the part the producer stays in while it can
+  uintptr_t page_bytes_ = 4096;  // consumer-only
+  uint64_t pending_ = 0;         // producer-only: write position after the reserved record
+  uint64_t pending_used_ = 0;    // producer-only: bytes in use once it is committed
   void (*fill_mark_signal_)() = nullptr;
   std::atomic<bool> fill_mark_signalled_{false};  // set by the producer, cleared by Drain
   alignas(64) std::atomic<uint64_t> write_pos_{0};

@@ -12,7 +12,8 @@
 namespace gpuattr::inject {
 namespace {
 
-constexpr uint32_t kHeaderBytes = (sizeof(ThreadState) + 63u) & ~63u;
+// Page-aligned, so that the ring's resident part and its overflow begin on page boundaries.
+constexpr uint32_t kHeaderBytes = (sizeof(ThreadState) + 4095u) & ~4095u;
 
 thread_local ThreadState* t_state = nullptr;
 
@@ -52,11 +53,20 @@ ThreadState* ThreadRegistry::Acquire(uint32_t tid) noexcept {
       return s;
     }
   }
-  void* block = mmap(nullptr, kHeaderBytes + ring_bytes_, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // Where address space is short (strict overcommit ignores MAP_NORESERVE), a ring of its
+  // resident part only.
+  uint32_t ring_bytes = ring_bytes_;
+  void* block = mmap(nullptr, kHeaderBytes + ring_bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (block == MAP_FAILED && resident_bytes_ < ring_bytes_) {
+    ring_bytes = resident_bytes_;
+    block = mmap(nullptr, kHeaderBytes + ring_bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  }
   if (block == MAP_FAILED) return nullptr;
   auto* state = new (block) ThreadState();
-  state->ring.Init(static_cast<uint8_t*>(block) + kHeaderBytes, ring_bytes_, &WakeFlushThreadEarly);
+  state->ring.Init(static_cast<uint8_t*>(block) + kHeaderBytes, ring_bytes, &WakeFlushThreadEarly,
+                   resident_bytes_);
   state->tid = tid;
   ThreadState* head = head_.load(std::memory_order_relaxed);
   do {

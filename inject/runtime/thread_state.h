@@ -4,8 +4,9 @@
 // Who calls: each app thread touches only its own ThreadState (CurrentThread()), without locks.
 // The flush thread walks the registry and drains rings (SpscRing is the only shared part).
 //
-// Ownership and lifetime: a ThreadState and its ring live in one mmap'd block, allocated on the
-// thread's first event and never unmapped. That mmap, the ring's fill-mark wake (once per half
+// Ownership and lifetime: a ThreadState and its ring live in one mmap'd block (address space only,
+// MAP_NORESERVE: pages are taken as the ring touches them), allocated on the thread's first event
+// and never unmapped. That mmap, the ring's fill-mark wake (once per half
 // ring) and, on the one thread that starts the session, its connect and Hello are the only
 // syscalls an app thread makes for the shim.
 // When a thread exits (pthread key destructor) its state is marked kRetired; once the flush thread
@@ -27,7 +28,12 @@
 
 namespace gpuattr::inject {
 
-constexpr uint32_t kDefaultRingBytes = 4u << 20;
+// Each thread's ring: 64 MiB of address space (MAP_NORESERVE), of which 4 MiB stay in use; the
+// rest holds a burst the flush thread cannot keep up with (1M NVTX pairs, 48 MB, back to back)
+// and is given back once drained (thread_ring.h). So the cap is 64 MiB per thread during a burst
+// and 4 MiB plus a few pages otherwise.
+constexpr uint32_t kRingCapacityBytes = 64u << 20;
+constexpr uint32_t kRingResidentBytes = 4u << 20;
 constexpr uint32_t kMaxRangeDepth = 128;
 
 struct RangeFrame {
@@ -68,8 +74,9 @@ struct ThreadState {
 
 class ThreadRegistry {
  public:
-  explicit constexpr ThreadRegistry(uint32_t ring_bytes = kDefaultRingBytes)
-      : ring_bytes_(ring_bytes) {}
+  explicit constexpr ThreadRegistry(uint32_t ring_bytes = kRingCapacityBytes,
+                                    uint32_t resident_bytes = kRingResidentBytes)
+      : ring_bytes_(ring_bytes), resident_bytes_(resident_bytes) {}
   ThreadRegistry(const ThreadRegistry&) = delete;
   ThreadRegistry& operator=(const ThreadRegistry&) = delete;
 
@@ -92,6 +99,7 @@ class ThreadRegistry {
 
  private:
   uint32_t ring_bytes_;
+  uint32_t resident_bytes_;
   std::atomic<ThreadState*> head_{nullptr};
 };
 
