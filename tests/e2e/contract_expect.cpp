@@ -22,17 +22,24 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& PhaseRules(
   static const std::vector<std::pair<std::string, std::vector<std::string>>> rules = {
       {"forward",
        {"forward", "fwd", "forward[_.:# ].*", ".*[_.:# ]forward", "##\\s*forward([_.:# ].*)?##",
-        "CompiledFunction"}},
+        "CompiledFunction", "nn\\.Module: (?!.*Loss(_\\d+)?$).*"}},
       {"backward",
        {"backward", "bwd", "backward[_.:# ].*", ".*[_.:# ]backward",
         "autograd::engine::evaluate_function.*", "##\\s*backward([_.:# ].*)?##",
         "CompiledFunctionBackward"}},
-      {"recompute", {"recompute", "recompute[_.:# ].*", "checkpoint", "activation_checkpoint.*"}},
+      {"recompute",
+       {"recompute", "recompute[_.:# ].*", "checkpoint", "activation_checkpoint.*",
+        ".*checkpoint\\.py\\(\\d+\\): recompute_fn"}},
       {"optimizer",
        {"optimizer", "optim", "optimizer[_.:# ].*", "optimizer\\.step.*", "optimizer_step",
         "Optimizer\\.step#.*", "Optimizer\\.zero_grad#.*", "##\\s*optimizer([_.:# ].*)?##",
-        "##\\s*zero_grad\\s*##"}},
-      {"loss", {"loss", "loss[_.:# ].*", ".*[_.:# ]loss", "criterion", "##\\s*loss([_.:# ].*)?##"}},
+        "##\\s*zero_grad\\s*##", "torch\\.nn\\.utils\\.clip_grad_\\w+"}},
+      {"loss",
+       {"loss", "loss[_.:# ].*", ".*[_.:# ]loss", "criterion", "##\\s*loss([_.:# ].*)?##",
+        "nn\\.Module: .*Loss(_\\d+)?",
+        "nn\\.functional\\.(\\w*_loss|cross_entropy|binary_cross_entropy\\w*|kl_div)",
+        "aten::(?!\\w*backward)(\\w*_loss\\w*|nll_loss\\w*|cross_entropy\\w*|"
+        "binary_cross_entropy\\w*|kl_div)"}},
       {"communication", {"nccl:.*", "rccl:.*", "record_param_comms", "c10d::.*"}},
   };
   return rules;
