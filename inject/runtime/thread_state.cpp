@@ -55,13 +55,15 @@ ThreadState* ThreadRegistry::Acquire(uint32_t tid) noexcept {
   }
   // Where address space is short (strict overcommit ignores MAP_NORESERVE), a ring of its
   // resident part only.
+  const auto map_block = [](uint32_t ring_bytes) {
+    return mmap(nullptr, kHeaderBytes + ring_bytes, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  };
   uint32_t ring_bytes = ring_bytes_;
-  void* block = mmap(nullptr, kHeaderBytes + ring_bytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* block = map_block(ring_bytes);
   if (block == MAP_FAILED && resident_bytes_ < ring_bytes_) {
     ring_bytes = resident_bytes_;
-    block = mmap(nullptr, kHeaderBytes + ring_bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    block = map_block(ring_bytes);
   }
   if (block == MAP_FAILED) return nullptr;
   auto* state = new (block) ThreadState();
