@@ -88,7 +88,7 @@ void OnApi(wire::ApiDomain domain, CbidRole role, CUpti_CallbackId cbid,
       mark |= kMarkGraphSetup;
       ++t->graph_setup_depth;
     } else if (!nested && record) {
-      const wire::ApiEnter enter{MonotonicNs(),
+      const wire::ApiEnter enter{RecordClockNs(),
                                  data.correlationId,
                                  t->tid,
                                  t->current_node,
@@ -113,7 +113,7 @@ void OnApi(wire::ApiDomain domain, CbidRole role, CUpti_CallbackId cbid,
   }
   if (!nested && (mark & kMarkSilent) == 0 && record) {
     t->ring.Push(wire::RecordType::kApiExit,
-                 wire::ApiExit{MonotonicNs(), data.correlationId, t->tid});
+                 wire::ApiExit{RecordClockNs(), data.correlationId, t->tid});
   }
 }
 
@@ -128,7 +128,7 @@ void OnResource(CUpti_CallbackId cbid, const CUpti_ResourceData& data) noexcept 
       const auto* graph = static_cast<const CUpti_GraphData*>(data.resourceDescriptor);
       if (graph == nullptr) return;
       wire::GraphNodeCreated created{};
-      created.timestamp_ns = MonotonicNs();
+      created.timestamp_ns = RecordClockNs();
       shim.cupti.cuptiGetGraphNodeId(graph->node, &created.graph_node_id);
       shim.cupti.cuptiGetGraphId(graph->graph, &created.graph_id);
       created.correlation_id = t->api_depth > 0 ? t->outer_correlation : 0;
@@ -142,7 +142,7 @@ void OnResource(CUpti_CallbackId cbid, const CUpti_ResourceData& data) noexcept 
       const auto* graph = static_cast<const CUpti_GraphData*>(data.resourceDescriptor);
       if (t == nullptr || graph == nullptr) return;
       wire::GraphNodeCloned cloned{};
-      cloned.timestamp_ns = MonotonicNs();
+      cloned.timestamp_ns = RecordClockNs();
       shim.cupti.cuptiGetGraphNodeId(graph->node, &cloned.graph_node_id);
       shim.cupti.cuptiGetGraphNodeId(graph->originalNode, &cloned.original_graph_node_id);
       shim.cupti.cuptiGetGraphId(graph->graph, &cloned.graph_id);
@@ -199,7 +199,7 @@ void EmitShimDevice(uint32_t device, std::string_view name) noexcept {
   Emit(wire::Device{device, Shim().strings.Intern(name)});
 }
 
-uint64_t CUPTIAPI CuptiTimestamp() noexcept { return MonotonicNs(); }
+uint64_t CUPTIAPI CuptiTimestamp() noexcept { return RecordClockNs(); }
 
 void CUPTIAPI CuptiCallback(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                             const void* data) noexcept {

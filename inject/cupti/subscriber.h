@@ -4,7 +4,7 @@
 // Setup order (each step's failure is a Refusal; the process runs on, NVTX-only):
 //   bind (dlopen) -> cuptiGetVersion -> cuptiSubscribe_v2("gpuattr")        [39: subscriber
 //   conflict, naming the holder; anything else: cupti_unavailable] -> cuptiSetThreadIdType(SYSTEM)
-//   -> cuptiActivityRegisterTimestampCallback(CLOCK_MONOTONIC), before anything is enabled ->
+//   -> cuptiActivityRegisterTimestampCallback(the record clock), before anything is enabled ->
 //   cuptiActivityRegisterCallbacks -> enable CONCURRENT_KERNEL, MEMCPY, MEMCPY2, MEMSET (DEVICE
 //   best effort) -> ENTER/EXIT callbacks per CBID (cbid_table.h) -> resource GRAPHNODE_CREATED,
 //   GRAPHNODE_CLONED, CONTEXT_DESTROY_STARTING -> state FATAL_ERROR -> CuptiState(0).
@@ -63,7 +63,7 @@ void CUPTIAPI CuptiCallback(void* userdata, CUpti_CallbackDomain domain, CUpti_C
 void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) noexcept;
 void CUPTIAPI BufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t size,
                               size_t valid_size) noexcept;
-// The clock CUPTI is given: MonotonicNs.
+// The clock CUPTI is given: RecordClockNs (runtime/clock.h).
 uint64_t CUPTIAPI CuptiTimestamp() noexcept;
 
 }  // namespace gpuattr::inject

@@ -123,7 +123,7 @@ int Push(uint32_t domain, uint32_t name) noexcept {
   const bool context = IsContextDomain(domain);
   // A push on an empty stack may begin a steps window; that push is then its first record.
   if (t->depth == 0 && !context && window.watching_steps()) {
-    now = MonotonicNs();
+    now = RecordClockNs();
     step = window.OnTopLevelPush(name != 0 ? Shim().strings.Get(name) : std::string_view(), now);
   }
   const bool record =
@@ -132,7 +132,7 @@ int Push(uint32_t domain, uint32_t name) noexcept {
     t->frames[t->depth++] = RangeFrame{0, 0, name, domain, level, 0, step ? 1u : 0u};
     return level;
   }
-  if (now == 0) now = MonotonicNs();
+  if (now == 0) now = RecordClockNs();
   window.SyncThread(t);
   const uint32_t parent = t->current_node;
   const uint32_t node = Shim().paths.Intern(PathKey{parent, name, domain});
@@ -167,7 +167,7 @@ int Pop(uint32_t domain) noexcept {
   const bool record = mode == EventMode::kRecord;
   if (record) Shim().window.SyncThread(t);
   const RangeFrame closed = t->frames[index];
-  const uint64_t now = record || closed.step != 0 ? MonotonicNs() : 0;
+  const uint64_t now = record || closed.step != 0 ? RecordClockNs() : 0;
   if (record && closed.sent != 0) {
     t->ring.Push(wire::RecordType::kRangePop, wire::RangeEvent{now, t->tid, closed.pushed_node});
   }
@@ -200,7 +200,7 @@ nvtxRangeId_t Start(uint32_t domain, uint32_t name) noexcept {
   if (t == nullptr) return 0;
   const uint64_t id = Shim().next_range_id.fetch_add(1, std::memory_order_relaxed);
   t->ring.Push(wire::RecordType::kRangeStart,
-               wire::RangeStart{MonotonicNs(), id, t->tid, name, domain, 0});
+               wire::RangeStart{RecordClockNs(), id, t->tid, name, domain, 0});
   return id;
 }
 
@@ -208,13 +208,13 @@ void End(nvtxRangeId_t id) noexcept {
   if (id == 0) return;
   ThreadState* t = RecordingThread();
   if (t == nullptr) return;
-  t->ring.Push(wire::RecordType::kRangeEnd, wire::RangeEnd{MonotonicNs(), id, t->tid, 0});
+  t->ring.Push(wire::RecordType::kRangeEnd, wire::RangeEnd{RecordClockNs(), id, t->tid, 0});
 }
 
 void Mark(uint32_t domain, uint32_t name) noexcept {
   ThreadState* t = RecordingThread();
   if (t == nullptr) return;
-  t->ring.Push(wire::RecordType::kMark, wire::Mark{MonotonicNs(), t->tid, name, domain, 0});
+  t->ring.Push(wire::RecordType::kMark, wire::Mark{RecordClockNs(), t->tid, name, domain, 0});
 }
 
 // A mark with event attributes: a ValueMark, on the thread's path, when they carry an unsigned
@@ -241,7 +241,7 @@ void MarkWithAttributes(uint32_t domain, const nvtxEventAttributes_t* attributes
   ThreadState* t = RecordingThread();
   if (t == nullptr) return;
   t->ring.Push(wire::RecordType::kValueMark,
-               wire::ValueMark{MonotonicNs(), t->tid, name, domain, t->current_node, value});
+               wire::ValueMark{RecordClockNs(), t->tid, name, domain, t->current_node, value});
 }
 
 void NameThread(uint32_t tid, uint32_t name) noexcept {

@@ -60,7 +60,7 @@ void CaptureWindow::StartRecording(uint64_t now_ns) noexcept {
 uint64_t CaptureWindow::BeginNow() noexcept {
   steps_wanted_ = 0;
   steps_seen_.store(0, std::memory_order_relaxed);
-  const uint64_t now = MonotonicNs();
+  const uint64_t now = RecordClockNs();
   StartRecording(now);
   phase_.store(kRecording, std::memory_order_release);
   return now;
@@ -70,7 +70,7 @@ uint64_t CaptureWindow::StopRecording() noexcept {
   Shim().hot_flags.fetch_or(kHotArmed, std::memory_order_acq_rel);
   uint64_t end = end_ns_.load(std::memory_order_acquire);
   if (end == 0) {
-    end = MonotonicNs();
+    end = RecordClockNs();
     uint64_t expected = 0;
     if (!end_ns_.compare_exchange_strong(expected, end, std::memory_order_acq_rel)) end = expected;
   }

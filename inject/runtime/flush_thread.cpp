@@ -161,7 +161,7 @@ void FlushThread::SendHello(const SessionInfo& info, wire::HelloMode mode) noexc
   hello.ppid = info.ppid;
   hello.rank = info.rank;
   hello.local_rank = info.local_rank;
-  hello.monotonic_ns = MonotonicNs();
+  hello.monotonic_ns = RecordClockNs();
   hello.realtime_ns = RealtimeNs();
   const std::string_view exe = ExePath(path, sizeof(path));
   hello.exe_string = exe.empty() ? 0 : shim_->strings.Intern(exe);
@@ -276,7 +276,7 @@ void FlushThread::SendDiagnostics() noexcept {
 
 void FlushThread::SendGoodbye() noexcept {
   outbox_.Append(
-      wire::Goodbye{MonotonicNs(), static_cast<uint32_t>(wire::GoodbyeReason::kExit), 0});
+      wire::Goodbye{RecordClockNs(), static_cast<uint32_t>(wire::GoodbyeReason::kExit), 0});
 }
 
 }  // namespace gpuattr::inject
