@@ -20,7 +20,16 @@ uint64_t ThreadKey() {
   return key;
 }
 
-uint64_t MonotonicNs() {
+namespace {
+std::atomic<uint64_t (*)()> device_clock{nullptr};
+}  // namespace
+
+void SetDeviceClock(uint64_t (*now)()) { device_clock.store(now, std::memory_order_release); }
+
+uint64_t DeviceClockNs() {
+  if (uint64_t(*now)() = device_clock.load(std::memory_order_acquire); now != nullptr) {
+    return now();
+  }
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
@@ -225,13 +234,13 @@ void ActivityStore::PlacePending(uint64_t owner) {
 }
 
 int64_t ActivityStore::CuptiOffset() const {
-  const uint64_t monotonic = MonotonicNs();
-  const int64_t offset = static_cast<int64_t>(cupti_now_() - monotonic);
+  const uint64_t device_now = DeviceClockNs();
+  const int64_t offset = static_cast<int64_t>(cupti_now_() - device_now);
   return offset > -1000000 && offset < 1000000 ? 0 : offset;
 }
 
 std::vector<ActivityStore::Buffer*> ActivityStore::TakeDeliverable(Take take) {
-  const uint64_t now = MonotonicNs();
+  const uint64_t now = DeviceClockNs();
   std::vector<Buffer*> ready;
   auto complete = [now](const Buffer* b) { return b->rejected || b->complete_at <= now; };
   for (auto it = closed_.begin(); it != closed_.end();) {

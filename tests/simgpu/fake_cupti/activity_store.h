@@ -17,12 +17,13 @@
 // Record order inside a delivered buffer is shuffled (seeded), buffers arrive in no order. A NULL
 // or misaligned buffer drops the record and counts it (a misaligned one is handed back empty).
 //
-// Clocks: device work is timed on CLOCK_MONOTONIC (the simulated device's timeline); a device
-// record is complete once its end has passed on CLOCK_MONOTONIC. Its timestamps are written into
-// the buffer when it is delivered, converted to the CUPTI clock by the offset between the CUPTI
-// clock and CLOCK_MONOTONIC measured then (as the real library converts GPU timestamps to its CPU
-// timebase when it processes them, cupti-notes §4.7). The offset is 0 when the two clocks agree
-// within 1 ms, i.e. when the client registered CLOCK_MONOTONIC.
+// Clocks: device work is timed on the device clock, DeviceClockNs (CLOCK_MONOTONIC, or the
+// simulated clock simgpu_set_device_clock gave); a device record is complete once its end has
+// passed on it. Its timestamps are written into the buffer when it is delivered, converted to the
+// CUPTI clock by the offset between the CUPTI clock and the device clock measured then (as the
+// real library converts GPU timestamps to its CPU timebase when it processes them, cupti-notes
+// §4.7). The offset is 0 when the two clocks agree within 1 ms, i.e. when the client registered
+// the device clock (the shim's CLOCK_MONOTONIC, or the simulated clock it was given).
 //
 // Locking: mu_ models CUPTI's internal lock. bufferRequested is invoked WITH mu_ held, and
 // TakeDropped() takes mu_, so a client that calls cuptiActivityGetNumDroppedRecords while holding
@@ -81,7 +82,7 @@ class ActivityStore {
   // thread making the call.
   void AppendHostRecord(const void* record, size_t size);
 
-  // Queues device work (times on CLOCK_MONOTONIC); the worker writes it. Dropped silently when
+  // Queues device work (times on the device clock); the worker writes it. Dropped silently when
   // its kind is disabled by then. Runs on: any app thread.
   void SubmitDeviceRecord(const DeviceRecord& record);
 
@@ -164,8 +165,10 @@ class ActivityStore {
   Worker* worker_ = nullptr;
 };
 
-// CLOCK_MONOTONIC in ns: the simulated device's clock.
-uint64_t MonotonicNs();
+// The simulated device's clock in ns: CLOCK_MONOTONIC, or the clock SetDeviceClock gave
+// (simulated time, simgpu_set_device_clock).
+uint64_t DeviceClockNs();
+void SetDeviceClock(uint64_t (*now)());
 
 // A process-unique key for the calling thread (buffers are per thread).
 uint64_t ThreadKey();

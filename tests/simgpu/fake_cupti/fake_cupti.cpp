@@ -927,6 +927,8 @@ int simgpu_control_version(void) { return SIMGPU_CONTROL_VERSION; }
 
 uint64_t simgpu_now(void) { return gpuattr::simgpu::Now(); }
 
+void simgpu_set_device_clock(uint64_t (*now)(void)) { gpuattr::simgpu::SetDeviceClock(now); }
+
 uint32_t simgpu_api_enter(int domain, uint32_t cbid, const char* symbol, uint32_t device,
                           uint32_t stream) {
   using namespace gpuattr::simgpu;

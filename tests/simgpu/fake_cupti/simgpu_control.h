@@ -12,14 +12,14 @@
  * of the innermost open call of the same thread and pops it. Resource events (graph node created,
  * instantiate) fire their callbacks inside the innermost open call of the calling thread.
  *
- * Time: the simulated device runs on CLOCK_MONOTONIC: the times of SimgpuActivity are
- * CLOCK_MONOTONIC ns. Records are stamped on the CUPTI clock, simgpu_now() (the registered
- * timestamp callback when there is one, CLOCK_REALTIME otherwise, like the real CUPTI on Linux
- * x86-64), at the moment they are stamped: API records at ENTER and EXIT, device records when the
- * fake delivers them (their CLOCK_MONOTONIC times moved by the offset between the CUPTI clock and
- * CLOCK_MONOTONIC then; 0 when the two agree within 1 ms). So a client that registers
- * CLOCK_MONOTONIC sees the device times exactly, and one that registers it late, or loses it to
- * cuptiFinalize, never shifts the device timeline.
+ * Time: the simulated device runs on CLOCK_MONOTONIC (the device clock; simulated time replaces
+ * it, simgpu_set_device_clock): the times of SimgpuActivity are device-clock ns. Records are
+ * stamped on the CUPTI clock, simgpu_now() (the registered timestamp callback when there is one,
+ * CLOCK_REALTIME otherwise, like the real CUPTI on Linux x86-64), at the moment they are stamped:
+ * API records at ENTER and EXIT, device records when the fake delivers them (their device times
+ * moved by the offset between the CUPTI clock and the device clock then; 0 when the two agree
+ * within 1 ms). So a client that registers the device clock sees the device times exactly, and one
+ * that registers it late, or loses it to cuptiFinalize, never shifts the device timeline.
  *
  * All symbols sit in the libcupti.so.13 version node, like the CUPTI ones.
  */
@@ -35,7 +35,7 @@ extern "C" {
 
 /* Bumped when a signature or the meaning of an argument below changes; the simulated driver
  * refuses a mismatch. */
-#define SIMGPU_CONTROL_VERSION 2
+#define SIMGPU_CONTROL_VERSION 3
 
 /* The simulated machine: device ordinals 0 .. SIMGPU_DEVICE_COUNT - 1 (what scenarios may name),
  * all of one kind, named so by the fake's device records and the driver API simgpu-run exports. */
@@ -51,8 +51,8 @@ typedef enum {
 
 /* One unit of device work, described by the simulated device once it has been scheduled. The fake
  * writes it as a CUpti_ActivityKernel10 / Memcpy6 / MemcpyPtoP4 / Memset4 record from its worker
- * thread, if its kind is enabled when it is submitted; the timestamps (CLOCK_MONOTONIC here,
- * converted at delivery, see Time above) become visible in the record only once CLOCK_MONOTONIC
+ * thread, if its kind is enabled when it is submitted; the timestamps (the device clock here,
+ * converted at delivery, see Time above) become visible in the record only once the device clock
  * >= end_ns (until then the record is incomplete, and a forced flush delivers it with
  * start = end = 0). */
 typedef struct {
@@ -60,8 +60,8 @@ typedef struct {
   uint32_t correlation_id; /* of the API call that launched it (the graph launch for nodes) */
   uint32_t device;
   uint32_t stream;
-  uint64_t start_ns; /* CLOCK_MONOTONIC */
-  uint64_t end_ns;   /* CLOCK_MONOTONIC */
+  uint64_t start_ns; /* the device clock */
+  uint64_t end_ns;   /* the device clock */
   const char* name;  /* kernels: mangled name; copied (interned) by the fake */
   int32_t grid[3];
   int32_t block[3];
@@ -78,8 +78,15 @@ typedef struct {
   uint64_t graph_node_id; /* 0 unless launched by a graph: the exec's clone node id */
 } SimgpuActivity;
 
-/* SIMGPU_CONTROL_VERSION of the library (2: SimgpuActivity times are CLOCK_MONOTONIC). */
+/* SIMGPU_CONTROL_VERSION of the library (2: SimgpuActivity times are CLOCK_MONOTONIC; 3: they are
+ * on the device clock, which simgpu_set_device_clock may replace). */
 int simgpu_control_version(void);
+
+/* Replaces CLOCK_MONOTONIC as the device clock with `now` (the simulated driver's simulated time,
+ * sim/sim_clock.h): SimgpuActivity times, when a record is complete and the conversion to the
+ * CUPTI clock all read it. Called once, before any work is submitted; NULL goes back to
+ * CLOCK_MONOTONIC. */
+void simgpu_set_device_clock(uint64_t (*now)(void));
 
 /* The CUPTI clock, in ns. */
 uint64_t simgpu_now(void);

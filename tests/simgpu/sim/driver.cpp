@@ -2,20 +2,15 @@
 
 #include <cupti.h>
 #include <dlfcn.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
+#include "sim_clock.h"
+
 namespace gpuattr::simgpu {
 namespace {
-
-uint64_t MonotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 template <typename Fn>
 void Bind(void* handle, const char* name, Fn* out) {
@@ -115,6 +110,11 @@ void Driver::EnsureInit() {
         Bind(handle, "simgpu_graph_create", &graph_create_);
         Bind(handle, "simgpu_graph_node_create", &node_create_);
         Bind(handle, "simgpu_graph_instantiate", &instantiate_);
+        decltype(&simgpu_set_device_clock) set_device_clock = nullptr;
+        Bind(handle, "simgpu_set_device_clock", &set_device_clock);
+        if (set_device_clock != nullptr && SimClock::Simulated()) {
+          set_device_clock(&SimClock::Now);
+        }
       }
       const bool complete = api_enter_ != nullptr && api_exit_ != nullptr && submit_ != nullptr &&
                             graph_create_ != nullptr && node_create_ != nullptr &&
@@ -142,23 +142,17 @@ void Driver::EnsureInit() {
   });
 }
 
-uint64_t Driver::Now() { return MonotonicNs(); }
+uint64_t Driver::Now() { return SimClock::Now(); }
 
 uint32_t Driver::Enter(int domain, uint32_t cbid, const char* symbol, uint32_t device,
                        uint32_t stream) {
+  SimClock::HostCall();
   return api_enter_ != nullptr ? api_enter_(domain, cbid, symbol, device, stream) : 0;
 }
 
 void Driver::Exit() {
+  SimClock::HostCall();
   if (api_exit_ != nullptr) api_exit_(0);
-}
-
-void Driver::SleepUntil(uint64_t t) const {
-  for (uint64_t now = Now(); now < t; now = Now()) {
-    const uint64_t wait = std::min<uint64_t>(t - now, 50000000);
-    timespec ts{static_cast<time_t>(wait / 1000000000), static_cast<long>(wait % 1000000000)};
-    nanosleep(&ts, nullptr);
-  }
 }
 
 WorkResult Driver::Submit(const DeviceWork& work, const CaptureSite& site) {
@@ -225,7 +219,7 @@ void Driver::Sync(uint32_t device, std::optional<uint32_t> stream) {
       }
     }
   }
-  SleepUntil(target);
+  SimClock::WaitUntil(target);
   Exit();
 }
 

@@ -7,19 +7,19 @@
 //     InitializeInjection(), as the CUDA driver does;
 //   - every CUDA call brackets itself with simgpu_api_enter/exit, so the fake fires the callbacks
 //     a real GPU's CUPTI would, with the correlation id the fake assigns;
-//   - the device: work is queued per (device, stream) on a timeline in CLOCK_MONOTONIC ns. Launches
-//   are
+//   - the device: work is queued per (device, stream) on a timeline in SimClock ns. Launches are
 //     asynchronous: start = max(host entry + launch latency, end of the previous work on that
-//     stream), FIFO per stream, streams overlap; Sync() really sleeps the calling thread until the
+//     stream), FIFO per stream, streams overlap; Sync() waits (SimClock::WaitUntil) until the
 //     simulated completion time. Nothing ever synchronises implicitly.
 //   - stream capture and graphs: work issued to a capturing stream becomes graph nodes (API
 //     callbacks and ids, no device work); instantiate clones them; a graph launch runs the clones
 //     back to back on the launch stream under the launch's single correlation id.
 //
-// The clock is CLOCK_MONOTONIC, always: the device timeline and every host time it hands out. The
-// fake stamps records on the CUPTI clock itself, converting device times when it delivers them
+// The clock is SimClock's (CLOCK_MONOTONIC in real time), always: the device timeline and every
+// host time it hands out. Each side of an API call is a host call (SimClock::HostCall). The fake
+// stamps records on the CUPTI clock itself, converting device times when it delivers them
 // (simgpu_control.h), so a client's timestamp callback coming and going (attach, cuptiFinalize)
-// never moves the timeline.
+// never moves the timeline; in simulated time the fake's device clock is SimClock too.
 //
 // Threads: all methods are called from scenario threads concurrently. mu_ guards the timeline,
 // captures and graphs; it is a leaf lock and is never held across a call into the fake CUPTI (whose
@@ -97,7 +97,7 @@ class Driver {
 
   // cuInit (see header comment). Idempotent, thread-safe.
   void EnsureInit();
-  // The simulation clock, CLOCK_MONOTONIC (see header comment).
+  // The simulation clock, SimClock::Now (see header comment).
   static uint64_t Now();
   bool has_cupti() const { return api_enter_ != nullptr; }
 
@@ -134,7 +134,6 @@ class Driver {
 
   uint32_t Enter(int domain, uint32_t cbid, const char* symbol, uint32_t device, uint32_t stream);
   void Exit();
-  void SleepUntil(uint64_t t) const;
 
   const uint64_t launch_latency_ns_;
   const uint64_t graph_node_gap_ns_;

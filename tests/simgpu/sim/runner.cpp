@@ -6,7 +6,6 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -24,18 +23,13 @@
 #include <vector>
 
 #include "driver.h"
+#include "sim_clock.h"
 #include "truth.h"
 
 namespace gpuattr::simgpu {
 namespace {
 
 using nlohmann::json;
-
-uint64_t MonotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 uint32_t Tid() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
 
@@ -260,6 +254,7 @@ class ThreadRunner {
   void RunOp(const Op& op) {
     switch (op.type) {
       case OpType::kPush: {
+        SimClock::HostCall();
         p_.truth.Push(name_, op.name, op.domain, p_.Stamp());
         if (op.domain.empty()) {
           nvtxRangePushA(op.name.c_str());
@@ -275,6 +270,7 @@ class ThreadRunner {
         break;
       }
       case OpType::kPop: {
+        SimClock::HostCall();
         const HostTime t = p_.Stamp();
         if (op.domain.empty()) {
           nvtxRangePop();
@@ -286,6 +282,7 @@ class ThreadRunner {
         break;
       }
       case OpType::kRangeStart: {
+        SimClock::HostCall();
         p_.truth.RangeStart(op.id, name_, op.name, p_.Stamp());
         const nvtxRangeId_t id = nvtxRangeStartA(op.name.c_str());
         std::lock_guard<std::mutex> lock(p_.mu);
@@ -303,11 +300,13 @@ class ThreadRunner {
           }
         }
         if (!id) p_.Fatal("range_end \"" + op.id + "\"", "no open range_start with that id");
+        SimClock::HostCall();
         p_.truth.RangeEnd(op.id, p_.Stamp());
         nvtxRangeEnd(*id);
         break;
       }
       case OpType::kMark:
+        SimClock::HostCall();
         p_.truth.Mark(name_, op.name, p_.Stamp());
         nvtxMarkA(op.name.c_str());
         break;
@@ -320,12 +319,9 @@ class ThreadRunner {
       case OpType::kMemset:
         Work(op, SIMGPU_ACTIVITY_MEMSET);
         break;
-      case OpType::kCpu: {
-        const uint64_t until = MonotonicNs() + Jittered(op);
-        while (MonotonicNs() < until) {
-        }
+      case OpType::kCpu:
+        SimClock::Spend(Jittered(op));
         break;
-      }
       case OpType::kStartThread: {
         std::lock_guard<std::mutex> lock(p_.mu);
         if (p_.threads.count(op.name) != 0) {

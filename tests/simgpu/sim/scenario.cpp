@@ -401,7 +401,8 @@ bool ParseScenario(const std::string& text, Scenario* scenario, std::string* err
   Parser p;
   Scenario out;
   if (p.Keys(doc, "$",
-             {"processes", "seed", "launch_latency_ns", "graph_node_gap_ns", "description"})) {
+             {"processes", "seed", "launch_latency_ns", "graph_node_gap_ns", "description",
+              "clock"})) {
     if (doc.contains("seed")) {
       out.seed = static_cast<uint64_t>(p.Integer(doc["seed"], "$.seed", 0, INT64_MAX));
     }
@@ -415,6 +416,13 @@ bool ParseScenario(const std::string& text, Scenario* scenario, std::string* err
     }
     if (doc.contains("description") && !doc["description"].is_string()) {
       p.Fail("$.description", "expected a string");
+    }
+    if (doc.contains("clock")) {
+      const std::string clock = p.String(doc["clock"], "$.clock");
+      if (!p.failed() && clock != "real" && clock != "simulated") {
+        p.Fail("$.clock", "expected \"real\" or \"simulated\"");
+      }
+      out.simulated_clock = clock == "simulated";
     }
     if (!doc.contains("processes")) p.Fail("$", "missing \"processes\"");
   }
@@ -439,6 +447,11 @@ bool ParseScenario(const std::string& text, Scenario* scenario, std::string* err
       }
       if (!jp.contains("threads") || !jp["threads"].is_array() || jp["threads"].empty()) {
         p.Fail(path + ".threads", "expected a non-empty array of threads");
+        break;
+      }
+      if (out.simulated_clock && jp["threads"].size() != 1) {
+        // Simulated time has one writer: a second thread would need a scheduler of its own.
+        p.Fail(path + ".threads", "a process on the simulated clock runs exactly one thread");
         break;
       }
       std::set<std::string> names;

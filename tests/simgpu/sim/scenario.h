@@ -80,6 +80,7 @@ struct Scenario {
   uint64_t seed = 0;
   uint64_t launch_latency_ns = 5000;  // host entry -> earliest device start
   uint64_t graph_node_gap_ns = 1000;  // between consecutive nodes of one graph launch
+  bool simulated_clock = false;       // "clock": "simulated" (sim_clock.h); one thread a process
 };
 
 // Parses and validates `text`. On failure returns false and sets *error to "PATH: what".

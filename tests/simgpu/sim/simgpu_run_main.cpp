@@ -122,6 +122,12 @@ int Launch(const std::string& scenario_path, const std::string& truth_path) {
       for (const auto& [key, value] : scenario.processes[i].env) {
         setenv(key.c_str(), value.c_str(), 1);
       }
+      // Read by the process's SimClock, and through it by the shim, before main (sim_clock.h).
+      if (scenario.simulated_clock) {
+        setenv("SIMGPU_CLOCK", "simulated", 1);
+      } else {
+        unsetenv("SIMGPU_CLOCK");
+      }
       const std::string index = std::to_string(i);
       const std::string part = parts_dir + "/p" + index + ".json";
       execl(self.c_str(), "simgpu-run", "--run-process", index.c_str(), "--truth-part",

@@ -21,7 +21,7 @@
 
 namespace gpuattr::simgpu {
 
-// A host time, CLOCK_MONOTONIC ns (the simulated driver's clock, before and after cuInit).
+// A host time, SimClock ns (the simulated driver's clock, before and after cuInit).
 struct HostTime {
   uint64_t ns = 0;
 };

@@ -1,6 +1,7 @@
 // simgpu-run as a program: scenario errors exit 2 with the JSON path, a run without any
-// injection writes truth in which one stream is FIFO and two streams overlap, and
-// repeat_until_file stops at its file or its bound, under an injection that subscribes nothing.
+// injection writes truth in which one stream is FIFO and two streams overlap, the simulated clock
+// makes every host time the scenario's own, and repeat_until_file stops at its file or its bound,
+// under an injection that subscribes nothing.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -103,6 +104,10 @@ TEST_CASE("scenario errors name the JSON path and exit 2", "[simgpu][scenario]")
        "$.processes[0].threads[0].ops[0].repeat: unknown key"},
       {R"({"processes": [{"threads": [{"name": "main", "ops": [{"repeat_until_file": "/stop", "max": 1, "ops": [{"join_thread": "x"}]}]}]}]})",
        "$.processes[0].threads[0].ops[0].ops[0]: no thread named \"x\""},
+      {R"({"clock": "wall", "processes": [{"threads": [{"name": "main", "ops": []}]}]})",
+       "$.clock: expected \"real\" or \"simulated\""},
+      {R"({"clock": "simulated", "processes": [{"threads": [{"name": "main", "ops": []}, {"name": "t", "ops": []}]}]})",
+       "$.processes[0].threads: a process on the simulated clock runs exactly one thread"},
   };
   for (const Case& c : cases) {
     INFO(c.text);
@@ -158,6 +163,41 @@ TEST_CASE("without injection the truth keeps each stream FIFO and lets two strea
   CHECK(by_name["d"]["attribution"] == "none");
   REQUIRE(process["ranges"].size() == 1);
   CHECK(process["ranges"][0]["path"] == nlohmann::json::array({"step"}));
+}
+
+TEST_CASE("on the simulated clock every host time is the scenario's own, to the nanosecond",
+          "[simgpu][device]") {
+  TempDir dir;
+  // 100 s of host work: spun on the real clock, only counted on the simulated one.
+  const std::string scenario = WriteFile(dir, "s.json", R"({"clock": "simulated",
+    "processes": [{"threads": [{"name": "main", "ops": [
+      {"push": "step"},
+      {"cpu_us": 100000000},
+      {"launch": "a", "us": 10},
+      {"sync": "device"},
+      {"launch": "b", "us": 20},
+      {"pop": true}]}]}]})");
+  const std::string truth_path = dir.File("truth.json");
+  const Outcome outcome = RunSimgpu({scenario, "--truth", truth_path});
+  INFO(outcome.output);
+  REQUIRE(outcome.status == 0);
+  const nlohmann::json process = ReadJson(truth_path)["processes"][0];
+  REQUIRE(process["activities"].size() == 2);
+  REQUIRE(process["ranges"].size() == 1);
+  const nlohmann::json& a = process["activities"][0];
+  const nlohmann::json& b = process["activities"][1];
+  auto ns = [](const nlohmann::json& value) { return value.get<uint64_t>(); };
+  constexpr uint64_t kHostCallNs = 1000;  // sim_clock.h
+  constexpr uint64_t kLaunchLatencyNs = 5000;
+  const uint64_t step_start = ns(process["ranges"][0]["start_ns"]);
+  CHECK(ns(a["launch_ns"]) == step_start + 100000000000ull);
+  CHECK(ns(a["start_ns"]) == ns(a["launch_ns"]) + kLaunchLatencyNs);
+  CHECK(ns(a["end_ns"]) == ns(a["start_ns"]) + 10000);
+  CHECK(ns(a["launch_returned_ns"]) == ns(a["launch_ns"]) + 2 * kHostCallNs);
+  // The sync: its entry, a jump to the device's completion, its exit.
+  CHECK(ns(b["launch_ns"]) == ns(a["end_ns"]) + kHostCallNs);
+  CHECK(ns(b["start_ns"]) == ns(b["launch_ns"]) + kLaunchLatencyNs);
+  CHECK(ns(process["ranges"][0]["end_ns"]) == ns(b["launch_returned_ns"]) + kHostCallNs);
 }
 
 TEST_CASE("repeat_until_file runs its ops until the file exists or max iterations ran",
