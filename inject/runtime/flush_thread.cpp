@@ -40,7 +40,7 @@ void WakeFlushThreadEarly() noexcept {
 }
 
 FlushThread::FlushThread(ShimState* shim) noexcept : shim_(shim), outbox_(&transport_) {
-  outbox_.set_wait_ms(kCycleSendWaitMs);
+  outbox_.set_wait_ms(kWaitWhileConnected);  // a live collector loses nothing (transport.h)
 }
 
 void FlushThread::WakeEarly() noexcept {

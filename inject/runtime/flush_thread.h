@@ -14,7 +14,8 @@
 //   4. send new String then PathNode definitions (so they precede every record that refers to
 //      them: records in the snapshot were written after their ids were interned), and the OS
 //      names of newly seen threads;
-//   5. send ring records up to the snapshots, then the staged CUPTI records;
+//   5. send ring records up to the snapshots, then the staged CUPTI records; a full socket is
+//      waited for while the collector is connected (kWaitWhileConnected, transport.h);
 //   6. every kDiagnosticsEveryCycles cycles, a Diagnostics record.
 //
 // The first message of a connection starts with Hello, sent by Start() on the starting thread
@@ -59,7 +60,6 @@ constexpr uint32_t kStartupCycles = 20;           // at 1 ms, before the period 
 constexpr uint32_t kCuptiFlushEveryCycles = 4;    // 200 ms at the default period
 constexpr uint32_t kDiagnosticsEveryCycles = 20;  // 1 s at the default period
 constexpr int kConnectWaitMs = 1000;
-constexpr int kCycleSendWaitMs = 50;      // per message, while running
 constexpr int kFinalSendBudgetMs = 1000;  // from Stop(): every send's waits together
 constexpr int kLastWordBudgetMs = 500;    // then for Diagnostics and Goodbye
 constexpr int kDetachWaitMs = 1000;       // for an API exit to run cuptiFinalize

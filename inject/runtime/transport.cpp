@@ -4,8 +4,11 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "runtime/clock.h"
@@ -14,19 +17,30 @@
 namespace gpuattr::inject {
 namespace {
 
-// Waits until `fd` is writable or `wait_ms` has passed. True when writable.
-bool WaitWritable(int fd, int wait_ms) noexcept {
-  if (wait_ms <= 0) return false;
-  const uint64_t deadline = MonotonicNsAfterMs(wait_ms);
+void PauseMs(int ms) noexcept {
+  const timespec pause{0, static_cast<long>(ms) * 1000000L};
+  nanosleep(&pause, nullptr);
+}
+
+// How often a wait with no limit of its own looks at the deadline another thread may set.
+constexpr int kDeadlineCheckMs = 10;
+
+// Waits until `fd` is writable, at most `wait_ms` (kWaitWhileConnected: no limit of its own) and
+// never past a non-zero `*deadline_ns`. True when writable.
+bool WaitWritable(int fd, int wait_ms, const std::atomic<uint64_t>* deadline_ns) noexcept {
+  if (wait_ms == 0) return false;
+  const uint64_t own_deadline = wait_ms > 0 ? MonotonicNsAfterMs(wait_ms) : UINT64_MAX;
   for (;;) {
+    uint64_t deadline = own_deadline;
+    const uint64_t cut = deadline_ns != nullptr ? deadline_ns->load(std::memory_order_relaxed) : 0;
+    if (cut != 0 && cut < deadline) deadline = cut;
     const uint64_t now = MonotonicNs();
     if (now >= deadline) return false;
+    const uint64_t left_ms = (deadline - now + 999999) / 1000000;
     pollfd pfd{fd, POLLOUT, 0};
-    const int timeout = static_cast<int>((deadline - now + 999999) / 1000000);
-    const int n = poll(&pfd, 1, timeout);
+    const int n = poll(&pfd, 1, static_cast<int>(std::min<uint64_t>(left_ms, kDeadlineCheckMs)));
     if (n > 0) return (pfd.revents & POLLOUT) != 0 && (pfd.revents & (POLLERR | POLLHUP)) == 0;
-    if (n == 0) return false;
-    if (errno != EINTR) return false;
+    if (n < 0 && errno != EINTR) return false;
   }
 }
 
@@ -41,7 +55,7 @@ bool Transport::Connect(const char* path, int wait_ms) noexcept {
   const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
   int rc = connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address));
-  if (rc != 0 && (errno == EAGAIN || errno == EINPROGRESS) && WaitWritable(fd, wait_ms)) {
+  if (rc != 0 && (errno == EAGAIN || errno == EINPROGRESS) && WaitWritable(fd, wait_ms, nullptr)) {
     int error = 0;
     socklen_t length = sizeof(error);
     rc = getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0 ? 0 : -1;
@@ -68,7 +82,8 @@ void Transport::Close() noexcept {
   broken_ = true;
 }
 
-bool Transport::Send(const uint8_t* data, uint32_t size, uint32_t records, int wait_ms) noexcept {
+bool Transport::Send(const uint8_t* data, uint32_t size, uint32_t records, int wait_ms,
+                     const std::atomic<uint64_t>* deadline_ns) noexcept {
   if (broken_) {
     Drop(records);
     return false;
@@ -81,8 +96,11 @@ bool Transport::Send(const uint8_t* data, uint32_t size, uint32_t records, int w
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)) {
-      if (WaitWritable(fd_, wait_ms)) {
-        wait_ms = 0;  // one wait per message: a second EAGAIN drops it
+      if (WaitWritable(fd_, wait_ms, deadline_ns)) {
+        // A bounded wait is one wait per message: a second EAGAIN drops it. An unbounded one
+        // waits again, after a pause, in case the socket is writable but too full for this one.
+        if (wait_ms > 0) wait_ms = 0;
+        if (wait_ms == kWaitWhileConnected) PauseMs(1);
         continue;
       }
       Drop(records);
@@ -116,14 +134,7 @@ void Outbox::Flush() noexcept {
   if (writer_.empty()) return;
   const uint32_t records = writer_.record_count();
   const uint32_t size = writer_.Finish(sequence_++);
-  int wait_ms = wait_ms_;
-  const uint64_t deadline_ns = deadline_ns_.load(std::memory_order_relaxed);
-  if (deadline_ns != 0) {
-    const uint64_t now = MonotonicNs();
-    const uint64_t left_ms = now >= deadline_ns ? 0 : (deadline_ns - now) / 1000000ull;
-    wait_ms = static_cast<int>(left_ms < static_cast<uint64_t>(wait_ms) ? left_ms : wait_ms);
-  }
-  transport_->Send(writer_.data(), size, records, wait_ms);
+  transport_->Send(writer_.data(), size, records, wait_ms_, &deadline_ns_);
   writer_.Reset();
 }
 

@@ -7,7 +7,12 @@
 // (set_deadline_ns).
 //
 // Drop policy: a message is one datagram. When the socket is full, Send waits for writability at
-// most `wait_ms`, then drops the message and counts it and its records; once the peer is gone
+// most `wait_ms`, or, with kWaitWhileConnected, for as long as the peer is connected: a collector
+// that is slow, descheduled or stopped loses nothing while the thread rings and the CUPTI pool
+// hold the backlog (their drops are counted where they happen), and the app never waits, since
+// only the flush thread sends. Either wait ends early at the Outbox's deadline, which the thread
+// stopping the shim sets (the process is exiting: its last records get a budget, not a promise).
+// A message that was not sent is dropped, and it and its records counted; once the peer is gone
 // (EPIPE, ECONNRESET, ...) every later message is dropped and counted the same way. Sequence
 // numbers advance for every message built, sent or dropped, so the collector sees the gap.
 #ifndef GPUATTR_INJECT_RUNTIME_TRANSPORT_H_
@@ -21,6 +26,10 @@
 #include "wire/protocol.h"
 
 namespace gpuattr::inject {
+
+// A send's wait for a full socket with no limit of its own: until the socket takes the message,
+// the peer is gone, or a deadline cuts it short.
+constexpr int kWaitWhileConnected = -1;
 
 class Transport {
  public:
@@ -38,8 +47,11 @@ class Transport {
   // Forgets the socket without any I/O other than close(2): used in a fork child.
   void AbandonAfterFork() noexcept { Close(); }
 
-  // Sends one datagram of `records` records. Returns true if the socket took it.
-  bool Send(const uint8_t* data, uint32_t size, uint32_t records, int wait_ms) noexcept;
+  // Sends one datagram of `records` records, waiting for a full socket at most `wait_ms`
+  // (kWaitWhileConnected: no limit of its own) and never past a non-zero `*deadline_ns`
+  // (MonotonicNs), which another thread may set while it waits. Returns true if the socket took it.
+  bool Send(const uint8_t* data, uint32_t size, uint32_t records, int wait_ms,
+            const std::atomic<uint64_t>* deadline_ns = nullptr) noexcept;
 
   // Reads one waiting datagram (armed mode's control messages) without blocking. Returns its
   // size; 0 when none is waiting or it did not fit `capacity` (it is then discarded); -1 when the
@@ -73,7 +85,7 @@ class Outbox {
   Outbox(const Outbox&) = delete;
   Outbox& operator=(const Outbox&) = delete;
 
-  // How long each send may wait for a full socket.
+  // How long each send may wait for a full socket (kWaitWhileConnected: while the peer is there).
   void set_wait_ms(int wait_ms) noexcept { wait_ms_ = wait_ms; }
   // From now on, the waits of all sends together end at `deadline_ns` (MonotonicNs). Runs on:
   // any thread (the stopping thread cuts short a cycle that waits on a slow collector).

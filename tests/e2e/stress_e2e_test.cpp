@@ -1,8 +1,8 @@
 // The stress fault scenario end to end (issue 8), CI-sized: 64 threads x 2,000 launches (500
 // under ASan), each inside an NVTX range pushed by one of three shared libraries, under
-// `gpuattr run`. What must hold under load: the app's exit status is its own, the report
-// validates and reconciles, every library's NVTX reached the shim, and every launch is either a
-// reported kernel or counted loss. The full scenario (64 x 100,000) is the command line in
+// `gpuattr run`. What must hold under any load: the app's exit status is its own, the report
+// validates and reconciles, every library's NVTX reached the shim, and every launch is a reported
+// kernel: nothing is dropped. The full scenario (64 x 100,000) is the command line in
 // tests/e2e/nvtx_stress_app.cpp.
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -42,7 +42,7 @@ uint64_t LaunchesThrough(uint64_t lib) {
   return count;
 }
 
-TEST_CASE("64 threads launching inside NVTX ranges of three libraries lose nothing silently",
+TEST_CASE("64 threads launching inside NVTX ranges of three libraries lose nothing",
           "[e2e][stress]") {
   TempDir dir;
   // Step analysis stays on: it auto-detects a library range as the step, so 42,667 step
@@ -62,36 +62,26 @@ TEST_CASE("64 threads launching inside NVTX ranges of three libraries lose nothi
   CHECK(process["exit_status"] == 0);
   CheckReconciliation(process);
 
+  // Nothing is lost, however the threads, the flush thread and the collector are scheduled: the
+  // rings and the CUPTI pool hold far more than this run makes, and the flush thread waits for a
+  // connected collector rather than dropping (runtime/transport.h).
+  const json& loss = process["loss"];
+  INFO("loss " << loss.dump());
+  CHECK(loss["dropped_records"] == 0);
+  CHECK(loss["lost_messages"] == 0);
+  CHECK(process["totals"]["kernels"] == kLaunches);
+  CHECK(process["coverage"]["attributed_fraction"] == 1.0);
+
   // Each library's NVTX was initialised (InitializeInjectionNvtx2 once per library): its range
   // name is a pass, closed as often as that library ran.
   const auto passes = FlattenPasses(process);
-  const json& loss = process["loss"];
-  const uint64_t dropped = loss["dropped_records"].get<uint64_t>();
-  const uint64_t kernels = process["totals"]["kernels"].get<uint64_t>();
-  INFO("kernels " << kernels << ", loss " << loss.dump());
   const char* const names[] = {"lib_a", "lib_b", "lib_c"};
   for (uint64_t lib = 0; lib < 3; ++lib) {
     INFO("pass " << names[lib]);
     REQUIRE(passes.count({names[lib]}) == 1);
     const json& pass = passes.at({names[lib]});
-    CHECK(pass["instances"].get<uint64_t>() > 0);
-    if (dropped == 0) {
-      CHECK(pass["instances"] == LaunchesThrough(lib));
-      CHECK(pass["device"]["kernels"] == LaunchesThrough(lib));
-    }
-  }
-
-  // Every launch is a reported kernel, or the loss is counted: never silent.
-  if (dropped == 0) {
-    CHECK(kernels == kLaunches);
-    CHECK(process["coverage"]["attributed_fraction"] == 1.0);
-  } else {
-    // A kernel record is reported, dropped by CUPTI (its buffers declined), or dropped with a
-    // message the socket did not take (which also holds other records): the counts cover it.
-    CHECK(kernels <= kLaunches);
-    CHECK(kernels + loss["cupti_dropped_records"].get<uint64_t>() +
-              loss["socket_dropped_records"].get<uint64_t>() >=
-          kLaunches);
+    CHECK(pass["instances"] == LaunchesThrough(lib));
+    CHECK(pass["device"]["kernels"] == LaunchesThrough(lib));
   }
 }
 

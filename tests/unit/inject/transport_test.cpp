@@ -131,15 +131,15 @@ TEST_CASE("a bounded wait for a full socket gives up after about that long", "[t
 
 TEST_CASE("a deadline set from another thread cuts short a flush loop waiting on a full socket",
           "[transport]") {
-  // FlushThread::Stop does this while a cycle waits kCycleSendWaitMs per message on a slow
-  // collector; then the last word gets a deadline of its own and goes out once the peer reads.
+  // FlushThread::Stop does this while a cycle waits, with no limit of its own, on a collector that
+  // does not read; then the last word gets a deadline of its own and goes out once the peer reads.
   SocketPair sockets;
   sockets.ShrinkShimSendBuffer();
   Transport transport;
   transport.Adopt(sockets.shim);
   Outbox outbox(&transport);
-  outbox.set_wait_ms(50);
-  constexpr int kMessages = 200;  // 10 s of waiting if nothing cut it short
+  outbox.set_wait_ms(kWaitWhileConnected);
+  constexpr int kMessages = 200;  // waiting for ever if nothing cut it short
   const auto begin = std::chrono::steady_clock::now();
   std::thread cycle([&] {
     for (int message = 0; message < kMessages; ++message) {
@@ -165,6 +165,60 @@ TEST_CASE("a deadline set from another thread cuts short a flush loop waiting on
   REQUIRE(last.size() == 1);
   CHECK(sequences.front() == kMessages);
   CHECK(last.front().front().type == wire::RecordType::kGoodbye);
+}
+
+TEST_CASE("waiting while connected, a slow reader loses nothing", "[transport]") {
+  SocketPair sockets;
+  sockets.ShrinkShimSendBuffer();
+  Transport transport;
+  transport.Adopt(sockets.shim);
+  Outbox outbox(&transport);
+  outbox.set_wait_ms(kWaitWhileConnected);
+  constexpr int kMessages = 300;  // far more than the shrunk socket holds
+  std::thread sender([&] {
+    for (int message = 0; message < kMessages; ++message) {
+      for (int i = 0; i < 40; ++i) outbox.Append(wire::ApiExit{1, 2, 3});
+      outbox.Flush();
+    }
+  });
+  // The reader takes one datagram at a time, blocking: however the two threads are scheduled,
+  // every message arrives, in order.
+  std::vector<uint64_t> sequences;
+  std::vector<uint8_t> datagram(wire::kMaxMessageBytes);
+  while (sequences.size() < static_cast<size_t>(kMessages)) {
+    const ssize_t n = recv(sockets.peer, datagram.data(), datagram.size(), 0);
+    REQUIRE(n > 0);
+    wire::MessageReader reader;
+    REQUIRE(reader.Open(datagram.data(), static_cast<uint32_t>(n)) == wire::DecodeError::kNone);
+    sequences.push_back(reader.header().sequence);
+  }
+  sender.join();
+  CHECK(transport.dropped_messages() == 0);
+  CHECK(transport.sent_messages() == static_cast<uint64_t>(kMessages));
+  for (size_t i = 0; i < sequences.size(); ++i) CHECK(sequences[i] == i);
+}
+
+TEST_CASE("waiting while connected ends when the collector goes away", "[transport]") {
+  SocketPair sockets;
+  sockets.ShrinkShimSendBuffer();
+  Transport transport;
+  transport.Adopt(sockets.shim);
+  Outbox outbox(&transport);
+  outbox.set_wait_ms(kWaitWhileConnected);
+  std::thread sender([&] {
+    // Fills the socket, then waits in a send until the peer closes.
+    while (transport.connected()) {
+      for (int i = 0; i < 40; ++i) outbox.Append(wire::ApiExit{1, 2, 3});
+      outbox.Flush();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  close(sockets.peer);
+  sockets.peer = -1;
+  sender.join();
+  CHECK_FALSE(transport.connected());
+  CHECK(transport.dropped_messages() >= 1);
+  CHECK(transport.sent_messages() + transport.dropped_messages() == outbox.next_sequence());
 }
 
 TEST_CASE("after the collector goes away every message is dropped and counted", "[transport]") {
