@@ -3,16 +3,18 @@
 #include <dlfcn.h>
 
 namespace gpuattr::inject {
+
+HostClock process_host_clock = nullptr;
+
 namespace {
 
-HostClock AskProcessForClock() noexcept {
+// Before every other initialiser and constructor of the shim (those run at the default priority),
+// so that nothing is stamped before the answer: the library constructor may start a session.
+__attribute__((constructor(101))) void AskProcessForClock() noexcept {
   using Query = HostClock (*)();
   auto query = reinterpret_cast<Query>(dlsym(RTLD_DEFAULT, "gpuattr_host_clock"));
-  return query != nullptr ? query() : nullptr;
+  process_host_clock = query != nullptr ? query() : nullptr;
 }
 
 }  // namespace
-
-const HostClock kProcessHostClock = AskProcessForClock();
-
 }  // namespace gpuattr::inject

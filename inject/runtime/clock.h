@@ -24,12 +24,13 @@ inline uint64_t MonotonicNs() noexcept {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// The process's own clock (see the header comment); null for nearly every process.
+// The process's own clock (see the header comment); null for nearly every process. Written once,
+// by a load-time constructor that runs before the shim's others, and only read afterwards.
 using HostClock = uint64_t (*)();
-extern const HostClock kProcessHostClock;
+extern HostClock process_host_clock;
 
 inline uint64_t RecordClockNs() noexcept {
-  return kProcessHostClock != nullptr ? kProcessHostClock() : MonotonicNs();
+  return process_host_clock != nullptr ? process_host_clock() : MonotonicNs();
 }
 
 // The MonotonicNs() that is `ms` milliseconds from now: a deadline for bounded waits.
