@@ -1,0 +1,174 @@
+"""A torch.compile'd GPT-style model trained on the simulated GPU, with the truth of every launch.
+
+    python train_compiled.py --truth FILE [--steps N]
+
+The device side of the compiled-model tests (pytorch_compiled_e2e_test.cpp). The model, two
+pre-norm transformer blocks (layer norm, causal self-attention, an MLP with GELU) and a head, is
+compiled (default mode) as one function of forward and loss; backward runs its compiled backward
+graph; SGD with momentum steps eagerly (AdamW reads its step counters with `.item()`, host
+tensors on a GPU, which the simulated GPU, where every tensor is a device tensor, would copy
+back). simgpu_compiled hooks every wrapper Inductor loads, so each kernel Inductor generated
+launches one simulated kernel named as Inductor named it, and each aten op a wrapper calls (the
+extern GEMMs) launches what simgpu_kernels gives it; the optimizer and the loss's `.item()` run
+inside the same dispatch mode, which is never active around a compiled call (Dynamo would run
+the frame eagerly). The truth (--truth, the simulator's format, DESIGN §5) is
+each launch as the simulated GPU ran it, from this script's own bookkeeping. Where a launch
+belongs in the module tree is not in it: under `gpuattr run --pytorch off` nothing is attributed.
+
+Prints the losses, then one line of dynamo's counters (graph_break, recompiles, unimplemented) and
+how many compiled wrappers reached the simulated GPU, which a bare run prints alike.
+"""
+import argparse
+import json
+import os
+import threading
+
+import torch
+import torch.nn as nn
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import simgpu_compiled  # tests/simgpu/python, on PYTHONPATH
+import simgpu_kernels
+import simgpu_torch
+
+WIDTH = 32
+HEADS = 4
+TOKENS = 16
+BATCH = 2
+VOCAB = 64
+
+
+class Truth:
+    """Each launch as the simulated GPU ran it."""
+
+    def __init__(self, gpu):
+        self.gpu = gpu
+        self.activities = []
+
+    def launch(self, work):
+        launched = self.gpu.run(work)
+        if launched is None:
+            raise RuntimeError("the simulated GPU did not run " + work.name)
+        launch_ns, start_ns, end_ns, correlation = launched
+        copy = work.kind == simgpu_kernels.COPY_TO_HOST
+        self.activities.append({
+            "kind": "memcpy" if copy else "kernel", "name": "memcpy_DtoH" if copy else work.name,
+            "correlation_id": correlation, "device": 0, "stream": 0, "launch_ns": launch_ns,
+            "start_ns": start_ns, "end_ns": end_ns, "thread": threading.current_thread().name,
+            "range_path": [], "attribution": "none", "graph_node": None})
+
+    def write(self, path):
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump({"processes": [{"pid": os.getpid(), "rank": None, "name": "train",
+                                      "activities": self.activities, "ranges": [],
+                                      "marks": []}]}, out)
+
+
+class LaunchPerOp(TorchDispatchMode):
+    """Each aten op launches what simgpu_kernels says a GPU would (nothing for views)."""
+
+    def __init__(self, truth):
+        super().__init__()
+        self._truth = truth
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        work = simgpu_kernels.device_work(func, result)
+        if work is not None:
+            self._truth.launch(work)
+        return result
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(WIDTH, 3 * WIDTH)
+        self.proj = nn.Linear(WIDTH, WIDTH)
+
+    def forward(self, x):
+        batch, tokens, width = x.shape
+        heads = [part.view(batch, tokens, HEADS, width // HEADS).transpose(1, 2)
+                 for part in self.qkv(x).split(width, dim=2)]
+        mixed = nn.functional.scaled_dot_product_attention(*heads, is_causal=True)
+        return self.proj(mixed.transpose(1, 2).reshape(batch, tokens, width))
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(WIDTH, 4 * WIDTH)
+        self.act = nn.GELU()
+        self.proj = nn.Linear(4 * WIDTH, WIDTH)
+
+    def forward(self, x):
+        return self.proj(self.act(self.fc(x)))
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(WIDTH)
+        self.attn = Attention()
+        self.ln_2 = nn.LayerNorm(WIDTH)
+        self.mlp = Mlp()
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class Gpt(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, WIDTH)
+        self.blocks = nn.ModuleList(Block() for _ in range(2))
+        self.ln_f = nn.LayerNorm(WIDTH)
+        self.head = nn.Linear(WIDTH, VOCAB)
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln_f(x))
+
+
+def loss_of(model, tokens, targets):
+    return nn.functional.cross_entropy(model(tokens).flatten(0, 1), targets.flatten())
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--truth", required=True)
+    parser.add_argument("--steps", type=int, default=2)
+    args = parser.parse_args()
+
+    truth = Truth(simgpu_torch.SimulatedGpu())
+    hooks = simgpu_compiled.HookedWrappers(truth.launch, lambda: LaunchPerOp(truth))
+    if not hooks.installed:
+        raise SystemExit("this torch has no PyCodeCache.load_by_key_path to hook")
+    torch.manual_seed(0)
+    model = Gpt()
+    compiled_loss = torch.compile(loss_of)
+    with LaunchPerOp(truth):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        tokens = torch.randint(0, VOCAB, (BATCH, TOKENS))
+        targets = torch.randint(0, VOCAB, (BATCH, TOKENS))
+    for _ in range(args.steps):
+        loss = compiled_loss(model, tokens, targets)
+        loss.backward()
+        with LaunchPerOp(truth):
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            print("loss %.6f" % loss.item())
+    from torch._dynamo.utils import counters
+
+    counted = {name: dict(counters[name])
+               for name in ("graph_break", "recompiles", "unimplemented")}
+    print("dynamo %s wrappers on the simulated GPU: %d"
+          % (json.dumps(counted, sort_keys=True), hooks.count))
+    truth.gpu.synchronize()
+    truth.write(args.truth)
+
+
+if __name__ == "__main__":
+    main()
