@@ -11,6 +11,8 @@
 #   backward   autograd nodes claimed by the module calls that made them (backward by module)
 #   patches    backward, optimizers, data loaders, functional losses, gradient clipping
 #   op_mode    op ranges (--pytorch ops) and FLOP marks (--flops), with flops.py's counter
+#   compiled   the kernel map of each graph Inductor compiles (issue 42's first part: built and
+#              tested on its own; the Annotator installs it once its maps reach the collector)
 #
 # The program must never notice: nothing is printed, no result or exception changes, and the
 # first error inside a hook disables the annotator for good (a `gpuattr.pytorch: disabled: ...`
