@@ -31,17 +31,10 @@ using test_support::TempDir;
 
 constexpr size_t kLongRunKernels = 500 * 40;  // fault_long_run.json
 
-std::vector<std::string> GpuattrRun(const TempDir& dir, const std::string& scenario) {
-  return {GPUATTR_BIN,
-          "run",
-          "--quiet",
-          "-o",
-          dir.File("report.json"),
-          "--",
-          SIMGPU_RUN,
-          GPUATTR_SCENARIO_DIR "/" + scenario,
-          "--truth",
-          dir.File("truth.json")};
+// `gpuattr run` of simgpu-run on the scenario file at `scenario_path`.
+std::vector<std::string> GpuattrRun(const TempDir& dir, const std::string& scenario_path) {
+  return {GPUATTR_BIN, "run",      "--quiet",     "-o",      dir.File("report.json"),
+          "--",        SIMGPU_RUN, scenario_path, "--truth", dir.File("truth.json")};
 }
 
 // gpuattr's private socket directory goes under TMPDIR, so the test's TempDir removes it even when
@@ -91,7 +84,7 @@ TEST_CASE("an app that dies of SIGKILL or SIGSEGV leaves a truncated process wit
 TEST_CASE("a collector killed mid-run costs the app nothing and leaves no partial report",
           "[e2e]") {
   TempDir dir;
-  Subprocess gpuattr(GpuattrRun(dir, "fault_long_run.json"), PrivateTmp(dir));
+  Subprocess gpuattr(GpuattrRun(dir, GPUATTR_SCENARIO_DIR "/fault_long_run.json"), PrivateTmp(dir));
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   REQUIRE(kill(gpuattr.pid(), SIGKILL) == 0);
   const ProcessResult killed = gpuattr.Wait(30);
@@ -112,12 +105,13 @@ TEST_CASE("a collector killed mid-run costs the app nothing and leaves no partia
   CHECK_FALSE(std::filesystem::exists(dir.File("report.json")));
 }
 
-// A steady app (a launch every 100 us) that runs until `stop_file` exists, then launches a burst
-// of kBurstLaunches (about 2 MB of records, more than a socket holds) and exits with status 5.
-// Waiting for a file, not a time, makes a stall land where the test puts it on any machine.
+// A steady app (a launch every 100 us) that runs until dir.File("stop") exists, then launches a
+// burst of kBurstLaunches (about 2 MB of records, more than a socket holds) and exits with
+// status 5. Waiting for a file, not a time, makes a stall land where the test puts it on any
+// machine.
 constexpr uint64_t kBurstLaunches = 500 * 40;
 
-std::string WriteUntilFileScenario(const TempDir& dir, const std::string& stop_file) {
+std::string WriteUntilFileScenario(const TempDir& dir) {
   std::string text = R"({"processes": [{"name": "steady", "threads": [{"name": "main", "ops": [
     {"repeat_until_file": "STOP_FILE", "max": 100000000, "ops": [
       {"push": "step"},
@@ -130,7 +124,7 @@ std::string WriteUntilFileScenario(const TempDir& dir, const std::string& stop_f
       {"sync": "device"},
       {"pop": true}]},
     {"exit": 5}]}]}]})";
-  text.replace(text.find("STOP_FILE"), 9, stop_file);
+  text.replace(text.find("STOP_FILE"), 9, dir.File("stop"));
   const std::string path = dir.File("until_file.json");
   std::ofstream(path) << text;
   return path;
@@ -152,10 +146,7 @@ TEST_CASE("a collector stalled mid-run loses nothing: the shim waits for it, the
           "[e2e]") {
   TempDir dir;
   const std::string stop_file = dir.File("stop");
-  const std::string scenario = WriteUntilFileScenario(dir, stop_file);
-  Subprocess gpuattr({GPUATTR_BIN, "run", "--quiet", "-o", dir.File("report.json"), "--",
-                      SIMGPU_RUN, scenario, "--truth", dir.File("truth.json")},
-                     PrivateTmp(dir));
+  Subprocess gpuattr(GpuattrRun(dir, WriteUntilFileScenario(dir)), PrivateTmp(dir));
   AwaitScenarioProcess(gpuattr.pid());
   REQUIRE(kill(gpuattr.pid(), SIGSTOP) == 0);
   std::this_thread::sleep_for(std::chrono::seconds(1));  // the app launches on meanwhile
@@ -181,10 +172,7 @@ TEST_CASE("a collector stalled past the app's exit: the app exits on time, the l
           "[e2e]") {
   TempDir dir;
   const std::string stop_file = dir.File("stop");
-  const std::string scenario = WriteUntilFileScenario(dir, stop_file);
-  Subprocess gpuattr({GPUATTR_BIN, "run", "--quiet", "-o", dir.File("report.json"), "--",
-                      SIMGPU_RUN, scenario, "--truth", dir.File("truth.json")},
-                     PrivateTmp(dir));
+  Subprocess gpuattr(GpuattrRun(dir, WriteUntilFileScenario(dir)), PrivateTmp(dir));
   AwaitScenarioProcess(gpuattr.pid());
   REQUIRE(kill(gpuattr.pid(), SIGSTOP) == 0);
   std::ofstream(stop_file) << "";

@@ -25,7 +25,6 @@ import threading
 
 import torch
 import torch.nn as nn
-from torch.utils._python_dispatch import TorchDispatchMode
 
 import simgpu_compiled  # tests/simgpu/python, on PYTHONPATH
 import simgpu_kernels
@@ -62,21 +61,6 @@ class Truth:
             json.dump({"processes": [{"pid": os.getpid(), "rank": None, "name": "train",
                                       "activities": self.activities, "ranges": [],
                                       "marks": []}]}, out)
-
-
-class LaunchPerOp(TorchDispatchMode):
-    """Each aten op launches what simgpu_kernels says a GPU would (nothing for views)."""
-
-    def __init__(self, truth):
-        super().__init__()
-        self._truth = truth
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        result = func(*args, **(kwargs or {}))
-        work = simgpu_kernels.device_work(func, result)
-        if work is not None:
-            self._truth.launch(work)
-        return result
 
 
 class Attention(nn.Module):
@@ -143,20 +127,24 @@ def main():
     args = parser.parse_args()
 
     truth = Truth(simgpu_torch.SimulatedGpu())
-    hooks = simgpu_compiled.HookedWrappers(truth.launch, lambda: LaunchPerOp(truth))
+
+    def launch_per_op():
+        return simgpu_torch.KernelPerOp(truth.launch)
+
+    hooks = simgpu_compiled.HookedWrappers(truth.launch, launch_per_op)
     if not hooks.installed:
         raise SystemExit("this torch has no PyCodeCache.load_by_key_path to hook")
     torch.manual_seed(0)
     model = Gpt()
     compiled_loss = torch.compile(loss_of)
-    with LaunchPerOp(truth):
+    with launch_per_op():
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         tokens = torch.randint(0, VOCAB, (BATCH, TOKENS))
         targets = torch.randint(0, VOCAB, (BATCH, TOKENS))
     for _ in range(args.steps):
         loss = compiled_loss(model, tokens, targets)
         loss.backward()
-        with LaunchPerOp(truth):
+        with launch_per_op():
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             print("loss %.6f" % loss.item())

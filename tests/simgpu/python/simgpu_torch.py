@@ -73,9 +73,13 @@ class SimulatedGpu:
 
 
 class KernelPerOp(TorchDispatchMode):
-    def __init__(self, gpu):
+    """Each aten op, after it ran, launches what simgpu_kernels says a GPU would (nothing for a
+    view) through `launch(work)` (SimulatedGpu.run, or a script's own that keeps its truth), in
+    the process that entered the mode only."""
+
+    def __init__(self, launch):
         super().__init__()
-        self._gpu = gpu
+        self._launch = launch
         self._pid = os.getpid()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -83,7 +87,7 @@ class KernelPerOp(TorchDispatchMode):
         if os.getpid() == self._pid:
             work = simgpu_kernels.device_work(func, result)
             if work is not None:
-                self._gpu.run(work)
+                self._launch(work)
         return result
 
 
@@ -96,7 +100,7 @@ def main():
     sys.argv = sys.argv[1:]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     end_process_with_process_group(gpu)
-    with KernelPerOp(gpu):
+    with KernelPerOp(gpu.run):
         runpy.run_path(script, run_name="__main__")
     gpu.synchronize()
     return 0
