@@ -20,8 +20,11 @@
 #
 # Runs on: the thread that compiles (dynamo's, Inductor's codegen and load are on it).
 import ast
+import re
 
 PROVENANCE_HOOK = "set_kernel_post_grad_provenance_tracing"
+# `[0]`, `['attn']`: a ModuleList index or a ModuleDict key in dynamo's source names.
+_SUBSCRIPT = re.compile(r"\[['\"]?([^\]'\"]+)['\"]?\]")
 
 FORWARD = "forward"
 BACKWARD = "backward"
@@ -120,7 +123,7 @@ def module_path(stack):
         return None
     source = list(stack.values())[-1][0]
     path = source.split("]", 1)[1] if source.startswith(("L[", "G[")) else source
-    return path.replace("[", ".").replace("]", "").strip(".")
+    return _SUBSCRIPT.sub(r".\1", path).strip(".")
 
 
 def describe_origins(origins, graph_is_backward):

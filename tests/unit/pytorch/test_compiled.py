@@ -85,6 +85,7 @@ class ModulePathTest(unittest.TestCase):
                                                     "L['self'].blocks[0].attn")),
                          "blocks.0.attn")
         self.assertEqual(compiled.module_path(stack("L['model'].head")), "head")
+        self.assertEqual(compiled.module_path(stack("L['self'].layers['attn'].q")), "layers.attn.q")
         self.assertEqual(compiled.module_path(stack("L['self']")), "")
         self.assertIsNone(compiled.module_path(None))
         self.assertIsNone(compiled.module_path({}))
