@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,11 +15,6 @@
 
 namespace gpuattr::inject {
 namespace {
-
-void PauseMs(int ms) noexcept {
-  const timespec pause{0, static_cast<long>(ms) * 1000000L};
-  nanosleep(&pause, nullptr);
-}
 
 // How often a wait with no limit of its own looks at the deadline another thread may set.
 constexpr int kDeadlineCheckMs = 10;
@@ -100,7 +94,7 @@ bool Transport::Send(const uint8_t* data, uint32_t size, uint32_t records, int w
         // A bounded wait is one wait per message: a second EAGAIN drops it. An unbounded one
         // waits again, after a pause, in case the socket is writable but too full for this one.
         if (wait_ms > 0) wait_ms = 0;
-        if (wait_ms == kWaitWhileConnected) PauseMs(1);
+        if (wait_ms == kWaitWhileConnected) usleep(1000);
         continue;
       }
       Drop(records);
