@@ -169,13 +169,7 @@ TEST_CASE(
     "losses and stdout as a bare run",
     "[e2e]") {
   RequireTorch();
-  if (GPUATTR_ASAN_SHIM) {
-    // Inductor compiles in subprocesses (g++, its compile workers) that inherit LD_PRELOAD: the
-    // ASan-built shim there crashes those uninstrumented programs at start (pc 0). A
-    // sanitizer-build artefact, as for static programs; the dev build's run checks this.
-    WARN("skipped under the asan-ubsan preset");
-    return;
-  }
+  if (InductorCannotRunUnderThisShim()) return;
   TempDir dir;
   const std::vector<std::string> command = {kPython, PYTORCH_COMPILED_DEMO, PYTORCH_EXAMPLE_SCRIPT,
                                             "--steps", "3"};

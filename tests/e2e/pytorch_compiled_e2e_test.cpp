@@ -29,12 +29,7 @@ TEST_CASE(
     "has them, and no graph break or recompile of gpuattr's",
     "[e2e]") {
   RequireTorch();
-  if (GPUATTR_ASAN_SHIM) {
-    // As for the compiled demo (pytorch2_e2e_test.cpp): Inductor's g++ and compile workers
-    // inherit LD_PRELOAD, and the ASan-built shim crashes those uninstrumented programs.
-    WARN("skipped under the asan-ubsan preset");
-    return;
-  }
+  if (InductorCannotRunUnderThisShim()) return;
   TempDir dir;
   auto command = [&](const std::string& truth) {
     return std::vector<std::string>{kPython, PYTORCH_COMPILED_SCRIPT, "--truth", dir.File(truth)};

@@ -143,8 +143,8 @@ def describe_origins(origins, graph_is_backward):
             phases.add(BACKWARD)
         else:
             phases.add(RECOMPUTE if graph_is_backward else FORWARD)
-    phase = BACKWARD if BACKWARD in phases else (phases.pop() if len(phases) == 1 else None)
-    return modules, phase
+    # A kernel's non-backward nodes are all forward, or all recomputed: its graph says which.
+    return modules, BACKWARD if BACKWARD in phases else next(iter(phases), None)
 
 
 class WrittenKernel:

@@ -1,11 +1,12 @@
 # The compiled room: a wrapper's call sites from its source, module paths from dynamo's names,
 # and, on a torch that compiles, the map of a real two-block model's forward and backward graphs.
-import ast
+import contextlib
 import sys
 import unittest
 
 import torch
 
+import simgpu_compiled  # tests/simgpu/python, on PYTHONPATH
 from gpuattr_pytorch import compiled
 
 _CPU_WRAPPER = '''
@@ -116,7 +117,11 @@ class CompiledModelTest(unittest.TestCase):
         maps.install(torch._inductor.debug, torch._inductor.codecache,
                      torch._inductor.virtualized, loaded)
         self.assertIsNone(maps.unavailable)
-        called = self._record_kernel_calls(torch._inductor.codecache.PyCodeCache)
+        # The simulated GPU's hook (tests/simgpu/python) records each generated kernel's call as
+        # the wrapper makes it, through a parse of its own.
+        called = []
+        simgpu_compiled.HookedWrappers(lambda work: called.append(work.name),
+                                       contextlib.nullcontext)
         torch._dynamo.reset()
         model = torch.nn.Sequential(_Block(), _Block())
         with torch._inductor.config.patch(force_disable_caches=True):
@@ -141,31 +146,10 @@ class CompiledModelTest(unittest.TestCase):
                             if site.callee == "extern_kernels.mm"}
         self.assertLessEqual({("0.fc",), ("0.proj",), ("1.fc",), ("1.proj",)},
                              weight_gradients)
-        # The map's order is the order the wrappers call their kernels in.
-        for name, sites in maps.maps.items():
-            self.assertEqual([site.callee for site in sites if site.generated], called[name])
-
-    @staticmethod
-    def _record_kernel_calls(cache):
-        """Wraps the generated kernels of each wrapper loaded from now on, so that their calls
-        are recorded in order: {wrapper module name: [kernel name, ...]}."""
-        called = {}
-        load = cache.load_by_key_path
-
-        def load_and_record(key, path, *args, **kwargs):
-            module = load(key, path, *args, **kwargs)
-            with open(path, encoding="utf-8") as source:
-                kernels = compiled.generated_kernel_names(ast.parse(source.read()))
-            calls = called.setdefault(module.__name__, [])
-            for kernel in kernels:
-                def run(*kernel_args, _kernel=getattr(module, kernel), _name=kernel):
-                    calls.append(_name)
-                    return _kernel(*kernel_args)
-                setattr(module, kernel, run)
-            return module
-
-        cache.load_by_key_path = staticmethod(load_and_record)
-        return called
+        # The map's order is the order the wrappers call their kernels in: the forward wrapper,
+        # loaded and called first, then the backward one.
+        self.assertEqual([site.callee for sites in maps.maps.values() for site in sites
+                          if site.generated], called)
 
 
 if __name__ == "__main__":
