@@ -22,11 +22,13 @@ add_library(gpuattr_collector_core STATIC
   analysis/activity_folder.cpp
   analysis/attribution_rules.cpp
   analysis/backward_threads.cpp
+  analysis/compiled_graph_join.cpp
   analysis/copy_fold.cpp
   analysis/device_sweep.cpp
   analysis/family_fold.cpp
   analysis/host_range_fold.cpp
   analysis/kernel_family.cpp
+  analysis/kernel_maps.cpp
   analysis/launch_join.cpp
   analysis/module_fold.cpp
   analysis/pass_tree.cpp

@@ -44,6 +44,7 @@ ActivityFolder::ActivityFolder(const TraceData& data, const AnalysisOptions& opt
               phase_masks_),
       backward_threads_(data, phases_),
       modules_(paths_),
+      compiled_graphs_(data, paths_, options.kernel_maps),
       host_ranges_(data),
       steps_(data, paths_, options.step, options.skip_steps),
       work_(data, paths_) {}
@@ -57,6 +58,7 @@ void ActivityFolder::RefreshNames() {
   work_.Refresh();
   families_.Refresh();
   modules_.Refresh();
+  compiled_graphs_.Refresh();
 }
 
 void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord* launch,
@@ -75,6 +77,9 @@ void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord*
 
   const WorkCategory category = CategoryOf(activity);
   ActivityOutcome outcome = rules_.Attribute(activity, launch);
+  if (outcome.kind == AttributionKind::kDirect) {
+    outcome.node = compiled_graphs_.Place(outcome.node, activity, launch);
+  }
   outcome.phase = phases_.PhaseOf(outcome.node);
   // A collective kernel is communication wherever it was launched; a launch from a thread running
   // the step's backward, with no range of its own or none that names a phase, is backward

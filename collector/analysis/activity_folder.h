@@ -4,8 +4,8 @@
 // unit and to the observer; nothing per activity is kept.
 //
 //   release ──▶ attribution_rules ──▶ phase of the path ──┬─▶ pass_tree      (passes)
-//   (activity,   (rules 1-4)          (phase_fold)        ├─▶ device_sweep   (devices, gaps)
-//                                                         ├─▶ copy_fold      (memory copies)
+//   (activity,   (rules 1-4, then     (phase_fold)        ├─▶ device_sweep   (devices, gaps)
+//                compiled_graph_join)                     ├─▶ copy_fold      (memory copies)
 //    launch,                                              ├─▶ family_fold    (families)
 //    late)                                                ├─▶ module_fold    (modules)
 //                                                         ├─▶ phase_fold     (phases, coverage)
@@ -33,6 +33,7 @@
 
 #include "analysis/attribution_rules.h"
 #include "analysis/backward_threads.h"
+#include "analysis/compiled_graph_join.h"
 #include "analysis/copy_fold.h"
 #include "analysis/device_sweep.h"
 #include "analysis/family_fold.h"
@@ -98,6 +99,7 @@ class ActivityFolder {
   PhaseFold phases_;
   BackwardThreads backward_threads_;
   ModuleFold modules_;
+  CompiledGraphJoin compiled_graphs_;
   HostRangeFold host_ranges_;
   StepFold steps_;
   WorkFold work_;

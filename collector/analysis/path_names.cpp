@@ -43,6 +43,11 @@ const std::vector<std::string>& PathNames::Of(uint32_t node) {
   for (uint32_t id = node; id != 0 && names.size() < kMaxDepth;) {
     if (std::find(seen.begin(), seen.end(), id) != seen.end()) break;
     seen.push_back(id);
+    if (IsDerived(id)) {
+      names.push_back(Derived(id).name);
+      id = Derived(id).parent;
+      continue;
+    }
     auto def = data_.path_nodes.find(id);
     if (def == data_.path_nodes.end()) {
       read_unknown_ = true;
@@ -69,10 +74,28 @@ uint32_t PathNames::InternPass(uint32_t parent, std::string_view name) {
   return id;
 }
 
+uint32_t PathNames::DerivedChild(uint32_t parent, std::string_view name) {
+  auto& children = derived_ids_[parent];
+  auto known = children.find(name);
+  if (known != children.end()) return known->second;
+  if (derived_.size() >= kMaxDerivedNodes) return parent;
+  const uint32_t id = kLastDerivedNode - static_cast<uint32_t>(derived_.size());
+  derived_.push_back(DerivedNode{parent, std::string(name)});
+  children.emplace(std::string(name), id);
+  return id;
+}
+
 uint32_t PathNames::PassIdOf(uint32_t node) {
   if (node == 0) return 0;
   auto cached = pass_by_node_.find(node);
   if (cached != pass_by_node_.end()) return cached->second;
+  if (IsDerived(node)) {
+    // A derived node's parents are made before it, so this recursion ends (at a trace's node).
+    const DerivedNode& derived = Derived(node);
+    const uint32_t pass = InternPass(PassIdOf(derived.parent), derived.name);
+    pass_by_node_.emplace(node, pass);
+    return pass;
+  }
   // The nodes from `node` up to the first whose pass is known (or the root), innermost first,
   // with their definitions (null: undefined): only they are new. A cycle or an undefined node
   // ends the chain as it ends Of's walk.

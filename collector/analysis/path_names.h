@@ -16,6 +16,11 @@
 // use, so its caches never restart. Undefined ids become "<unknown:ID>" components; a parent
 // cycle (malformed input) ends the walk, and no path is longer than kMaxDepth names.
 //
+// Derived nodes are paths no range of the trace defines: the place a compiled graph's kernel map
+// gives a launch below the graph's range (compiled_graph_join.h). Their ids count down from
+// kLastDerivedNode, above any id a trace defines (the shim interns at most 65536), and they outlive
+// Refresh (their parents are ids, whose names Refresh reads again).
+//
 // Reads TraceData, const; single-threaded, on the thread that folds.
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_PATH_NAMES_H_
 #define GPUATTR_COLLECTOR_ANALYSIS_PATH_NAMES_H_
@@ -24,6 +29,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -41,6 +47,8 @@ std::string_view StepRangeKey(std::string_view name);
 class PathNames {
  public:
   static constexpr size_t kMaxDepth = 1024;
+  static constexpr uint32_t kLastDerivedNode = 0xFFFFFFFFu;
+  static constexpr uint32_t kMaxDerivedNodes = 1u << 20;
 
   explicit PathNames(const TraceData& data);
 
@@ -64,6 +72,11 @@ class PathNames {
   // Pass ids are below this.
   size_t pass_count() const { return passes_.size(); }
 
+  // The derived node named `name` below `parent` (a trace's node or a derived one), made at its
+  // first request; `parent` itself once kMaxDerivedNodes exist.
+  uint32_t DerivedChild(uint32_t parent, std::string_view name);
+  static bool IsDerived(uint32_t node) { return node > kLastDerivedNode - kMaxDerivedNodes; }
+
  private:
   struct Pass {
     std::vector<std::string> path;  // its parent's, then its own name
@@ -79,7 +92,12 @@ class PathNames {
     }
   };
 
+  struct DerivedNode {
+    uint32_t parent = 0;
+    std::string name;
+  };
   uint32_t InternPass(uint32_t parent, std::string_view name);
+  const DerivedNode& Derived(uint32_t node) const { return derived_[kLastDerivedNode - node]; }
 
   const TraceData& data_;
   uint64_t generation_ = 0;
@@ -90,6 +108,9 @@ class PathNames {
   std::unordered_map<PassKey, uint32_t, PassKeyHash> pass_ids_;
   std::unordered_map<uint32_t, uint32_t> pass_by_node_;
   std::vector<std::pair<uint32_t, const PathNodeDef*>> chain_;  // PassIdOf's scratch
+  std::deque<DerivedNode> derived_;                             // by kLastDerivedNode - id
+  // parent -> name -> derived id
+  std::unordered_map<uint32_t, std::map<std::string, uint32_t, std::less<>>> derived_ids_;
 };
 
 }  // namespace gpuattr::collector

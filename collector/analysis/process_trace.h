@@ -55,6 +55,9 @@ struct AnalysisOptions {
   // How far behind the latest timestamp an activity may arrive and still join the unions in
   // start order, and a launch wait for its activity.
   uint64_t reorder_window_ns = 2'000'000'000;
+  // The kernel maps of torch.compile'd graphs (compiled_graph_join.h): a file, or a directory of
+  // <pid>.jsonl files (gpuattr run's); empty: launches stay on their compiled graph's range.
+  std::string kernel_maps;
   // Receives released activities, launches, closed ranges and the finished analysis of every
   // process (analysis/trace_observer.h): the exports. Unset: none. Called on the thread that
   // folds (the ingest thread while streaming).

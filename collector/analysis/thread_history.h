@@ -39,6 +39,19 @@ class ThreadHistory {
     return 0;
   }
 
+  // The start of the instance of `node`'s range open on `tid` at `t`; empty when none is.
+  std::optional<uint64_t> StartOfOpen(uint32_t tid, uint64_t t, uint32_t node) const {
+    auto it = data_.history.find(tid);
+    if (it == data_.history.end()) return std::nullopt;
+    const auto& entries = it->second;
+    for (int64_t i = LastPushAtOrBefore(entries, t); i >= 0;) {
+      const HistoryEntry& entry = entries[static_cast<size_t>(i)];
+      if (entry.end_ns > t && entry.node == node) return entry.start_ns;
+      i = entry.parent;
+    }
+    return std::nullopt;
+  }
+
   // The start of the outermost range open on `tid` at `t` (the step, on the main thread), named or
   // not; empty when none is open.
   std::optional<uint64_t> OutermostStartAt(uint32_t tid, uint64_t t) const {

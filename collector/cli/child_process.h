@@ -26,6 +26,8 @@ inline constexpr char kModeEnv[] = "GPUATTR_MODE";
 
 // The Python annotator (docs/pytorch.md): "modules", "ops" or "off"; read by its sitecustomize.
 inline constexpr char kPytorchEnv[] = "GPUATTR_PYTORCH";
+// Where the annotator writes the kernel maps of compiled graphs (a directory; <pid>.jsonl each).
+inline constexpr char kKernelMapsEnv[] = "GPUATTR_KERNEL_MAPS";
 // The NVTX library the annotator calls through ctypes when torch has no NVTX binding of its own.
 inline constexpr char kNvtxLibraryEnv[] = "GPUATTR_NVTX_LIBRARY";
 // The annotator's FLOP counter (docs/pytorch.md §FLOPs): "1" counts (gpuattr run --flops), with

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,6 +39,9 @@ namespace {
 
 constexpr char kSocketName[] = "collector.sock";
 constexpr char kStepTimerName[] = "clean-steps";  // the clean run's step timer file
+// The annotator's kernel maps of compiled graphs, one <pid>.jsonl per process
+// (analysis/kernel_maps.h).
+constexpr char kKernelMapsName[] = "kernel-maps";
 
 // What the poll loop learned from the signalfd and from reaping.
 struct SignalEvents {
@@ -182,7 +186,8 @@ StatusOr<std::string> PytorchMode(const RunOptions& options) {
 // counting FLOPs with `flop_rules` (absolute; empty: the built-in rules) when `flops`.
 StatusOr<std::vector<std::string>> TracedEnvironment(const std::string& pytorch_mode,
                                                      const std::string& socket_path, bool flops,
-                                                     const std::string& flop_rules) {
+                                                     const std::string& flop_rules,
+                                                     const std::string& kernel_maps = "") {
   GPUATTR_ASSIGN_OR_RETURN(const std::string shim, LocateShim());
   std::vector<std::string> environment =
       BuildChildEnvironment(CurrentEnvironment(), shim, socket_path);
@@ -191,6 +196,9 @@ StatusOr<std::vector<std::string>> TracedEnvironment(const std::string& pytorch_
     GPUATTR_ASSIGN_OR_RETURN(python_site, LocatePythonSite());
   }
   AddPythonAnnotator(&environment, pytorch_mode, python_site, GPUATTR_NVTX_LIBRARY_PATH);
+  if (pytorch_mode != "off" && !kernel_maps.empty()) {
+    SetVariable(&environment, kKernelMapsEnv, kernel_maps);
+  }
   if (flops) {
     SetVariable(&environment, kFlopsEnv, "1");
     if (!flop_rules.empty()) SetVariable(&environment, kFlopRulesEnv, flop_rules);
@@ -440,6 +448,11 @@ StatusOr<int> RunCapture(const RunOptions& requested) {
   }
   GPUATTR_ASSIGN_OR_RETURN(PrivateDir dir, PrivateDir::Create(sizeof(kSocketName)));
   const std::string socket_path = dir.path() + "/" + kSocketName;
+  const std::string kernel_maps = dir.path() + "/" + kKernelMapsName;
+  if (pytorch_mode != "off") {
+    std::error_code error;
+    if (std::filesystem::create_directory(kernel_maps, error)) analysis.kernel_maps = kernel_maps;
+  }
   ServerOptions server_options;
   server_options.analysis = analysis;
   GPUATTR_ASSIGN_OR_RETURN(std::unique_ptr<SocketServer> server,
@@ -458,9 +471,9 @@ StatusOr<int> RunCapture(const RunOptions& requested) {
 
   const uint64_t started_realtime_ns = NowNs(CLOCK_REALTIME);
   const uint64_t started_monotonic_ns = NowNs(CLOCK_MONOTONIC);
-  GPUATTR_ASSIGN_OR_RETURN(
-      const std::vector<std::string> environment,
-      TracedEnvironment(pytorch_mode, socket_path, options.flops, options.flop_rules_path));
+  GPUATTR_ASSIGN_OR_RETURN(const std::vector<std::string> environment,
+                           TracedEnvironment(pytorch_mode, socket_path, options.flops,
+                                             options.flop_rules_path, analysis.kernel_maps));
   GPUATTR_ASSIGN_OR_RETURN(const SpawnResult spawned,
                            SpawnChild(options.command, environment, original_mask));
   if (spawned.pid <= 0) return SpawnFailureStatus(options.command[0], spawned.exec_error);

@@ -11,8 +11,9 @@
 #   backward   autograd nodes claimed by the module calls that made them (backward by module)
 #   patches    backward, optimizers, data loaders, functional losses, gradient clipping
 #   op_mode    op ranges (--pytorch ops) and FLOP marks (--flops), with flops.py's counter
-#   compiled   the kernel map of each graph Inductor compiles (issue 42's first part: built and
-#              tested on its own; the Annotator installs it once its maps reach the collector)
+#   compiled   the kernel map of each graph Inductor compiles
+#   compiled_graphs  the maps installed once the program imports Inductor, written to gpuattr's
+#              file, and a range per compiled graph call
 #
 # The program must never notice: nothing is printed, no result or exception changes, and the
 # first error inside a hook disables the annotator for good (a `gpuattr.pytorch: disabled: ...`
@@ -23,6 +24,7 @@ import warnings
 
 from . import compat
 from .backward import Claims
+from .compiled_graphs import MAPS_ENV, CompiledGraphs
 from .modules import ModuleHooks
 from .nvtx import Nvtx
 from .op_mode import OpMode, flop_counter
@@ -36,7 +38,7 @@ _annotator = None
 class Annotator:
     """The rooms, composed over one torch and one NVTX binding."""
 
-    def __init__(self, torch, nvtx, op_ranges=False, counter=None):
+    def __init__(self, torch, nvtx, op_ranges=False, counter=None, maps_dir=None):
         self.ranges = Ranges(nvtx)
         self.guard = Guard(nvtx, self.ranges, compat.find_is_compiling(torch))
         self.steps = Steps(self.ranges)
@@ -47,6 +49,8 @@ class Annotator:
                                         self.op_mode)
         self.patches = Patches(torch, self.ranges, self.guard, self.steps, self.claims,
                                self.module_hooks, self.op_mode)
+        self.compiled_graphs = (CompiledGraphs(self.ranges, self.guard, self.module_hooks.names,
+                                               maps_dir) if hasattr(torch, "compile") else None)
 
     def install(self):
         # torch.compile(module) warns once when global module hooks exist (they fire for the
@@ -56,6 +60,8 @@ class Annotator:
                                         r"hooks on modules")
         self.module_hooks.install()
         self.patches.install()
+        if self.compiled_graphs is not None:
+            self.compiled_graphs.install()
 
 
 def install(torch):
@@ -66,6 +72,7 @@ def install(torch):
         return
     nvtx = Nvtx(torch)
     annotator = Annotator(torch, nvtx, op_ranges=os.environ.get("GPUATTR_PYTORCH") == "ops",
-                          counter=flop_counter(torch, nvtx))
+                          counter=flop_counter(torch, nvtx),
+                          maps_dir=os.environ.get(MAPS_ENV))
     annotator.install()
     _annotator = annotator

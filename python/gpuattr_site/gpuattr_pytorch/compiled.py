@@ -26,6 +26,12 @@ PROVENANCE_HOOK = "set_kernel_post_grad_provenance_tracing"
 # `[0]`, `['attn']`: a ModuleList index or a ModuleDict key in dynamo's source names.
 _SUBSCRIPT = re.compile(r"\[['\"]?([^\]'\"]+)['\"]?\]")
 
+# Ops that make a view of their input: in eager mode they launch no kernel.
+METADATA_OPS = frozenset({
+    "view", "_unsafe_view", "reshape", "_reshape_alias", "view_as", "permute", "transpose", "t",
+    "expand", "squeeze", "unsqueeze", "slice", "select", "as_strided", "alias", "detach",
+    "split", "split_with_sizes", "unbind", "unflatten", "flatten"})
+
 FORWARD = "forward"
 BACKWARD = "backward"
 RECOMPUTE = "recompute"
@@ -34,15 +40,18 @@ RECOMPUTE = "recompute"
 class CallSite:
     """One call of a wrapper's call(): `callee` (a generated kernel's name, or the dotted name of
     an extern or fallback op), `buffers` it writes or passes, and once matched, `modules` (the
-    qualified names of the modules its nodes came from, in first-seen order) and `phase`."""
+    qualified names of the modules its nodes came from, in first-seen order), `chain` (the module
+    calls, outermost first, that enclose all of its nodes: (qualified name, class name) pairs
+    from the compiled root, whose qualified name is '') and `phase`."""
 
-    __slots__ = ("callee", "generated", "buffers", "modules", "phase")
+    __slots__ = ("callee", "generated", "buffers", "modules", "chain", "phase")
 
     def __init__(self, callee, generated, buffers):
         self.callee = callee
         self.generated = generated
         self.buffers = buffers
         self.modules = None
+        self.chain = None
         self.phase = None
 
     def __repr__(self):
@@ -116,46 +125,104 @@ def wrapper_call_sites(source):
     return sites
 
 
-def module_path(stack):
-    """The qualified name of the innermost module of an nn_module_stack (dynamo's source names:
-    `L['self'].blocks[0].attn` is `blocks.0.attn`; '' is the compiled root), or None."""
-    if not stack:
-        return None
-    source = list(stack.values())[-1][0]
+def _qualified(source):
+    """`blocks.0.attn` of dynamo's source name `L['self'].blocks[0].attn` ('': the root)."""
     path = source.split("]", 1)[1] if source.startswith(("L[", "G[")) else source
     return _SUBSCRIPT.sub(r".\1", path).strip(".")
 
 
-def describe_origins(origins, graph_is_backward):
-    """(modules in first-seen order, phase) of the FX nodes a kernel computes."""
-    modules = []
-    phases = set()
-    for node in origins:
-        if getattr(node, "op", None) != "call_function":
-            continue
+def _class_name(module_type):
+    """A module class's name, from the class or its dotted name."""
+    if isinstance(module_type, str):
+        return module_type.rsplit(".", 1)[-1]
+    return getattr(module_type, "__name__", str(module_type))
+
+
+def module_chain(stack):
+    """The module calls of an nn_module_stack, outermost first, as (qualified name, class name)
+    pairs (dynamo's source names: `L['self'].blocks[0].attn` is `blocks.0.attn`; '' is the
+    compiled root); [] for none."""
+    return [(_qualified(entry[0]), _class_name(entry[1])) for entry in (stack or {}).values()]
+
+
+def module_path(stack):
+    """The qualified name of the innermost module of an nn_module_stack, or None."""
+    chain = module_chain(stack)
+    return chain[-1][0] if chain else None
+
+
+def common_chain(chains):
+    """The longest chain that begins every non-empty one of `chains` (their deepest common
+    module's); a node of no module (autograd's gradient sums) says nothing about where it is."""
+    chains = [chain for chain in chains if chain]
+    if not chains:
+        return []
+    common = list(chains[0])
+    for chain in chains[1:]:
+        length = 0
+        while (length < len(common) and length < len(chain) and
+               common[length][0] == chain[length][0]):
+            length += 1
+        del common[length:]
+    return common
+
+
+def _op_name(node):
+    """`mm` of an FX node calling aten.mm.default; None for other targets."""
+    packet = getattr(getattr(node, "target", None), "_overloadpacket", None)
+    return getattr(packet, "__name__", None)
+
+
+def _computing_nodes(origins, extern_op):
+    """The origins a kernel's time belongs to: for an extern kernel, the nodes of its op (an
+    addmm fuses the views around it); else those that are not views, which launch nothing in
+    eager mode, unless views are all there is."""
+    nodes = [node for node in origins if getattr(node, "op", None) == "call_function"]
+    if extern_op is not None:
+        own = [node for node in nodes if _op_name(node) == extern_op]
+        if own:
+            return own
+    computing = [node for node in nodes if _op_name(node) not in METADATA_OPS]
+    return computing or nodes
+
+
+def describe_origins(origins, graph_is_backward, extern_op=None):
+    """(the modules, sorted, of the FX nodes a kernel computes, their common chain, phase). In a
+    forward graph every kernel is forward (the partitioner moves some backward nodes into it,
+    saved for backward instead of their inputs); in a backward graph a kernel is backward if
+    any of its nodes is, else recomputation."""
+    modules = set()
+    chains = []
+    backward = False
+    nodes = _computing_nodes(origins, extern_op)
+    for node in nodes:
         meta = node.meta
         backward_node = meta.get("partitioner_tag") == "is_backward"
-        stack = meta.get("fwd_nn_module_stack") if backward_node else meta.get("nn_module_stack")
-        path = module_path(stack)
-        if path is not None and path not in modules:
-            modules.append(path)
-        if backward_node:
-            phases.add(BACKWARD)
-        else:
-            phases.add(RECOMPUTE if graph_is_backward else FORWARD)
-    # A kernel's non-backward nodes are all forward, or all recomputed: its graph says which.
-    return modules, BACKWARD if BACKWARD in phases else next(iter(phases), None)
+        backward = backward or backward_node
+        chain = module_chain((backward_node and meta.get("fwd_nn_module_stack")) or
+                             meta.get("nn_module_stack"))
+        chains.append(chain)
+        if chain:
+            modules.add(chain[-1][0])
+    if not nodes:
+        phase = None
+    elif not graph_is_backward:
+        phase = FORWARD
+    else:
+        phase = BACKWARD if backward else RECOMPUTE
+    return sorted(modules), common_chain(chains), phase
 
 
 class WrittenKernel:
     """What the provenance hook saw of one kernel Inductor wrote into a wrapper."""
 
-    __slots__ = ("name", "buffers", "modules", "phase", "used")
+    __slots__ = ("name", "buffers", "modules", "chain", "phase", "used")
 
-    def __init__(self, name, buffers, modules, phase):
+    def __init__(self, name, buffers, modules, phase, chain=()):
         self.name = name
         self.buffers = buffers
         self.modules = modules
+        self.chain = list(chain)
         self.phase = phase
         self.used = False
 
@@ -171,8 +238,11 @@ def written_kernel(node_schedule, kernel_name, is_extern, graph_is_backward):
     origins = []
     for node in nodes:
         origins.extend(getattr(node, "origins", ()))
-    modules, phase = describe_origins(origins, graph_is_backward)
-    return WrittenKernel(kernel_name, buffers, modules, phase)
+    extern_op = kernel_name.rsplit(".", 1)[-1] if is_extern else None
+    if extern_op is not None and kernel_name.startswith("torch.ops."):
+        extern_op = kernel_name.split(".")[3] if kernel_name.count(".") >= 3 else None
+    modules, chain, phase = describe_origins(origins, graph_is_backward, extern_op)
+    return WrittenKernel(kernel_name, buffers, modules, phase, chain)
 
 
 def match(sites, written):
@@ -185,6 +255,7 @@ def match(sites, written):
         if chosen is not None:
             chosen.used = True
             site.modules = chosen.modules
+            site.chain = chosen.chain
             site.phase = chosen.phase
     return sites
 
@@ -194,12 +265,20 @@ class KernelMaps:
     its call() as CallSites. install() wraps Inductor's provenance hook and its wrapper loading;
     until then, and where this torch lacks either (`unavailable` says why), nothing is mapped.
     The first error of a hook body stops the mapping for good (`unavailable` holds it); the
-    program's compile never sees it."""
+    program's compile never sees it.
 
-    def __init__(self):
+    `context()`, when given, is asked once per graph, at its first kernel, on the thread that
+    compiles it; `mapped(module, sites, is_backward, context)` is told of each map once its
+    wrapper loaded (is_backward and context are None for a wrapper loaded from the compile
+    cache, which Inductor did not write here: its sites match nothing)."""
+
+    def __init__(self, context=None, mapped=None):
         self.maps = {}
         self.unavailable = "not installed"
-        self._written = {}  # id(the GraphLowering being written) -> (it, [WrittenKernel])
+        self._context = context
+        self._mapped = mapped
+        # id(the GraphLowering being written) -> [it, [WrittenKernel], its context]
+        self._written = {}
 
     def install(self, debug, codecache, virtualized, loaded_modules):
         """`debug`, `codecache` and `virtualized` are torch._inductor's modules of those names;
@@ -248,7 +327,11 @@ class KernelMaps:
                 return
             kernel = written_kernel(node_schedule, kernel_name, is_extern,
                                     bool(getattr(graph, "is_backward", False)))
-            self._written.setdefault(id(graph), (graph, []))[1].append(kernel)
+            entry = self._written.get(id(graph))
+            if entry is None:
+                context = self._context() if self._context is not None else None
+                entry = self._written[id(graph)] = [graph, [], context]
+            entry[1].append(kernel)
         except Exception as error:  # noqa: BLE001 - never the compile's problem
             self.unavailable = "the provenance hook failed: %r" % (error,)
 
@@ -257,9 +340,12 @@ class KernelMaps:
             if not hasattr(module, "call") or module.__name__ in self.maps:
                 return
             graph = self._current_graph(virtualized_v)
-            _, written = self._written.pop(id(graph), (None, []))
+            _, written, context = self._written.pop(id(graph), (None, [], None))
             with open(path, encoding="utf-8") as source:
                 sites = wrapper_call_sites(source.read())
             self.maps[module.__name__] = match(sites, written)
+            if self._mapped is not None:
+                is_backward = None if graph is None else bool(getattr(graph, "is_backward", 0))
+                self._mapped(module, sites, is_backward, context)
         except Exception as error:  # noqa: BLE001 - never the compile's problem
             self.unavailable = "mapping a wrapper failed: %r" % (error,)

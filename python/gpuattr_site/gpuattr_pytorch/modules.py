@@ -3,6 +3,8 @@
 #   nn.Module: <Class>_<k>          a root module call (k numbers the class's root modules)
 #   nn.Module: <qualified.name>     a submodule call, named from its root (layer1.0.conv1)
 #
+# torch.compile's OptimizedModule is named as the module it wraps (`_orig_mod`), and that step is
+# left out of qualified names, as the kernel maps of compiled graphs name modules (compiled.py).
 # A module is a submodule when a root call is open on the thread and the root has it, or when it
 # was last seen under a root (a checkpoint's recompute runs it with no root call open); else its
 # call is a root call, which opens a step when nothing else is open (steps.py). When a call
@@ -36,6 +38,13 @@ class ModuleCall:
         self.is_loss = is_loss
 
 
+def _without_compile_wrappers(qualified_name):
+    """A qualified name without torch.compile's OptimizedModule steps (`_orig_mod`): a compiled
+    module's submodules are named as if it were not wrapped, as its kernel maps name them."""
+    parts = [part for part in qualified_name.split(".") if part != "_orig_mod"]
+    return ".".join(parts) if qualified_name else qualified_name
+
+
 class ModuleNames:
     """Range names of modules: roots by class and number, submodules by qualified name."""
 
@@ -43,6 +52,7 @@ class ModuleNames:
         self._lock = threading.Lock()
         self._root_names = {}  # id(root module) -> "nn.Module: Class_k"
         self._root_count_by_class = {}
+        self._first_root_of_class = {}  # class name -> its first root's name
         self._qualified_names = {}  # id(root module) -> {id(module): its range name}
         self._names_of_submodules = {}  # id(module) -> its range name under its last root
 
@@ -53,8 +63,9 @@ class ModuleNames:
             root = roots[-1]
             names = self._qualified_names.get(id(root))
             if names is None or id(module) not in names:
-                names = {id(child): MODULE_PREFIX + name
-                         for name, child in root.named_modules() if name}
+                names = {id(child): MODULE_PREFIX + _without_compile_wrappers(name)
+                         for name, child in root.named_modules()
+                         if _without_compile_wrappers(name)}
                 self._qualified_names[id(root)] = names
                 self._names_of_submodules.update(names)
             name = names.get(id(module))
@@ -66,12 +77,20 @@ class ModuleNames:
         name = self._root_names.get(id(module))
         if name is None:
             with self._lock:
-                class_name = type(module).__name__
+                # torch.compile(model) is called as an OptimizedModule: named as the model.
+                named = getattr(module, "_orig_mod", module)
+                class_name = type(named).__name__
                 index = self._root_count_by_class.get(class_name, 0)
                 self._root_count_by_class[class_name] = index + 1
                 name = "%s%s_%d" % (MODULE_PREFIX, class_name, index)
                 self._root_names[id(module)] = name
+                self._first_root_of_class.setdefault(class_name, name)
         return name
+
+    def root_name_of_class(self, class_name):
+        """The name of the first root of `class_name` called so far, else the one the first
+        would get: a compiled graph's root, of which only the class is known."""
+        return self._first_root_of_class.get(class_name, "%s%s_0" % (MODULE_PREFIX, class_name))
 
 
 class ModuleHooks:
@@ -84,7 +103,7 @@ class ModuleHooks:
         self._steps = steps
         self._claims = claims
         self._op_mode = op_mode  # op_mode.OpMode or None
-        self._names = ModuleNames()
+        self.names = ModuleNames()
         self._call_numbers = itertools.count(1)
         self._tensor_type = torch.Tensor
         self._loss_type = torch.nn.modules.loss._Loss
@@ -105,12 +124,12 @@ class ModuleHooks:
         stack = self._ranges.stack
         if self._op_mode is not None:
             self._op_mode.enter()
-        name = self._names.submodule_name(module, stack.roots)
+        name = self.names.submodule_name(module, stack.roots)
         is_root = name is None
         if is_root:
             if not stack.modules and self._steps.may_open_at_root_call():
                 self._steps.open()
-            name = self._names.root_name(module)
+            name = self.names.root_name(module)
             stack.roots.append(module)
         self._ranges.push(name)
         path = (stack.modules[-1].path if stack.modules else ()) + (name,)

@@ -92,6 +92,52 @@ class ModulePathTest(unittest.TestCase):
         self.assertIsNone(compiled.module_path({}))
 
 
+class _Node:
+    """An FX node as describe_origins reads it."""
+
+    def __init__(self, op_name, stack, backward=False, fwd_stack=None):
+        self.op = "call_function"
+        self.target = getattr(torch.ops.aten, op_name).default
+        self.meta = {"nn_module_stack": stack}
+        if backward:
+            self.meta["partitioner_tag"] = "is_backward"
+            self.meta["fwd_nn_module_stack"] = fwd_stack
+
+
+def _stack(*sources):
+    return {str(i): (source, "torch.nn.Linear") for i, source in enumerate(sources)}
+
+
+class DescribeOriginsTest(unittest.TestCase):
+    FC = _stack("L['self']", "L['self'].fc")
+    ACT = _stack("L['self']", "L['self'].act")
+
+    def test_views_launch_nothing_and_an_extern_kernel_is_its_op(self):
+        origins = [_Node("view", self.FC), _Node("gelu", self.ACT)]
+        modules, chain, phase = compiled.describe_origins(origins, False)
+        self.assertEqual((modules, [name for name, _ in chain], phase), (["act"], ["", "act"],
+                                                                         compiled.FORWARD))
+        origins = [_Node("addmm", self.FC), _Node("view", self.ACT)]
+        modules, chain, _ = compiled.describe_origins(origins, False, extern_op="addmm")
+        self.assertEqual(modules, ["fc"])
+        self.assertEqual(chain[-1], ("fc", "Linear"))
+
+    def test_a_fused_kernel_is_its_modules_deepest_common_one(self):
+        origins = [_Node("add", self.FC), _Node("gelu", self.ACT), _Node("mul", {})]
+        modules, chain, _ = compiled.describe_origins(origins, False)
+        self.assertEqual(modules, ["act", "fc"])
+        self.assertEqual([name for name, _ in chain], [""])  # a node of no module says nothing
+
+    def test_phases_by_graph_and_partitioner_tag(self):
+        moved = _Node("mul", {}, backward=True, fwd_stack=self.FC)
+        self.assertEqual(compiled.describe_origins([moved], False)[2], compiled.FORWARD)
+        self.assertEqual(compiled.describe_origins([moved], True)[0], ["fc"])
+        self.assertEqual(compiled.describe_origins([moved], True)[2], compiled.BACKWARD)
+        recomputed = _Node("gelu", self.ACT)
+        self.assertEqual(compiled.describe_origins([recomputed], True)[2], compiled.RECOMPUTE)
+        self.assertIsNone(compiled.describe_origins([], True)[2])
+
+
 class _Block(torch.nn.Module):
     def __init__(self):
         super().__init__()

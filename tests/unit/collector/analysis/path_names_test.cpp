@@ -78,5 +78,29 @@ TEST_CASE("a parent cycle ends the walk", "[unit][path_names]") {
   CHECK(paths.PassOf(a) == Path{"b", "a"});
 }
 
+TEST_CASE("derived nodes extend a trace's paths, share passes, and outlive a refresh",
+          "[unit][path_names]") {
+  TraceFixture trace;
+  const uint32_t first = trace.Node({"ProfilerStep#1", "torch.compile: g forward"});
+  const uint32_t second = trace.Node({"ProfilerStep#2", "torch.compile: g forward"});
+  PathNames paths(trace.data);
+  const uint32_t module = paths.DerivedChild(first, "nn.Module: fc");
+  CHECK(PathNames::IsDerived(module));
+  CHECK_FALSE(PathNames::IsDerived(first));
+  CHECK(paths.DerivedChild(first, "nn.Module: fc") == module);  // made once
+  const uint32_t leaf = paths.DerivedChild(module, "backward");
+  CHECK(paths.Of(leaf) ==
+        Path{"ProfilerStep#1", "torch.compile: g forward", "nn.Module: fc", "backward"});
+  const uint32_t other_step = paths.DerivedChild(second, "nn.Module: fc");
+  CHECK(paths.PassIdOf(other_step) == paths.PassIdOf(module));
+  CHECK(paths.PassOf(leaf) ==
+        Path{"ProfilerStep#*", "torch.compile: g forward", "nn.Module: fc", "backward"});
+  trace.data.strings[trace.Str("torch.compile: g forward")] = "renamed";
+  ++trace.data.definitions;
+  ++trace.data.redefinitions;
+  CHECK(paths.Refresh());
+  CHECK(paths.Of(leaf) == Path{"ProfilerStep#1", "renamed", "nn.Module: fc", "backward"});
+}
+
 }  // namespace
 }  // namespace gpuattr::collector::testing

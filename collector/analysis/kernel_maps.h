@@ -1,0 +1,85 @@
+// KernelMaps: the kernel maps of a process's torch.compile'd graphs (docs/pytorch.md §Compiled
+// models), read from the JSON lines the Python annotator writes (format gpuattr.kernel_map/1,
+// python/gpuattr_site/gpuattr_pytorch/compiled_graphs.py), one line per graph:
+//
+//   {"format": "gpuattr.kernel_map/1", "graph": KEY, "range": "torch.compile: KEY forward",
+//    "calls": [{"kernel": NAME, "generated": BOOL, "phase": "forward"|"backward"|"recompute"|null,
+//               "modules": [RANGE NAME, ...], "fused": [RANGE NAME, ...]}, ...]}
+//
+// `calls` is the graph wrapper's calls in the order it makes them: a kernel Inductor generated
+// (its launch carries its name) or an extern op (a cuBLAS GEMM, an aten fallback: its launches
+// carry other names); `modules` the module calls that enclose the call's FX nodes, outermost
+// first; `fused` the modules a kernel fusing several of them computes.
+//
+// The file is the traced program's writing: nothing in it is trusted. A line that is not a map
+// (bad JSON, wrong types, over the bounds below) is skipped and counted; a file is read in
+// complete lines from where the last read stopped, so a live run's file, which grows as the
+// program compiles, is read again when a graph's range has no map yet.
+//
+// Single-threaded, on the thread that folds. Memory: the maps, at most kMaxBytes of lines read.
+#ifndef GPUATTR_COLLECTOR_ANALYSIS_KERNEL_MAPS_H_
+#define GPUATTR_COLLECTOR_ANALYSIS_KERNEL_MAPS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/phase.h"
+#include "base/status.h"
+
+namespace gpuattr::collector {
+
+inline constexpr std::string_view kKernelMapFormat = "gpuattr.kernel_map/1";
+inline constexpr std::string_view kCompiledGraphRangePrefix = "torch.compile: ";
+
+struct CompiledCall {
+  std::string kernel;
+  bool generated = false;
+  std::optional<Phase> phase;        // forward, backward or recompute; none: not mapped
+  std::vector<std::string> modules;  // range names, outermost first
+  std::vector<std::string> fused;
+};
+
+struct GraphMap {
+  std::vector<CompiledCall> calls;
+  // Generated kernels' call indexes by kernel name, in call order.
+  std::unordered_map<std::string, std::vector<uint32_t>> generated_calls;
+};
+
+class KernelMaps {
+ public:
+  static constexpr uint64_t kMaxBytes = 256ull << 20;
+  static constexpr size_t kMaxCalls = 1u << 20;
+  static constexpr size_t kMaxModules = 256;
+  static constexpr size_t kMaxNameBytes = 4096;
+
+  // Reads the complete lines `path` holds past what was read of it before. A file that is not
+  // there yet is no error (a live run's program may not have compiled anything); one that cannot
+  // be read is kNotFound.
+  Status ReadNewLines(const std::string& path);
+  // One line; false when it is not a map (counted in rejected_lines).
+  bool AddLine(std::string_view line);
+
+  // The map of the graph whose calls run in range `range_name`, or null.
+  const GraphMap* Find(std::string_view range_name) const;
+  size_t graph_count() const { return graphs_.size(); }
+  uint64_t rejected_lines() const { return rejected_lines_; }
+
+ private:
+  std::unordered_map<std::string, GraphMap> graphs_;  // by range name
+  uint64_t read_bytes_ = 0;                           // of the file, complete lines only
+  uint64_t rejected_lines_ = 0;
+};
+
+// The range names a call's launches belong under, below its graph's range, as the eager
+// annotator names them: forward, its modules; backward, those and the `backward` leaf;
+// recompute, `backward`, `recompute` and the modules re-run inside it.
+std::vector<std::string> CompiledCallPath(std::optional<Phase> phase,
+                                          const std::vector<std::string>& modules);
+
+}  // namespace gpuattr::collector
+
+#endif  // GPUATTR_COLLECTOR_ANALYSIS_KERNEL_MAPS_H_

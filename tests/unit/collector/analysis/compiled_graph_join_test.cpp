@@ -1,0 +1,161 @@
+// CompiledGraphJoin: launches inside a compiled graph's range placed where its kernel map says,
+// generated kernels by name and order, extern ones by the calls between them; what the map
+// cannot place stays on the graph's range, and launches elsewhere are left alone.
+#include "analysis/compiled_graph_join.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "test_files.h"
+#include "trace_fixture.h"
+
+namespace gpuattr::collector::testing {
+namespace {
+
+using Path = std::vector<std::string>;
+
+constexpr uint32_t kTid = 7;
+const std::string kForward = "torch.compile: g forward";
+const std::string kBackward = "torch.compile: h backward";
+
+std::string Call(const std::string& kernel, bool generated, const std::string& phase,
+                 const std::vector<std::string>& modules) {
+  std::string out = R"({"kernel":")" + kernel + R"(","generated":)" +
+                    (generated ? "true" : "false") + R"(,"phase":")" + phase +
+                    R"(","modules":["nn.Module: Gpt_0")";
+  for (const std::string& module : modules) out += R"(,"nn.Module: )" + module + "\"";
+  return out + "]}";
+}
+
+std::string MapLine(const std::string& range, const std::vector<std::string>& calls) {
+  std::string out =
+      R"({"format":"gpuattr.kernel_map/1","graph":"g","range":")" + range + R"(","calls":[)";
+  for (size_t i = 0; i < calls.size(); ++i) out += (i ? "," : "") + calls[i];
+  return out + "]}\n";
+}
+
+class JoinFixture {
+ public:
+  JoinFixture() {
+    test_support::WriteFile(
+        dir.File("maps.jsonl"),
+        MapLine(kForward, {Call("k_ln", true, "forward", {"blocks.0"}),
+                           Call("extern_kernels.addmm", false, "forward",
+                                {"blocks.0", "blocks.0.attn", "blocks.0.attn.qkv"}),
+                           Call("torch.ops.aten._scaled_dot_product_flash_attention.default", false,
+                                "forward", {"blocks.0", "blocks.0.attn"}),
+                           Call("extern_kernels.addmm", false, "forward",
+                                {"blocks.0", "blocks.0.attn", "blocks.0.attn.proj"}),
+                           Call("k_ln", true, "forward", {"blocks.1"})}) +
+            MapLine(kBackward, {Call("k_bwd", true, "backward", {"head"}),
+                                Call("extern_kernels.mm", false, "backward", {"head"}),
+                                Call("extern_kernels.mm", false, "recompute", {"head"})}));
+    trace.Range(kTid, {"step"}, 0, 1000);
+    trace.Range(kTid, {"step", kForward}, 100, 200);
+    trace.Range(kTid, {"step", kForward}, 300, 400);
+    trace.Range(kTid, {"step", kBackward}, 500, 600);
+  }
+
+  // The path the join places a kernel named `name` at, launched at `enter_ns` under `names`.
+  Path Place(uint64_t enter_ns, const std::string& name, const Path& names) {
+    const LaunchRecord launch = trace.Launch(enter_ns, kTid, names);
+    const ActivityRecord kernel = trace.Kernel(enter_ns + 1, enter_ns + 2, name);
+    return paths.Of(join.Place(launch.node, kernel, &launch));
+  }
+
+  test_support::TempDir dir;
+  TraceFixture trace;
+  PathNames paths{trace.data};
+  CompiledGraphJoin join{trace.data, paths, dir.File("maps.jsonl")};
+};
+
+Path Under(const std::string& graph, const Path& below) {
+  Path path = {"step", graph, "nn.Module: Gpt_0"};
+  for (const std::string& name : below) path.push_back(name);
+  return path;
+}
+
+TEST_CASE("a graph call's launches go to their calls' modules, in call order",
+          "[unit][compiled_graph_join]") {
+  JoinFixture f;
+  const Path graph = {"step", kForward};
+  CHECK(f.Place(110, "k_ln", graph) == Under(kForward, {"nn.Module: blocks.0"}));
+  CHECK(f.Place(120, "sm90_xmma_gemm_f32f32", graph) ==
+        Under(kForward,
+              {"nn.Module: blocks.0", "nn.Module: blocks.0.attn", "nn.Module: blocks.0.attn.qkv"}));
+  CHECK(f.Place(130, "flash_fwd_kernel", graph) ==
+        Under(kForward, {"nn.Module: blocks.0", "nn.Module: blocks.0.attn"}));
+  CHECK(f.Place(140, "sm90_xmma_gemm_f32f32", graph) ==
+        Under(kForward, {"nn.Module: blocks.0", "nn.Module: blocks.0.attn",
+                         "nn.Module: blocks.0.attn.proj"}));
+  // The name recurs: its second launch is its second call's.
+  CHECK(f.Place(150, "k_ln", graph) == Under(kForward, {"nn.Module: blocks.1"}));
+  // One launch more than the map has calls of its name: named by its graph, never guessed.
+  CHECK(f.Place(160, "k_ln", graph) == graph);
+  // The next call of the graph starts over.
+  CHECK(f.Place(310, "k_ln", graph) == Under(kForward, {"nn.Module: blocks.0"}));
+  CHECK(f.join.placed() == 6);
+  CHECK(f.join.unplaced() == 1);
+}
+
+TEST_CASE("an extern launch the names cannot single out goes to the calls' common module",
+          "[unit][compiled_graph_join]") {
+  JoinFixture f;
+  const Path graph = {"step", kForward};
+  CHECK(f.Place(110, "k_ln", graph) == Under(kForward, {"nn.Module: blocks.0"}));
+  // Not a GEMM, not attention: any of the three extern calls that follow.
+  CHECK(f.Place(115, "void at::native::copy_kernel", graph) ==
+        Under(kForward, {"nn.Module: blocks.0", "nn.Module: blocks.0.attn"}));
+  // A third GEMM where two GEMM calls lie: either of them.
+  f.Place(120, "sm90_gemm", graph);
+  f.Place(125, "sm90_gemm", graph);
+  CHECK(f.Place(128, "sm90_gemm", graph) ==
+        Under(kForward, {"nn.Module: blocks.0", "nn.Module: blocks.0.attn"}));
+}
+
+TEST_CASE("backward calls end in the backward leaf, recomputed ones below it, and mixed ones stay",
+          "[unit][compiled_graph_join]") {
+  JoinFixture f;
+  const Path graph = {"step", kBackward};
+  CHECK(f.Place(510, "k_bwd", graph) == Under(kBackward, {"nn.Module: head", "backward"}));
+  CHECK(f.Place(520, "some_kernel", graph) == graph);  // a backward mm's, or a recomputed one's
+  // GEMMs are told apart by their order: a backward one, then a recomputed one.
+  CHECK(f.Place(530, "sm90_gemm", graph) == Under(kBackward, {"nn.Module: head", "backward"}));
+  CHECK(f.Place(540, "sm90_gemm", graph) ==
+        Path{"step", kBackward, "backward", "recompute", "nn.Module: Gpt_0", "nn.Module: head"});
+}
+
+TEST_CASE("launches outside a mapped graph's range are left where they are",
+          "[unit][compiled_graph_join]") {
+  JoinFixture f;
+  CHECK(f.Place(50, "k_ln", {"step"}) == Path{"step"});
+  f.trace.Range(kTid, {"step", "torch.compile: unmapped forward"}, 700, 800);
+  CHECK(f.Place(710, "k_ln", {"step", "torch.compile: unmapped forward"}) ==
+        Path{"step", "torch.compile: unmapped forward"});
+  // A replayed CUDA graph's kernel keeps its capture-time node.
+  const LaunchRecord launch = f.trace.Launch(110, kTid, {"step", kForward});
+  ActivityRecord replayed = f.trace.Kernel(111, 112, "k_ln");
+  replayed.graph_node_id = 42;
+  CHECK(f.join.Place(launch.node, replayed, &launch) == launch.node);
+  // No maps at all: nothing moves.
+  CompiledGraphJoin none(f.trace.data, f.paths, "");
+  const ActivityRecord kernel = f.trace.Kernel(111, 112, "k_ln");
+  CHECK(none.Place(launch.node, kernel, &launch) == launch.node);
+}
+
+TEST_CASE("a directory of maps is read at its process's file", "[unit][compiled_graph_join]") {
+  JoinFixture f;
+  f.trace.data.hello = wire::Hello{};
+  f.trace.data.hello->pid = 4242;
+  test_support::WriteFile(f.dir.File("4242.jsonl"),
+                          test_support::ReadFile(f.dir.File("maps.jsonl")));
+  CompiledGraphJoin by_pid(f.trace.data, f.paths, f.dir.path());
+  const LaunchRecord launch = f.trace.Launch(110, kTid, {"step", kForward});
+  const ActivityRecord kernel = f.trace.Kernel(111, 112, "k_ln");
+  CHECK(f.paths.Of(by_pid.Place(launch.node, kernel, &launch)) ==
+        Under(kForward, {"nn.Module: blocks.0"}));
+}
+
+}  // namespace
+}  // namespace gpuattr::collector::testing

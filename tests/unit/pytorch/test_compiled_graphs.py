@@ -1,0 +1,129 @@
+# The compiled room at run time: module range names of a graph's calls, its map line in
+# gpuattr's file, and the range around each call of its wrapper.
+import json
+import os
+import sys
+import tempfile
+import types
+import unittest
+
+from fake_nvtx import RecordingNvtx
+from gpuattr_pytorch import compiled, compiled_graphs
+from gpuattr_pytorch.modules import ModuleNames
+from gpuattr_pytorch.ranges import Guard, Ranges
+
+ROOT = ("", "Gpt")
+BLOCK = ("blocks.0", "Block")
+FC = ("blocks.0.fc", "Linear")
+
+
+class RangeNamesTest(unittest.TestCase):
+    def test_a_compiled_function_names_its_root_by_class(self):
+        names = compiled_graphs.range_names([ROOT, BLOCK, FC], None, True,
+                                            ModuleNames().root_name_of_class)
+        self.assertEqual(names, ["nn.Module: Gpt_0", "nn.Module: blocks.0",
+                                 "nn.Module: blocks.0.fc"])
+
+    def test_a_compiled_module_is_the_call_open_when_it_compiled(self):
+        root = compiled_graphs.RootCall("nn.Module: Gpt_0", True)
+        self.assertEqual(compiled_graphs.range_names([ROOT, FC], root, False, None),
+                         ["nn.Module: blocks.0.fc"])  # its forward graph runs inside root
+        submodule = compiled_graphs.RootCall("nn.Module: blocks.1", False)
+        self.assertEqual(compiled_graphs.range_names([ROOT, ("fc", "Linear")], submodule, True,
+                                                     None),
+                         ["nn.Module: blocks.1", "nn.Module: blocks.1.fc"])
+
+    def test_a_root_named_earlier_keeps_its_name(self):
+        names = ModuleNames()
+        names.root_name(types.SimpleNamespace())  # a SimpleNamespace_0 first
+        self.assertEqual(names.root_name_of_class("SimpleNamespace"),
+                         "nn.Module: SimpleNamespace_0")
+        self.assertEqual(names.root_name_of_class("Gpt"), "nn.Module: Gpt_0")
+
+
+def _site(callee, generated, chain, phase, modules=None):
+    site = compiled.CallSite(callee, generated, [])
+    site.chain, site.phase, site.modules = chain, phase, modules or [chain[-1][0]]
+    return site
+
+
+class MappedGraphTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.nvtx = RecordingNvtx()
+        ranges = Ranges(self.nvtx)
+        self.graphs = compiled_graphs.CompiledGraphs(ranges, Guard(self.nvtx, ranges, None),
+                                                     ModuleNames(), self.dir.name)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def lines(self):
+        with open(os.path.join(self.dir.name, "%d.jsonl" % os.getpid())) as maps:
+            return [json.loads(line) for line in maps]
+
+    def test_forward_and_backward_maps_and_a_range_per_call(self):
+        forward = types.ModuleType("torch._inductor.runtime.compile_tasks.cabc")
+        forward.call = lambda args: list(reversed(args))
+        sites = [_site("cpp_fused_gelu_0", True, [ROOT, BLOCK], compiled.FORWARD,
+                       ["blocks.0.act", "blocks.0.ln"]),
+                 _site("extern_kernels.addmm", False, [ROOT, BLOCK, FC], compiled.FORWARD)]
+        self.graphs._mapped(forward, sites, False, ("0/0", None))
+        backward = types.ModuleType("cdef")
+        backward.call = lambda args: args
+        self.graphs._mapped(backward, [_site("extern_kernels.mm", False, [ROOT, BLOCK, FC],
+                                             compiled.BACKWARD)], True, ("0/0", None))
+        first, second = self.lines()
+        self.assertEqual(first["format"], "gpuattr.kernel_map/1")
+        self.assertEqual((first["graph"], first["range"]), ("cabc", "torch.compile: cabc forward"))
+        self.assertEqual(first["calls"][0], {
+            "kernel": "cpp_fused_gelu_0", "generated": True, "phase": "forward",
+            "modules": ["nn.Module: Gpt_0", "nn.Module: blocks.0"],
+            "fused": ["nn.Module: blocks.0.act", "nn.Module: blocks.0.ln"]})
+        self.assertEqual(first["calls"][1]["modules"][-1], "nn.Module: blocks.0.fc")
+        self.assertEqual(second["range"], "torch.compile: cdef backward")
+        self.assertEqual(second["calls"][0]["phase"], "backward")
+        # The wrapper's call runs inside its graph's range and returns what it returned.
+        self.assertEqual(forward.call([1, 2]), [2, 1])
+        self.assertEqual(self.nvtx.take(), [("push", "torch.compile: cabc forward"), ("pop",)])
+
+    def test_a_graph_compiled_inside_a_module_call_is_named_from_it(self):
+        forward = types.ModuleType("cabc")
+        forward.call = lambda args: args
+        root = compiled_graphs.RootCall("nn.Module: blocks.0", False)
+        self.graphs._mapped(forward, [_site("k", True, [ROOT, ("fc", "Linear")],
+                                            compiled.FORWARD)], False, ("1/0", root))
+        backward = types.ModuleType("cdef")
+        backward.call = lambda args: args
+        self.graphs._mapped(backward, [_site("k", True, [ROOT, ("fc", "Linear")],
+                                             compiled.RECOMPUTE)], True, ("1/0", None))
+        forward_line, backward_line = self.lines()
+        self.assertEqual(forward_line["calls"][0]["modules"], ["nn.Module: blocks.0.fc"])
+        self.assertEqual(backward_line["calls"][0]["modules"],
+                         ["nn.Module: blocks.0", "nn.Module: blocks.0.fc"])
+        self.assertEqual(backward_line["calls"][0]["phase"], "recompute")
+
+
+class LazyInstallTest(unittest.TestCase):
+    def test_installs_once_the_program_imported_inductor(self):
+        import torch
+
+        if not hasattr(torch, "compile"):
+            self.skipTest("torch %s does not compile" % torch.__version__)
+        nvtx = RecordingNvtx()
+        ranges = Ranges(nvtx)
+        graphs = compiled_graphs.CompiledGraphs(ranges, Guard(nvtx, ranges, None), ModuleNames(),
+                                                None)
+        already = all(name in sys.modules for name in compiled_graphs._WATCHED)
+        graphs.install()
+        if not already:
+            self.assertEqual(graphs.kernel_maps.unavailable, "not installed")
+            import torch._inductor.codecache  # noqa: F401 - the program's import
+            import torch._inductor.debug  # noqa: F401
+        self.assertIsNone(graphs.kernel_maps.unavailable)
+        self.assertFalse(any(isinstance(finder, compiled_graphs._InductorImportWatcher)
+                             for finder in sys.meta_path))
+
+
+if __name__ == "__main__":
+    unittest.main()
