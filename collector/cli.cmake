@@ -78,6 +78,7 @@ target_compile_options(gpuattr_collector_ingest PRIVATE ${GPUATTR_WARNINGS})
 foreach(_site_file sitecustomize.py gpuattr_step_timer.py gpuattr_pytorch/__init__.py
                    gpuattr_pytorch/backward.py gpuattr_pytorch/compat.py
                    gpuattr_pytorch/compiled.py gpuattr_pytorch/compiled_graphs.py
+                   gpuattr_pytorch/kernel_map_cache.py
                    gpuattr_pytorch/flops.py
                    gpuattr_pytorch/flop_rules.json gpuattr_pytorch/modules.py
                    gpuattr_pytorch/nvtx.py gpuattr_pytorch/op_mode.py gpuattr_pytorch/patches.py

@@ -176,7 +176,8 @@ TEST_CASE(
   const ProcessResult bare = test_support::RunProcess(command, {}, /*timeout_s=*/280);
   INFO("bare stderr: " << bare.err);
   REQUIRE(ExitStatus(bare) == 0);
-  const ProcessResult traced = RunUnderGpuattr({}, command, dir.File("report.json"));
+  const ProcessResult traced = RunUnderGpuattr({}, command, dir.File("report.json"),
+                                               {{"GPUATTR_KERNEL_MAP_CACHE", dir.File("maps")}});
   INFO("traced stderr: " << traced.err);
   REQUIRE(ExitStatus(traced) == 0);
   CHECK(traced.out == bare.out);

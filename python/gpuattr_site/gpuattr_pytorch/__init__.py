@@ -14,6 +14,7 @@
 #   compiled   the kernel map of each graph Inductor compiles
 #   compiled_graphs  the maps installed once the program imports Inductor, written to gpuattr's
 #              file, and a range per compiled graph call
+#   kernel_map_cache  the maps kept for graphs a later run loads from Inductor's cache
 #
 # The program must never notice: nothing is printed, no result or exception changes, and the
 # first error inside a hook disables the annotator for good (a `gpuattr.pytorch: disabled: ...`
@@ -25,6 +26,7 @@ import warnings
 from . import compat
 from .backward import Claims
 from .compiled_graphs import MAPS_ENV, CompiledGraphs
+from .kernel_map_cache import KernelMapCache, default_directory
 from .modules import ModuleHooks
 from .nvtx import Nvtx
 from .op_mode import OpMode, flop_counter
@@ -49,8 +51,11 @@ class Annotator:
                                         self.op_mode)
         self.patches = Patches(torch, self.ranges, self.guard, self.steps, self.claims,
                                self.module_hooks, self.op_mode)
-        self.compiled_graphs = (CompiledGraphs(self.ranges, self.guard, self.module_hooks.names,
-                                               maps_dir) if hasattr(torch, "compile") else None)
+        self.compiled_graphs = None
+        if hasattr(torch, "compile"):
+            self.compiled_graphs = CompiledGraphs(self.ranges, self.guard,
+                                                  self.module_hooks.names, maps_dir,
+                                                  KernelMapCache(default_directory()))
 
     def install(self):
         # torch.compile(module) warns once when global module hooks exist (they fire for the

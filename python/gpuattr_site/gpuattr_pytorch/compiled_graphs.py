@@ -7,6 +7,8 @@
 #   - writes each graph's map, as the range names each call's launches belong under, to one JSON
 #     line of gpuattr's own file (GPUATTR_KERNEL_MAPS/<pid>.jsonl, format gpuattr.kernel_map/1),
 #     never to the program's outputs or its compile cache;
+#   - keeps each map in gpuattr's own cache (kernel_map_cache.py) for the runs that load the graph
+#     from Inductor's cache; a graph loaded so with no map there is named by a mark;
 #   - replaces the loaded wrapper's call with one that runs it inside a range naming the graph,
 #     `torch.compile: <key> forward|backward` (key: the wrapper's code-cache key), so the
 #     collector knows which map a launch's kernel name is looked up in.
@@ -32,6 +34,9 @@ MAPS_ENV = "GPUATTR_KERNEL_MAPS"
 MAP_FORMAT = "gpuattr.kernel_map/1"
 GRAPH_RANGE_PREFIX = "torch.compile: "
 _WATCHED = ("torch._inductor.codecache", "torch._inductor.debug")
+UNMAPPED_MARK = ("gpuattr.pytorch: compiled graph %s has no kernel map: Inductor loaded it from its "
+                 "cache, compiled before gpuattr saw it, and its launches stay on its range "
+                 "(run once with TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 to map it)")
 
 
 class RootCall:
@@ -67,10 +72,11 @@ def graph_range_name(key, is_backward):
 class CompiledGraphs:
     """The kernel maps, their file, and a range per compiled graph call."""
 
-    def __init__(self, ranges, guard, module_names, maps_dir):
+    def __init__(self, ranges, guard, module_names, maps_dir, map_cache=None):
         self._ranges = ranges
         self._guard = guard
         self._module_names = module_names
+        self._map_cache = map_cache  # kernel_map_cache.KernelMapCache or None
         self._maps_path = (os.path.join(maps_dir, "%d.jsonl" % os.getpid())
                            if maps_dir else None)
         self._roots = {}  # str(compile id) -> RootCall or None, from its forward graph
@@ -106,6 +112,20 @@ class CompiledGraphs:
         return compile_id, call
 
     def _mapped(self, module, sites, is_backward, context):
+        key = module.__name__.rsplit(".", 1)[-1]  # the code-cache key of Inductor's file
+        if is_backward is None:
+            # Loaded from Inductor's cache: the map gpuattr kept when it saw the graph compile.
+            saved = self._map_cache.load(key) if self._map_cache is not None else None
+            if saved is None:
+                self._ranges.nvtx.mark(UNMAPPED_MARK % key)
+            else:
+                sites, is_backward = saved
+                context = self._context()
+        elif self._map_cache is not None:
+            try:
+                self._map_cache.save(key, sites, is_backward)
+            except OSError:
+                pass  # the next run maps what it compiles; this one is mapped all the same
         compile_id, open_call = context if context else (None, None)
         if is_backward:
             root_call = self._roots.get(compile_id)
@@ -123,7 +143,6 @@ class CompiledGraphs:
                 entry["fused"] = range_names([(path, "") for path in site.modules], root_call,
                                              True, root_name_of_class)
             calls.append(entry)
-        key = module.__name__.rsplit(".", 1)[-1]  # the code-cache key of Inductor's file
         name = graph_range_name(key, is_backward)
         self._write({"format": MAP_FORMAT, "graph": key, "range": name, "calls": calls})
         module.call = self._in_range(module.call, name)

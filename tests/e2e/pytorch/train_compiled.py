@@ -12,8 +12,11 @@ launches one simulated kernel named as Inductor named it, and each aten op a wra
 extern GEMMs) launches what simgpu_kernels gives it; the optimizer and the loss's `.item()` run
 inside the same dispatch mode, which is never active around a compiled call (Dynamo would run
 the frame eagerly). The truth (--truth, the simulator's format, DESIGN §5) is
-each launch as the simulated GPU ran it, from this script's own bookkeeping. Where a launch
-belongs in the module tree is not in it: under `gpuattr run --pytorch off` nothing is attributed.
+each launch as the simulated GPU ran it, from this script's own bookkeeping, with no range path
+(under `gpuattr run --pytorch off` nothing is attributed); and for each launch a compiled graph
+made, `compiled_path`: its graph's range and the module ranges below it where the annotator's
+report must place it, from Inductor's provenance tracking, which this script turns on
+(compiled_truth.py; none when Inductor loaded the graph from its cache).
 
 Prints the losses, then one line of dynamo's counters (graph_break, recompiles, unimplemented) and
 how many compiled wrappers reached the simulated GPU, which a bare run prints alike.
@@ -26,6 +29,7 @@ import threading
 import torch
 import torch.nn as nn
 
+import compiled_truth  # beside this script
 import simgpu_compiled  # tests/simgpu/python, on PYTHONPATH
 import simgpu_kernels
 import simgpu_torch
@@ -38,13 +42,16 @@ VOCAB = 64
 
 
 class Truth:
-    """Each launch as the simulated GPU ran it."""
+    """Each launch as the simulated GPU ran it, and where in a compiled graph it belongs
+    (`compiled_path`, compiled_truth.py; None outside compiled graphs)."""
 
-    def __init__(self, gpu):
+    def __init__(self, gpu, compiled):
         self.gpu = gpu
+        self.compiled = compiled
         self.activities = []
 
     def launch(self, work):
+        compiled_path = self.compiled.path_of_launch()
         launched = self.gpu.run(work)
         if launched is None:
             raise RuntimeError("the simulated GPU did not run " + work.name)
@@ -54,7 +61,8 @@ class Truth:
             "kind": "memcpy" if copy else "kernel", "name": "memcpy_DtoH" if copy else work.name,
             "correlation_id": correlation, "device": 0, "stream": 0, "launch_ns": launch_ns,
             "start_ns": start_ns, "end_ns": end_ns, "thread": threading.current_thread().name,
-            "range_path": [], "attribution": "none", "graph_node": None})
+            "range_path": [], "attribution": "none", "graph_node": None,
+            "compiled_path": compiled_path})
 
     def write(self, path):
         with open(path, "w", encoding="utf-8") as out:
@@ -126,16 +134,17 @@ def main():
     parser.add_argument("--steps", type=int, default=2)
     args = parser.parse_args()
 
-    truth = Truth(simgpu_torch.SimulatedGpu())
+    torch.manual_seed(0)
+    model = Gpt()
+    truth = Truth(simgpu_torch.SimulatedGpu(), compiled_truth.CompiledTruth({"model": model}))
 
     def launch_per_op():
         return simgpu_torch.KernelPerOp(truth.launch)
 
-    hooks = simgpu_compiled.HookedWrappers(truth.launch, launch_per_op)
+    hooks = simgpu_compiled.HookedWrappers(truth.launch, launch_per_op,
+                                           truth.compiled.see_wrapper)
     if not hooks.installed:
         raise SystemExit("this torch has no PyCodeCache.load_by_key_path to hook")
-    torch.manual_seed(0)
-    model = Gpt()
     compiled_loss = torch.compile(loss_of)
     with launch_per_op():
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)

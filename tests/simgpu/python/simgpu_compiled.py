@@ -65,9 +65,10 @@ def _in_mode(call, dispatch_mode):
 
 class HookedWrappers:
     """Installs the hook (see the module's docstring). `launch(work)` runs one
-    simgpu_kernels.DeviceWork; `dispatch_mode()` makes the mode each `call` runs inside."""
+    simgpu_kernels.DeviceWork; `dispatch_mode()` makes the mode each `call` runs inside;
+    `loaded(module, path)`, when given, is told of each wrapper hooked."""
 
-    def __init__(self, launch, dispatch_mode):
+    def __init__(self, launch, dispatch_mode, loaded=None):
         self.count = 0
         self.installed = False
         try:
@@ -88,6 +89,8 @@ class HookedWrappers:
                 module.call = _in_mode(module.call, dispatch_mode)
                 module._simgpu_hooked = True
                 hooked.count += 1
+                if loaded is not None:
+                    loaded(module, path)
             return module
 
         cache.load_by_key_path = staticmethod(load_and_hook)

@@ -8,7 +8,7 @@ import types
 import unittest
 
 from fake_nvtx import RecordingNvtx
-from gpuattr_pytorch import compiled, compiled_graphs
+from gpuattr_pytorch import compiled, compiled_graphs, kernel_map_cache
 from gpuattr_pytorch.modules import ModuleNames
 from gpuattr_pytorch.ranges import Guard, Ranges
 
@@ -102,6 +102,57 @@ class MappedGraphTest(unittest.TestCase):
         self.assertEqual(backward_line["calls"][0]["modules"],
                          ["nn.Module: blocks.0", "nn.Module: blocks.0.fc"])
         self.assertEqual(backward_line["calls"][0]["phase"], "recompute")
+
+
+class KernelMapCacheTest(unittest.TestCase):
+    def test_a_saved_map_loads_as_it_was_and_a_broken_one_is_none(self):
+        with tempfile.TemporaryDirectory() as directory:
+            cache = kernel_map_cache.KernelMapCache(os.path.join(directory, "maps"))
+            self.assertIsNone(cache.load("cabc"))
+            cache.save("cabc", [_site("k", True, [ROOT, FC], compiled.RECOMPUTE)], True)
+            sites, is_backward = cache.load("cabc")
+            self.assertTrue(is_backward)
+            self.assertEqual([(s.callee, s.generated, s.chain, s.modules, s.phase)
+                              for s in sites],
+                             [("k", True, [ROOT, FC], ["blocks.0.fc"], compiled.RECOMPUTE)])
+            with open(os.path.join(directory, "maps", "cabc.json"), "w") as broken:
+                broken.write('{"format": "gpuattr.kernel_map_cache/1", "calls": [')
+            self.assertIsNone(cache.load("cabc"))
+
+    def test_the_directory_by_environment(self):
+        self.assertEqual(kernel_map_cache.default_directory({"GPUATTR_KERNEL_MAP_CACHE": "/m"}),
+                         "/m")
+        self.assertEqual(kernel_map_cache.default_directory({"XDG_CACHE_HOME": "/c"}),
+                         "/c/gpuattr/kernel-maps")
+
+
+class CachedGraphTest(unittest.TestCase):
+    """A wrapper Inductor loads from its cache has no kernels written: its map is the one gpuattr
+    kept when the graph compiled, or a mark says it has none."""
+
+    def test_a_graph_loaded_from_inductors_cache(self):
+        with tempfile.TemporaryDirectory() as directory:
+            cache = kernel_map_cache.KernelMapCache(directory)
+            nvtx = RecordingNvtx()
+            ranges = Ranges(nvtx)
+            graphs = compiled_graphs.CompiledGraphs(ranges, Guard(nvtx, ranges, None),
+                                                    ModuleNames(), directory, cache)
+            compiled_once = types.ModuleType("cabc")
+            compiled_once.call = lambda args: args
+            graphs._mapped(compiled_once, [_site("k", True, [ROOT, FC], compiled.FORWARD)],
+                           False, ("0/0", None))
+            loaded = types.ModuleType("cabc")
+            loaded.call = lambda args: args
+            graphs._mapped(loaded, [compiled.CallSite("k", True, [])], None, None)
+            never_seen = types.ModuleType("cdef")
+            never_seen.call = lambda args: args
+            graphs._mapped(never_seen, [compiled.CallSite("k", True, [])], None, None)
+            with open(os.path.join(directory, "%d.jsonl" % os.getpid())) as maps:
+                first, second, third = [json.loads(line) for line in maps]
+            self.assertEqual(second, first)
+            self.assertEqual(third["range"], "torch.compile: cdef")
+            self.assertIsNone(third["calls"][0]["phase"])
+            self.assertEqual(nvtx.marks(), [compiled_graphs.UNMAPPED_MARK % "cdef"])
 
 
 class LazyInstallTest(unittest.TestCase):
