@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstddef>
 #include <filesystem>
 #include <system_error>
+
+#include "analysis/module_fold.h"
 
 namespace gpuattr::collector {
 
@@ -27,21 +30,50 @@ const CompiledGraphJoin::GraphOfNode& CompiledGraphJoin::GraphOf(uint32_t node) 
   if (cached != graph_of_node_.end()) return cached->second;
   GraphOfNode out;
   std::vector<std::string> inner;
-  for (uint32_t id = node; id != 0 && inner.size() < PathNames::kMaxDepth;) {
+  for (uint32_t id = node, depth = 0; id != 0 && depth < PathNames::kMaxDepth; ++depth) {
     auto def = data_.path_nodes.find(id);
     if (def == data_.path_nodes.end()) break;
     auto name = data_.strings.find(def->second.name_string);
     if (name == data_.strings.end()) break;
-    if (name->second.starts_with(kCompiledGraphRangePrefix)) {
-      out.graph_node = id;
-      out.range_name = name->second;
-      out.inner.assign(inner.rbegin(), inner.rend());
+    if (out.graph_node == 0) {
+      if (name->second.starts_with(kCompiledGraphRangePrefix)) {
+        out.graph_node = id;
+        out.range_name = name->second;
+        out.inner.assign(inner.rbegin(), inner.rend());
+      } else {
+        inner.push_back(name->second);
+      }
+    } else if (name->second.starts_with(kModuleRangePrefix)) {
+      out.enclosing_module = name->second;
       break;
     }
-    inner.push_back(name->second);
     id = def->second.parent;
   }
   return graph_of_node_.emplace(node, std::move(out)).first->second;
+}
+
+std::vector<std::string> CompiledGraphJoin::ModuleRanges(const GraphMap& map,
+                                                         const GraphOfNode& graph,
+                                                         const std::vector<std::string>& modules) {
+  // A root call's range is `nn.Module: <Class>_<k>`; a submodule's, its qualified name.
+  const std::string& around = graph.enclosing_module;
+  const std::string root_prefix = std::string(kModuleRangePrefix) + map.root_class + "_";
+  const bool around_is_root_call =
+      !map.root_class.empty() && around.size() > root_prefix.size() &&
+      around.starts_with(root_prefix) &&
+      std::all_of(around.begin() + static_cast<std::ptrdiff_t>(root_prefix.size()), around.end(),
+                  [](char c) { return c >= '0' && c <= '9'; });
+  const std::string prefix =
+      around.empty() || around_is_root_call ? std::string(kModuleRangePrefix) : around + ".";
+  std::vector<std::string> names;
+  for (const std::string& module : modules) {
+    if (!module.empty()) {
+      names.push_back(prefix + module);
+    } else if (around.empty() && !map.root.empty()) {
+      names.push_back(map.root);  // else the root's range is the one around the graph's
+    }
+  }
+  return names;
 }
 
 const GraphMap* CompiledGraphJoin::MapOf(const std::string& range_name) {
@@ -107,8 +139,10 @@ WorkKind CallWork(std::string_view call) {
 
 }  // namespace
 
-std::optional<std::vector<std::string>> CompiledGraphJoin::ExternPath(
-    const GraphMap& map, Instance& instance, std::string_view kernel) const {
+std::optional<std::vector<std::string>> CompiledGraphJoin::ExternPath(const GraphMap& map,
+                                                                      const GraphOfNode& graph,
+                                                                      Instance& instance,
+                                                                      std::string_view kernel) {
   // The extern calls between the last generated kernel and the next generated call; those that
   // compute what the launch's name says it computes, when any do.
   std::vector<const CompiledCall*> run;
@@ -139,7 +173,7 @@ std::optional<std::vector<std::string>> CompiledGraphJoin::ExternPath(
         std::mismatch(common.begin(), common.end(), call->modules.begin(), call->modules.end());
     common.erase(mismatch.first, common.end());
   }
-  return CompiledCallPath(run.front()->phase, common);
+  return CompiledCallPath(run.front()->phase, ModuleRanges(map, graph, common));
 }
 
 uint32_t CompiledGraphJoin::Derive(const GraphOfNode& graph, const std::vector<std::string>& path) {
@@ -164,7 +198,10 @@ uint32_t CompiledGraphJoin::Place(uint32_t node, const ActivityRecord& activity,
     return node;
   }
   Instance& instance = instances_[{launch->tid, graph.graph_node}];
-  if (instance.start_ns != *start) instance = Instance{*start};
+  if (instance.start_ns != *start) {
+    instance = Instance();
+    instance.start_ns = *start;
+  }
 
   std::optional<std::vector<std::string>> path;
   const std::string kernel =
@@ -173,10 +210,12 @@ uint32_t CompiledGraphJoin::Place(uint32_t node, const ActivityRecord& activity,
     const int64_t call = GeneratedCall(*map, instance, kernel);
     if (call >= 0) {
       const CompiledCall& mapped = map->calls[static_cast<size_t>(call)];
-      if (mapped.phase) path = CompiledCallPath(mapped.phase, mapped.modules);
+      if (mapped.phase) {
+        path = CompiledCallPath(mapped.phase, ModuleRanges(*map, graph, mapped.modules));
+      }
     }
   } else {
-    path = ExternPath(*map, instance, kernel);
+    path = ExternPath(*map, graph, instance, kernel);
   }
   if (!path) {
     ++unplaced_;

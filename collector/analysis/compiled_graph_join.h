@@ -5,6 +5,14 @@
 // derived path nodes below the graph's range (path_names.h), so every fold reads them as it reads
 // eager ranges: module rows, phases, recompute.
 //
+// A map names modules from the compiled frame's root, and one compiled graph may serve many
+// module instances (every block of a model that compiles its blocks), so they are named where a
+// call runs: below the innermost `nn.Module: ` range around the graph's range (the call of the
+// module whose forward compiled, or the autograd node that call made, around its backward), which
+// is the root itself: `nn.Module: blocks.3` roots `nn.Module: blocks.3.attn`, a root call
+// `nn.Module: Gpt_0` (its class and a number) roots `nn.Module: attn`. With no module range
+// around the call (a compiled function given the model), the root is the map's `root`.
+//
 // Within one instance of a graph's range on one thread, the wrapper's calls run in map order:
 //   - a launch of a kernel Inductor generated is matched by name: the k-th launch named N is the
 //     k-th call of N (a kernel name recurs where Inductor shares identical code);
@@ -65,6 +73,7 @@ class CompiledGraphJoin {
     uint32_t graph_node = 0;         // 0: not inside a compiled graph's range
     std::string range_name;          // the graph's range
     std::vector<std::string> inner;  // names between the graph's range and the node
+    std::string enclosing_module;    // the innermost module range around the graph's; or empty
   };
   struct Instance {
     uint64_t start_ns = 0;
@@ -80,10 +89,15 @@ class CompiledGraphJoin {
   int64_t GeneratedCall(const GraphMap& map, Instance& instance, const std::string& kernel);
   // The path of a launch of `kernel` (empty: a copy or a set) among the extern calls after the
   // last generated one; none: they differ in phase, or there is none.
-  std::optional<std::vector<std::string>> ExternPath(const GraphMap& map, Instance& instance,
-                                                     std::string_view kernel) const;
+  static std::optional<std::vector<std::string>> ExternPath(const GraphMap& map,
+                                                            const GraphOfNode& graph,
+                                                            Instance& instance,
+                                                            std::string_view kernel);
   // The map file: kernel_maps_, or its <pid>.jsonl once the process's Hello named it.
   const std::string& MapsPath();
+  // The range names of a call's modules (qualified from the root), where its graph ran.
+  static std::vector<std::string> ModuleRanges(const GraphMap& map, const GraphOfNode& graph,
+                                               const std::vector<std::string>& modules);
   uint32_t Derive(const GraphOfNode& graph, const std::vector<std::string>& path);
 
   const TraceData& data_;

@@ -19,15 +19,27 @@ bool IsName(const nlohmann::json& value) {
          value.get_ref<const std::string&>().size() <= KernelMaps::kMaxNameBytes;
 }
 
-// A JSON array of names, or absent; false for anything else.
-bool ReadNames(const nlohmann::json& call, const char* key, std::vector<std::string>& out) {
-  auto names = call.find(key);
+// A JSON array of qualified module names ('' is the root), or absent; false for anything else.
+bool ReadModules(const nlohmann::json& call, std::vector<std::string>& out) {
+  auto names = call.find("modules");
   if (names == call.end()) return true;
   if (!names->is_array() || names->size() > KernelMaps::kMaxModules) return false;
   for (const nlohmann::json& name : *names) {
-    if (!IsName(name)) return false;
+    if (!name.is_string() ||
+        name.get_ref<const std::string&>().size() > KernelMaps::kMaxNameBytes) {
+      return false;
+    }
     out.push_back(name.get<std::string>());
   }
+  return true;
+}
+
+// An optional name of the map; false when present and not a name.
+bool ReadOptionalName(const nlohmann::json& map, const char* key, std::string& out) {
+  auto name = map.find(key);
+  if (name == map.end()) return true;
+  if (!IsName(*name)) return false;
+  out = name->get<std::string>();
   return true;
 }
 
@@ -56,9 +68,7 @@ std::optional<CompiledCall> ReadCall(const nlohmann::json& call) {
       return std::nullopt;
     }
   }
-  if (!ReadNames(call, "modules", out.modules) || !ReadNames(call, "fused", out.fused)) {
-    return std::nullopt;
-  }
+  if (!ReadModules(call, out.modules)) return std::nullopt;
   return out;
 }
 
@@ -102,6 +112,11 @@ bool KernelMaps::AddLine(std::string_view line) {
     return false;
   }
   GraphMap graph;
+  if (!ReadOptionalName(map, "root_class", graph.root_class) ||
+      !ReadOptionalName(map, "root", graph.root)) {
+    ++rejected_lines_;
+    return false;
+  }
   graph.calls.reserve(calls->size());
   for (const nlohmann::json& entry : *calls) {
     std::optional<CompiledCall> call = ReadCall(entry);

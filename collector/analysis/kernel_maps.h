@@ -3,13 +3,15 @@
 // python/gpuattr_site/gpuattr_pytorch/compiled_graphs.py), one line per graph:
 //
 //   {"format": "gpuattr.kernel_map/1", "graph": KEY, "range": "torch.compile: KEY forward",
+//    "root_class": CLASS, "root": RANGE NAME,
 //    "calls": [{"kernel": NAME, "generated": BOOL, "phase": "forward"|"backward"|"recompute"|null,
-//               "modules": [RANGE NAME, ...], "fused": [RANGE NAME, ...]}, ...]}
+//               "modules": [QUALIFIED NAME, ...]}, ...]}
 //
 // `calls` is the graph wrapper's calls in the order it makes them: a kernel Inductor generated
 // (its launch carries its name) or an extern op (a cuBLAS GEMM, an aten fallback: its launches
 // carry other names); `modules` the module calls that enclose the call's FX nodes, outermost
-// first; `fused` the modules a kernel fusing several of them computes.
+// first, by qualified name from the compiled frame's root module (''), of class `root_class`,
+// which is named `root` when no module range encloses the graph's call (compiled_graph_join.h).
 //
 // The file is the traced program's writing: nothing in it is trusted. A line that is not a map
 // (bad JSON, wrong types, over the bounds below) is skipped and counted; a file is read in
@@ -39,11 +41,12 @@ struct CompiledCall {
   std::string kernel;
   bool generated = false;
   std::optional<Phase> phase;        // forward, backward or recompute; none: not mapped
-  std::vector<std::string> modules;  // range names, outermost first
-  std::vector<std::string> fused;
+  std::vector<std::string> modules;  // qualified names from the root (''), outermost first
 };
 
 struct GraphMap {
+  std::string root_class;  // empty: no call has a module
+  std::string root;        // the root's range name when no module range encloses a call
   std::vector<CompiledCall> calls;
   // Generated kernels' call indexes by kernel name, in call order.
   std::unordered_map<std::string, std::vector<uint32_t>> generated_calls;
@@ -74,9 +77,9 @@ class KernelMaps {
   uint64_t rejected_lines_ = 0;
 };
 
-// The range names a call's launches belong under, below its graph's range, as the eager
-// annotator names them: forward, its modules; backward, those and the `backward` leaf;
-// recompute, `backward`, `recompute` and the modules re-run inside it.
+// The range names a call's launches belong under, below its graph's range, given its modules'
+// range names: forward, the modules; backward, those and the `backward` leaf, as the eager
+// annotator names them; recompute, `backward`, `recompute` and the modules re-run inside it.
 std::vector<std::string> CompiledCallPath(std::optional<Phase> phase,
                                           const std::vector<std::string>& modules);
 

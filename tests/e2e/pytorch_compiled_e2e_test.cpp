@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -40,26 +41,118 @@ std::map<std::string, std::string> CompiledEnvironment(const TempDir& dir,
   return env;
 }
 
-// The path of each activity of an --activities file, by correlation id.
-std::map<uint64_t, std::vector<std::string>> PathsByCorrelation(const std::string& path) {
-  std::map<uint64_t, std::vector<std::string>> paths;
-  std::ifstream lines(path);
-  for (std::string line; std::getline(lines, line);) {
-    const json activity = json::parse(line);
-    paths[activity["correlation_id"].get<uint64_t>()] =
-        activity["path"].is_null() ? std::vector<std::string>{}
-                                   : activity["path"].get<std::vector<std::string>>();
-  }
-  return paths;
+// `text` without the time and thread that begin each of torch's log lines
+// (`W1207 06:30:01.041000 10627 torch/_logging/...`).
+std::string WithoutLogPrefixes(const std::string& text) {
+  static const std::regex kLogPrefix(R"((^|\n)[DIWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ )");
+  return std::regex_replace(text, kLogPrefix, "$1");
 }
 
-// From the compiled graph's range down: where a compiled launch was placed.
-std::vector<std::string> FromGraphRange(const std::vector<std::string>& path) {
-  auto graph = std::find_if(path.begin(), path.end(), [](const std::string& name) {
-    return name.rfind("torch.compile: ", 0) == 0;
-  });
-  return {graph, path.end()};
+// The activities of an --activities file by correlation id.
+std::map<uint64_t, json> ActivitiesByCorrelation(const std::string& path) {
+  std::map<uint64_t, json> activities;
+  std::ifstream lines(path);
+  for (std::string line; std::getline(lines, line);) {
+    json activity = json::parse(line);
+    if (!activity["correlation_id"].is_number()) continue;  // not a launch's
+    const auto correlation = activity["correlation_id"].get<uint64_t>();
+    activities[correlation] = std::move(activity);
+  }
+  return activities;
 }
+
+// The innermost module range of an exported activity's path; null when it has none.
+json InnermostModule(const json& activity) {
+  if (activity["path"].is_null()) return nullptr;
+  json module = nullptr;
+  for (const json& name : activity["path"]) {
+    if (name.get<std::string>().rfind("nn.Module: ", 0) == 0) module = name;
+  }
+  return module;
+}
+
+// Each compiled launch of the truth (its `compiled`: graph, module, phase) as the exported
+// activities place it: inside its graph's range, its innermost module and phase the truth's.
+// Returns how many launches of each phase the truth has.
+std::map<std::string, size_t> CheckCompiledLaunches(const json& truth,
+                                                    const std::string& activities_path) {
+  const std::map<uint64_t, json> activities = ActivitiesByCorrelation(activities_path);
+  std::map<std::string, size_t> launches;
+  for (const json& launch : truth["processes"][0]["activities"]) {
+    const json& compiled = launch["compiled"];
+    if (compiled.is_null()) continue;
+    ++launches[compiled["phase"].get<std::string>()];
+    INFO(launch["name"].get<std::string>()
+         << " (correlation " << launch["correlation_id"] << "): " << compiled.dump());
+    const auto found = activities.find(launch["correlation_id"].get<uint64_t>());
+    REQUIRE(found != activities.end());
+    const json& activity = found->second;
+    INFO("report: " << activity["path"].dump() << ", " << activity["phase"].dump());
+    const std::vector<std::string> path = activity["path"].is_null()
+                                              ? std::vector<std::string>{}
+                                              : activity["path"].get<std::vector<std::string>>();
+    CHECK(std::count(path.begin(), path.end(), compiled["graph"].get<std::string>()) == 1);
+    CHECK(InnermostModule(activity) == compiled["module"]);
+    CHECK(activity["phase"] == compiled["phase"]);
+  }
+  return launches;
+}
+
+// train_compiled.py with `flags`, bare and under gpuattr run (the annotator on, exporting its
+// activities), each with caches of its own in `dir`: both must print and warn alike, and every
+// compiled launch be where the truth has it. Returns the bare run's stdout.
+struct CompiledRun {
+  std::string bare_out;
+  json report;
+  std::map<std::string, size_t> launches;  // the truth's compiled launches by phase
+};
+
+CompiledRun RunCompiled(const TempDir& dir, const std::vector<std::string>& flags) {
+  auto command = [&](const std::string& truth) {
+    std::vector<std::string> argv = {kPython, PYTORCH_COMPILED_SCRIPT, "--truth", dir.File(truth)};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    return argv;
+  };
+  CompiledRun run;
+  const ProcessResult bare =
+      test_support::RunProcess(command("bare_truth.json"), CompiledEnvironment(dir, "bare"), 280);
+  INFO("bare stderr: " << bare.err);
+  REQUIRE(ExitStatus(bare) == 0);
+  CHECK(bare.out.find("wrappers on the simulated GPU: ") != std::string::npos);
+  const ProcessResult traced =
+      RunUnderGpuattr({"--activities", dir.File("activities.jsonl")}, command("truth.json"),
+                      dir.File("report.json"), CompiledEnvironment(dir, "annotated"));
+  INFO("traced stderr: " << traced.err);
+  REQUIRE(ExitStatus(traced) == 0);
+  // The losses, dynamo's graph breaks, recompiles and unimplemented, the wrappers hooked; and
+  // torch's warnings, whose log lines each name their time and process.
+  CHECK(traced.out == bare.out);
+  CHECK(WithoutLogPrefixes(traced.err) == WithoutLogPrefixes(bare.err));
+  REQUIRE(SchemaValid(dir.File("report.json")));
+  run.bare_out = bare.out;
+  run.report = ReadJson(dir.File("report.json"));
+  run.launches =
+      CheckCompiledLaunches(ReadJson(dir.File("truth.json")), dir.File("activities.jsonl"));
+  CHECK(run.report["processes"][0]["coverage"]["attributed_fraction"].get<double>() >= 0.95);
+  return run;
+}
+
+// Every Linear of both blocks' attention and MLP has a row with forward and backward time.
+void CheckEveryLinear(const json& report) {
+  const std::map<std::string, ModuleTerms> rows = ModuleRowsOf(report);
+  for (const char* block : {"blocks.0", "blocks.1"}) {
+    for (const char* linear : {"attn.qkv", "attn.proj", "mlp.fc", "mlp.proj"}) {
+      const std::string module = std::string("nn.Module: ") + block + "." + linear;
+      INFO(module);
+      REQUIRE(rows.count(module) == 1);
+      CHECK(rows.at(module).forward_ns > 0);
+      CHECK(rows.at(module).backward_ns > 0);
+    }
+  }
+}
+
+constexpr char kNoBreakOrRecompile[] =
+    "\"graph_break\": {}, \"recompiles\": {}, \"unimplemented\": {}";
 
 TEST_CASE(
     "a compiled model on the simulated GPU: Inductor's kernels and the extern GEMMs as the truth "
@@ -68,82 +161,77 @@ TEST_CASE(
   RequireTorch();
   if (InductorCannotRunUnderThisShim()) return;
   TempDir dir;
+  const CompiledRun run = RunCompiled(dir, {});
+  CHECK(run.bare_out.find(kNoBreakOrRecompile) != std::string::npos);
+  CHECK(run.bare_out.find("wrappers on the simulated GPU: 2") != std::string::npos);  // fwd, bwd
+  // 2 steps of 19 forward and 36 backward calls, one launch each.
+  CHECK(run.launches == std::map<std::string, size_t>{{"backward", 72}, {"forward", 38}});
+  CheckEveryLinear(run.report);
+
   auto command = [&](const std::string& truth) {
     return std::vector<std::string>{kPython, PYTORCH_COMPILED_SCRIPT, "--truth", dir.File(truth)};
   };
-  const ProcessResult bare =
-      test_support::RunProcess(command("bare_truth.json"), CompiledEnvironment(dir, "bare"), 280);
-  INFO("bare stderr: " << bare.err);
-  REQUIRE(ExitStatus(bare) == 0);
-  CHECK(bare.out.find("\"graph_break\": {}, \"recompiles\": {}, \"unimplemented\": {}") !=
-        std::string::npos);
-  CHECK(bare.out.find("wrappers on the simulated GPU: 2") != std::string::npos);  // fwd, bwd
-
   {
     INFO("without the annotator, every launch is where the truth has it");
     const ProcessResult traced =
-        RunUnderGpuattr({"--pytorch", "off"}, command("truth.json"), dir.File("report.json"),
+        RunUnderGpuattr({"--pytorch", "off"}, command("off_truth.json"), dir.File("off.json"),
                         CompiledEnvironment(dir, "off"));
     INFO("traced stderr: " << traced.err);
     REQUIRE(ExitStatus(traced) == 0);
-    CHECK(traced.out == bare.out);
-    REQUIRE(SchemaValid(dir.File("report.json")));
-    const json truth = ReadJson(dir.File("truth.json"));
+    CHECK(traced.out == run.bare_out);
+    REQUIRE(SchemaValid(dir.File("off.json")));
+    const json truth = ReadJson(dir.File("off_truth.json"));
     size_t generated = 0;
     for (const json& activity : truth["processes"][0]["activities"]) {
       generated += GeneratedByInductor(activity["name"].get<std::string>()) ? 1 : 0;
     }
     CHECK(generated > 0);
-    CheckAgainstTruth(ReadJson(dir.File("report.json")), truth);
+    CheckAgainstTruth(ReadJson(dir.File("off.json")), truth);
   }
   {
-    INFO(
-        "with the annotator: the program runs as it runs bare, and every compiled launch is "
-        "where Inductor's provenance puts it");
-    const ProcessResult traced = RunUnderGpuattr(
-        {"--activities", dir.File("activities.jsonl")}, command("annotated_truth.json"),
-        dir.File("annotated.json"), CompiledEnvironment(dir, "annotated"));
-    INFO("traced stderr: " << traced.err);
-    REQUIRE(ExitStatus(traced) == 0);
-    CHECK(traced.out == bare.out);  // the losses, dynamo's counters, both wrappers hooked
-    CHECK(traced.err == bare.err);
-    REQUIRE(SchemaValid(dir.File("annotated.json")));
-    const auto paths = PathsByCorrelation(dir.File("activities.jsonl"));
-    size_t compiled = 0;
-    const json truth = ReadJson(dir.File("annotated_truth.json"));
-    for (const json& activity : truth["processes"][0]["activities"]) {
-      if (activity["compiled_path"].is_null()) continue;
-      ++compiled;
-      INFO(activity["name"].get<std::string>()
-           << " (correlation " << activity["correlation_id"] << ")");
-      const uint64_t correlation = activity["correlation_id"].get<uint64_t>();
-      REQUIRE(paths.count(correlation) == 1);
-      CHECK(FromGraphRange(paths.at(correlation)) ==
-            activity["compiled_path"].get<std::vector<std::string>>());
-    }
-    CHECK(compiled == 110);  // 2 steps of 19 forward and 36 backward calls, one launch each
-
-    const json report = ReadJson(dir.File("annotated.json"));
-    CHECK(report["processes"][0]["coverage"]["attributed_fraction"].get<double>() >= 0.95);
-    const std::map<std::string, ModuleTerms> rows = ModuleRowsOf(report);
-    for (const char* block : {"blocks.0", "blocks.1"}) {
-      for (const char* linear : {"attn.qkv", "attn.proj", "mlp.fc", "mlp.proj"}) {
-        const std::string module = std::string("nn.Module: ") + block + "." + linear;
-        INFO(module);
-        REQUIRE(rows.count(module) == 1);
-        CHECK(rows.at(module).forward_ns > 0);
-        CHECK(rows.at(module).backward_ns > 0);
-      }
-    }
-
     INFO("a second run loads both graphs from Inductor's cache: gpuattr's maps place them alike");
     const ProcessResult cached =
         RunUnderGpuattr({}, command("cached_truth.json"), dir.File("cached.json"),
                         CompiledEnvironment(dir, "annotated"));
     REQUIRE(ExitStatus(cached) == 0);
-    CHECK(cached.out == bare.out);
-    CHECK(ModuleRowsOf(ReadJson(dir.File("cached.json"))) == rows);
+    CHECK(cached.out == run.bare_out);
+    CHECK(ModuleRowsOf(ReadJson(dir.File("cached.json"))) == ModuleRowsOf(run.report));
   }
+}
+
+TEST_CASE(
+    "compiled selective activation checkpointing: the partitioner's recomputation is recompute, "
+    "kernel by kernel as the truth has it",
+    "[e2e]") {
+  RequireTorch();
+  if (InductorCannotRunUnderThisShim()) return;
+  TempDir dir;
+  const CompiledRun run = RunCompiled(dir, {"--selective-checkpoint"});
+  CHECK(run.bare_out.find(kNoBreakOrRecompile) != std::string::npos);
+  CHECK(run.launches.count("recompute: untagged") == 0);
+  REQUIRE(run.launches.count("recompute") == 1);
+  CHECK(run.launches.at("recompute") > 0);
+  uint64_t recompute_ns = 0;
+  for (const auto& [module, terms] : ModuleRowsOf(run.report)) recompute_ns += terms.recompute_ns;
+  CHECK(recompute_ns > 0);
+  CheckEveryLinear(run.report);
+}
+
+TEST_CASE(
+    "a compiled model with a graph break: attributed by module on both sides of the break, with "
+    "the graph breaks of a bare run",
+    "[e2e]") {
+  RequireTorch();
+  if (InductorCannotRunUnderThisShim()) return;
+  TempDir dir;
+  const CompiledRun run = RunCompiled(dir, {"--graph-break"});
+  CHECK(run.bare_out.find("\"graph_break\": {}") == std::string::npos);  // the break counted
+  CHECK(run.bare_out.find("\"recompiles\": {}") != std::string::npos);
+  const std::map<std::string, ModuleTerms> rows = ModuleRowsOf(run.report);
+  REQUIRE(rows.count("nn.Module: embed") == 1);  // before the break
+  CHECK(rows.at("nn.Module: embed").forward_ns > 0);
+  CHECK(rows.at("nn.Module: embed").backward_ns > 0);
+  CheckEveryLinear(run.report);  // after it
 }
 
 }  // namespace

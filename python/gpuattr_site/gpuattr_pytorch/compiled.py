@@ -267,18 +267,15 @@ class KernelMaps:
     The first error of a hook body stops the mapping for good (`unavailable` holds it); the
     program's compile never sees it.
 
-    `context()`, when given, is asked once per graph, at its first kernel, on the thread that
-    compiles it; `mapped(module, sites, is_backward, context)` is told of each map once its
-    wrapper loaded (is_backward and context are None for a wrapper loaded from the compile
-    cache, which Inductor did not write here: its sites match nothing)."""
+    `mapped(module, sites, is_backward)`, when given, is told of each map once its wrapper
+    loaded (is_backward is None for a wrapper loaded from the compile cache, which Inductor did
+    not write here: its sites match nothing)."""
 
-    def __init__(self, context=None, mapped=None):
+    def __init__(self, mapped=None):
         self.maps = {}
         self.unavailable = "not installed"
-        self._context = context
         self._mapped = mapped
-        # id(the GraphLowering being written) -> [it, [WrittenKernel], its context]
-        self._written = {}
+        self._written = {}  # id(the GraphLowering being written) -> (it, [WrittenKernel])
 
     def install(self, debug, codecache, virtualized, loaded_modules):
         """`debug`, `codecache` and `virtualized` are torch._inductor's modules of those names;
@@ -327,11 +324,7 @@ class KernelMaps:
                 return
             kernel = written_kernel(node_schedule, kernel_name, is_extern,
                                     bool(getattr(graph, "is_backward", False)))
-            entry = self._written.get(id(graph))
-            if entry is None:
-                context = self._context() if self._context is not None else None
-                entry = self._written[id(graph)] = [graph, [], context]
-            entry[1].append(kernel)
+            self._written.setdefault(id(graph), (graph, []))[1].append(kernel)
         except Exception as error:  # noqa: BLE001 - never the compile's problem
             self.unavailable = "the provenance hook failed: %r" % (error,)
 
@@ -340,12 +333,12 @@ class KernelMaps:
             if not hasattr(module, "call") or module.__name__ in self.maps:
                 return
             graph = self._current_graph(virtualized_v)
-            _, written, context = self._written.pop(id(graph), (None, [], None))
+            _, written = self._written.pop(id(graph), (None, []))
             with open(path, encoding="utf-8") as source:
                 sites = wrapper_call_sites(source.read())
             self.maps[module.__name__] = match(sites, written)
             if self._mapped is not None:
                 is_backward = None if graph is None else bool(getattr(graph, "is_backward", 0))
-                self._mapped(module, sites, is_backward, context)
+                self._mapped(module, sites, is_backward)
         except Exception as error:  # noqa: BLE001 - never the compile's problem
             self.unavailable = "mapping a wrapper failed: %r" % (error,)

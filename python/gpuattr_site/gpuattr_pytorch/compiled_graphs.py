@@ -1,10 +1,10 @@
 # compiled_graphs: the compiled room at run time (docs/pytorch.md §Compiled models, issue 42).
 #
-# Three things, none of them inside compiled code:
+# Four things, none of them inside compiled code:
 #   - installs the kernel maps (compiled.py) once the program itself imported Inductor: a finder
 #     on sys.meta_path waits for torch._inductor.codecache and torch._inductor.debug, so a program
 #     that never compiles never loads Inductor because of gpuattr;
-#   - writes each graph's map, as the range names each call's launches belong under, to one JSON
+#   - writes each graph's map, the modules and phase of each call its wrapper makes, to one JSON
 #     line of gpuattr's own file (GPUATTR_KERNEL_MAPS/<pid>.jsonl, format gpuattr.kernel_map/1),
 #     never to the program's outputs or its compile cache;
 #   - keeps each map in gpuattr's own cache (kernel_map_cache.py) for the runs that load the graph
@@ -13,13 +13,13 @@
 #     `torch.compile: <key> forward|backward` (key: the wrapper's code-cache key), so the
 #     collector knows which map a launch's kernel name is looked up in.
 #
-# A call's modules are named as the eager annotator names them, `nn.Module: <qualified name>`, the
-# compiled root as the module call open when its forward graph compiled (the module
-# torch.compile wrapped, whose range is already above the graph's, so that graph leaves it out),
-# else by class as modules.py names roots. A backward graph compiles later (lazily, in backward)
-# under the forward's compile id, which carries the root across. A kernel fusing several modules
-# has their deepest common one's, and lists the fused ones. The collector turns modules and phase
-# into ranges below the graph's (analysis/compiled_graph_join.h).
+# A call's modules are its FX nodes' module calls (their deepest common one's, outermost first) by
+# qualified name from the compiled frame's root (''), which is named only when the graph runs:
+# the same compiled code serves every instance of a module (each block of a model that compiles
+# its blocks), so the collector names them below the innermost module range open around the
+# graph's call (analysis/compiled_graph_join.h): the call of the module that compiled (its
+# forward), the autograd node it made (its backward); with none open, the root is `root`, named by
+# class as modules.py names roots.
 # Runs on: the thread that imports Inductor (install), the compiling thread (maps), and any thread
 # that calls a compiled graph (its range).
 import importlib.machinery
@@ -28,7 +28,6 @@ import os
 import sys
 
 from . import compiled
-from .ranges import MODULE_PREFIX
 
 MAPS_ENV = "GPUATTR_KERNEL_MAPS"
 MAP_FORMAT = "gpuattr.kernel_map/1"
@@ -39,28 +38,16 @@ UNMAPPED_MARK = ("gpuattr.pytorch: compiled graph %s has no kernel map: Inductor
                  "(run once with TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 to map it)")
 
 
-class RootCall:
-    """The module call open on the compiling thread when a forward graph compiled."""
-
-    __slots__ = ("name", "is_root")
-
-    def __init__(self, name, is_root):
-        self.name = name
-        self.is_root = is_root
-
-
-def range_names(chain, root_call, include_root, root_name_of_class):
-    """The module range names of a call site's chain (compiled.CallSite.chain)."""
-    names = []
-    for qualified, class_name in chain:
-        if qualified == "":
-            if include_root:
-                names.append(root_call.name if root_call else root_name_of_class(class_name))
-        elif root_call is None or root_call.is_root:
-            names.append(MODULE_PREFIX + qualified)
-        else:
-            names.append(root_call.name + "." + qualified)
-    return names
+def map_line(key, range_name, sites, root_name_of_class):
+    """The map of one graph as its line of the maps file (see the module's comment)."""
+    line = {"format": MAP_FORMAT, "graph": key, "range": range_name, "calls": [
+        {"kernel": site.callee, "generated": site.generated, "phase": site.phase,
+         "modules": [qualified for qualified, _ in site.chain or []]} for site in sites]}
+    roots = [site.chain[0] for site in sites if site.chain and site.chain[0][0] == ""]
+    if roots:
+        line["root_class"] = roots[0][1]
+        line["root"] = root_name_of_class(roots[0][1])
+    return line
 
 
 def graph_range_name(key, is_backward):
@@ -79,8 +66,7 @@ class CompiledGraphs:
         self._map_cache = map_cache  # kernel_map_cache.KernelMapCache or None
         self._maps_path = (os.path.join(maps_dir, "%d.jsonl" % os.getpid())
                            if maps_dir else None)
-        self._roots = {}  # str(compile id) -> RootCall or None, from its forward graph
-        self.kernel_maps = compiled.KernelMaps(self._context, self._mapped)
+        self.kernel_maps = compiled.KernelMaps(self._mapped)
 
     def install(self):
         """Installs the maps now if the program already imported Inductor, else once it does."""
@@ -101,17 +87,7 @@ class CompiledGraphs:
         except Exception as error:  # noqa: BLE001 - never the program's problem
             self.kernel_maps.unavailable = "installing the maps failed: %r" % (error,)
 
-    def _context(self):
-        """(compile id, RootCall or None) for a graph about to be written on this thread."""
-        guards = sys.modules.get("torch._guards")
-        context = getattr(guards, "CompileContext", None)
-        current = getattr(context, "current_compile_id", None)
-        compile_id = str(current()) if current is not None else None
-        modules = self._ranges.stack.modules
-        call = RootCall(modules[-1].name, modules[-1].is_root) if modules else None
-        return compile_id, call
-
-    def _mapped(self, module, sites, is_backward, context):
+    def _mapped(self, module, sites, is_backward):
         key = module.__name__.rsplit(".", 1)[-1]  # the code-cache key of Inductor's file
         if is_backward is None:
             # Loaded from Inductor's cache: the map gpuattr kept when it saw the graph compile.
@@ -120,31 +96,13 @@ class CompiledGraphs:
                 self._ranges.nvtx.mark(UNMAPPED_MARK % key)
             else:
                 sites, is_backward = saved
-                context = self._context()
         elif self._map_cache is not None:
             try:
                 self._map_cache.save(key, sites, is_backward)
             except OSError:
                 pass  # the next run maps what it compiles; this one is mapped all the same
-        compile_id, open_call = context if context else (None, None)
-        if is_backward:
-            root_call = self._roots.get(compile_id)
-            include_root = True
-        else:
-            root_call = self._roots.setdefault(compile_id, open_call)
-            include_root = root_call is None
-        root_name_of_class = self._module_names.root_name_of_class
-        calls = []
-        for site in sites:
-            entry = {"kernel": site.callee, "generated": site.generated, "phase": site.phase,
-                     "modules": range_names(site.chain or [], root_call, include_root,
-                                            root_name_of_class)}
-            if site.modules and len(site.modules) > 1:
-                entry["fused"] = range_names([(path, "") for path in site.modules], root_call,
-                                             True, root_name_of_class)
-            calls.append(entry)
         name = graph_range_name(key, is_backward)
-        self._write({"format": MAP_FORMAT, "graph": key, "range": name, "calls": calls})
+        self._write(map_line(key, name, sites, self._module_names.root_name_of_class))
         module.call = self._in_range(module.call, name)
 
     def _write(self, line):

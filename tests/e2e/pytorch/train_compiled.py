@@ -1,6 +1,6 @@
 """A torch.compile'd GPT-style model trained on the simulated GPU, with the truth of every launch.
 
-    python train_compiled.py --truth FILE [--steps N]
+    python train_compiled.py --truth FILE [--steps N] [--selective-checkpoint] [--graph-break]
 
 The device side of the compiled-model tests (pytorch_compiled_e2e_test.cpp). The model, two
 pre-norm transformer blocks (layer norm, causal self-attention, an MLP with GELU) and a head, is
@@ -14,14 +14,15 @@ inside the same dispatch mode, which is never active around a compiled call (Dyn
 the frame eagerly). The truth (--truth, the simulator's format, DESIGN §5) is
 each launch as the simulated GPU ran it, from this script's own bookkeeping, with no range path
 (under `gpuattr run --pytorch off` nothing is attributed); and for each launch a compiled graph
-made, `compiled_path`: its graph's range and the module ranges below it where the annotator's
-report must place it, from Inductor's provenance tracking, which this script turns on
-(compiled_truth.py; none when Inductor loaded the graph from its cache).
+made, `compiled`: its graph's range, its module and its phase, where the annotator's report must
+place it, from Inductor's provenance tracking, which this script turns on (compiled_truth.py;
+none when Inductor loaded the graph from its cache).
 
 Prints the losses, then one line of dynamo's counters (graph_break, recompiles, unimplemented) and
 how many compiled wrappers reached the simulated GPU, which a bare run prints alike.
 """
 import argparse
+import functools
 import json
 import os
 import threading
@@ -42,8 +43,8 @@ VOCAB = 64
 
 
 class Truth:
-    """Each launch as the simulated GPU ran it, and where in a compiled graph it belongs
-    (`compiled_path`, compiled_truth.py; None outside compiled graphs)."""
+    """Each launch as the simulated GPU ran it, and where a compiled graph's launch belongs
+    (`compiled`, compiled_truth.py; None outside compiled graphs)."""
 
     def __init__(self, gpu, compiled):
         self.gpu = gpu
@@ -51,7 +52,7 @@ class Truth:
         self.activities = []
 
     def launch(self, work):
-        compiled_path = self.compiled.path_of_launch()
+        compiled = self.compiled.place_of_launch()
         launched = self.gpu.run(work)
         if launched is None:
             raise RuntimeError("the simulated GPU did not run " + work.name)
@@ -62,7 +63,7 @@ class Truth:
             "correlation_id": correlation, "device": 0, "stream": 0, "launch_ns": launch_ns,
             "start_ns": start_ns, "end_ns": end_ns, "thread": threading.current_thread().name,
             "range_path": [], "attribution": "none", "graph_node": None,
-            "compiled_path": compiled_path})
+            "compiled": compiled})
 
     def write(self, path):
         with open(path, "w", encoding="utf-8") as out:
@@ -96,29 +97,50 @@ class Mlp(nn.Module):
         return self.proj(self.act(self.fc(x)))
 
 
+def save_only_matmuls(ctx, op, *args, **kwargs):
+    """Selective activation checkpointing's policy: keep the outputs of GEMMs and attention (whose
+    recomputation would replay its random state), recompute the rest."""
+    saved = op in (torch.ops.aten.mm.default, torch.ops.aten.addmm.default) or (
+        "scaled_dot_product" in str(op))
+    return (torch.utils.checkpoint.CheckpointPolicy.MUST_SAVE if saved
+            else torch.utils.checkpoint.CheckpointPolicy.MUST_RECOMPUTE)
+
+
 class Block(nn.Module):
-    def __init__(self):
+    def __init__(self, selective_checkpoint=False):
         super().__init__()
         self.ln_1 = nn.LayerNorm(WIDTH)
         self.attn = Attention()
         self.ln_2 = nn.LayerNorm(WIDTH)
         self.mlp = Mlp()
+        self.selective_checkpoint = selective_checkpoint
 
     def forward(self, x):
+        if not self.selective_checkpoint:
+            return self.layers(x)
+        contexts = functools.partial(torch.utils.checkpoint.create_selective_checkpoint_contexts,
+                                     save_only_matmuls)
+        return torch.utils.checkpoint.checkpoint(self.layers, x, use_reentrant=False,
+                                                 context_fn=contexts)
+
+    def layers(self, x):
         x = x + self.attn(self.ln_1(x))
         return x + self.mlp(self.ln_2(x))
 
 
 class Gpt(nn.Module):
-    def __init__(self):
+    def __init__(self, selective_checkpoint=False, graph_break=False):
         super().__init__()
+        self.graph_break = graph_break
         self.embed = nn.Embedding(VOCAB, WIDTH)
-        self.blocks = nn.ModuleList(Block() for _ in range(2))
+        self.blocks = nn.ModuleList(Block(selective_checkpoint) for _ in range(2))
         self.ln_f = nn.LayerNorm(WIDTH)
         self.head = nn.Linear(WIDTH, VOCAB)
 
     def forward(self, tokens):
         x = self.embed(tokens)
+        if self.graph_break:
+            torch._dynamo.graph_break()
         for block in self.blocks:
             x = block(x)
         return self.head(self.ln_f(x))
@@ -132,10 +154,18 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--truth", required=True)
     parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--selective-checkpoint", action="store_true",
+                        help="checkpoint each block, recomputing all but its GEMMs in backward")
+    parser.add_argument("--graph-break", action="store_true",
+                        help="break the graph between the embedding and the blocks")
     args = parser.parse_args()
 
     torch.manual_seed(0)
-    model = Gpt()
+    model = Gpt(args.selective_checkpoint, args.graph_break)
+    if args.selective_checkpoint:
+        # Inductor fuses a recomputed op into the backward kernel that reads it (that kernel is
+        # backward's): unfused, the recomputation is kernels of its own.
+        torch._inductor.config.max_fusion_size = 1
     truth = Truth(simgpu_torch.SimulatedGpu(), compiled_truth.CompiledTruth({"model": model}))
 
     def launch_per_op():

@@ -1,5 +1,6 @@
-# The compiled room at run time: module range names of a graph's calls, its map line in
-# gpuattr's file, and the range around each call of its wrapper.
+# The compiled room at run time: a graph's map line in gpuattr's file, the range around each
+# call of its wrapper, gpuattr's map cache for graphs loaded from Inductor's cache, and the
+# install once the program imports Inductor.
 import json
 import os
 import sys
@@ -17,22 +18,7 @@ BLOCK = ("blocks.0", "Block")
 FC = ("blocks.0.fc", "Linear")
 
 
-class RangeNamesTest(unittest.TestCase):
-    def test_a_compiled_function_names_its_root_by_class(self):
-        names = compiled_graphs.range_names([ROOT, BLOCK, FC], None, True,
-                                            ModuleNames().root_name_of_class)
-        self.assertEqual(names, ["nn.Module: Gpt_0", "nn.Module: blocks.0",
-                                 "nn.Module: blocks.0.fc"])
-
-    def test_a_compiled_module_is_the_call_open_when_it_compiled(self):
-        root = compiled_graphs.RootCall("nn.Module: Gpt_0", True)
-        self.assertEqual(compiled_graphs.range_names([ROOT, FC], root, False, None),
-                         ["nn.Module: blocks.0.fc"])  # its forward graph runs inside root
-        submodule = compiled_graphs.RootCall("nn.Module: blocks.1", False)
-        self.assertEqual(compiled_graphs.range_names([ROOT, ("fc", "Linear")], submodule, True,
-                                                     None),
-                         ["nn.Module: blocks.1", "nn.Module: blocks.1.fc"])
-
+class RootNamesTest(unittest.TestCase):
     def test_a_root_named_earlier_keeps_its_name(self):
         names = ModuleNames()
         names.root_name(types.SimpleNamespace())  # a SimpleNamespace_0 first
@@ -67,41 +53,37 @@ class MappedGraphTest(unittest.TestCase):
         forward.call = lambda args: list(reversed(args))
         sites = [_site("cpp_fused_gelu_0", True, [ROOT, BLOCK], compiled.FORWARD,
                        ["blocks.0.act", "blocks.0.ln"]),
-                 _site("extern_kernels.addmm", False, [ROOT, BLOCK, FC], compiled.FORWARD)]
-        self.graphs._mapped(forward, sites, False, ("0/0", None))
+                 _site("extern_kernels.addmm", False, [ROOT, BLOCK, FC], compiled.FORWARD),
+                 compiled.CallSite("extern_kernels.mm", False, [])]  # matched nothing
+        self.graphs._mapped(forward, sites, False)
         backward = types.ModuleType("cdef")
         backward.call = lambda args: args
         self.graphs._mapped(backward, [_site("extern_kernels.mm", False, [ROOT, BLOCK, FC],
-                                             compiled.BACKWARD)], True, ("0/0", None))
+                                             compiled.RECOMPUTE)], True)
         first, second = self.lines()
-        self.assertEqual(first["format"], "gpuattr.kernel_map/1")
-        self.assertEqual((first["graph"], first["range"]), ("cabc", "torch.compile: cabc forward"))
-        self.assertEqual(first["calls"][0], {
-            "kernel": "cpp_fused_gelu_0", "generated": True, "phase": "forward",
-            "modules": ["nn.Module: Gpt_0", "nn.Module: blocks.0"],
-            "fused": ["nn.Module: blocks.0.act", "nn.Module: blocks.0.ln"]})
-        self.assertEqual(first["calls"][1]["modules"][-1], "nn.Module: blocks.0.fc")
+        self.assertEqual(first, {
+            "format": "gpuattr.kernel_map/1", "graph": "cabc",
+            "range": "torch.compile: cabc forward", "root_class": "Gpt",
+            "root": "nn.Module: Gpt_0", "calls": [
+                {"kernel": "cpp_fused_gelu_0", "generated": True, "phase": "forward",
+                 "modules": ["", "blocks.0"]},
+                {"kernel": "extern_kernels.addmm", "generated": False, "phase": "forward",
+                 "modules": ["", "blocks.0", "blocks.0.fc"]},
+                {"kernel": "extern_kernels.mm", "generated": False, "phase": None,
+                 "modules": []}]})
         self.assertEqual(second["range"], "torch.compile: cdef backward")
-        self.assertEqual(second["calls"][0]["phase"], "backward")
+        self.assertEqual(second["calls"][0]["phase"], "recompute")
         # The wrapper's call runs inside its graph's range and returns what it returned.
         self.assertEqual(forward.call([1, 2]), [2, 1])
         self.assertEqual(self.nvtx.take(), [("push", "torch.compile: cabc forward"), ("pop",)])
 
-    def test_a_graph_compiled_inside_a_module_call_is_named_from_it(self):
-        forward = types.ModuleType("cabc")
-        forward.call = lambda args: args
-        root = compiled_graphs.RootCall("nn.Module: blocks.0", False)
-        self.graphs._mapped(forward, [_site("k", True, [ROOT, ("fc", "Linear")],
-                                            compiled.FORWARD)], False, ("1/0", root))
-        backward = types.ModuleType("cdef")
-        backward.call = lambda args: args
-        self.graphs._mapped(backward, [_site("k", True, [ROOT, ("fc", "Linear")],
-                                             compiled.RECOMPUTE)], True, ("1/0", None))
-        forward_line, backward_line = self.lines()
-        self.assertEqual(forward_line["calls"][0]["modules"], ["nn.Module: blocks.0.fc"])
-        self.assertEqual(backward_line["calls"][0]["modules"],
-                         ["nn.Module: blocks.0", "nn.Module: blocks.0.fc"])
-        self.assertEqual(backward_line["calls"][0]["phase"], "recompute")
+    def test_a_graph_of_no_module_names_no_root(self):
+        graph = types.ModuleType("cabc")
+        graph.call = lambda args: args
+        self.graphs._mapped(graph, [_site("k", True, [], compiled.FORWARD, [""])], False)
+        line, = self.lines()
+        self.assertNotIn("root", line)
+        self.assertEqual(line["calls"][0]["modules"], [])
 
 
 class KernelMapCacheTest(unittest.TestCase):
@@ -140,13 +122,13 @@ class CachedGraphTest(unittest.TestCase):
             compiled_once = types.ModuleType("cabc")
             compiled_once.call = lambda args: args
             graphs._mapped(compiled_once, [_site("k", True, [ROOT, FC], compiled.FORWARD)],
-                           False, ("0/0", None))
+                           False)
             loaded = types.ModuleType("cabc")
             loaded.call = lambda args: args
-            graphs._mapped(loaded, [compiled.CallSite("k", True, [])], None, None)
+            graphs._mapped(loaded, [compiled.CallSite("k", True, [])], None)
             never_seen = types.ModuleType("cdef")
             never_seen.call = lambda args: args
-            graphs._mapped(never_seen, [compiled.CallSite("k", True, [])], None, None)
+            graphs._mapped(never_seen, [compiled.CallSite("k", True, [])], None)
             with open(os.path.join(directory, "%d.jsonl" % os.getpid())) as maps:
                 first, second, third = [json.loads(line) for line in maps]
             self.assertEqual(second, first)

@@ -22,15 +22,14 @@ const std::string kBackward = "torch.compile: h backward";
 std::string Call(const std::string& kernel, bool generated, const std::string& phase,
                  const std::vector<std::string>& modules) {
   std::string out = R"({"kernel":")" + kernel + R"(","generated":)" +
-                    (generated ? "true" : "false") + R"(,"phase":")" + phase +
-                    R"(","modules":["nn.Module: Gpt_0")";
-  for (const std::string& module : modules) out += R"(,"nn.Module: )" + module + "\"";
+                    (generated ? "true" : "false") + R"(,"phase":")" + phase + R"(","modules":["")";
+  for (const std::string& module : modules) out += R"(,")" + module + "\"";
   return out + "]}";
 }
 
 std::string MapLine(const std::string& range, const std::vector<std::string>& calls) {
-  std::string out =
-      R"({"format":"gpuattr.kernel_map/1","graph":"g","range":")" + range + R"(","calls":[)";
+  std::string out = R"({"format":"gpuattr.kernel_map/1","graph":"g","range":")" + range +
+                    R"(","root_class":"Gpt","root":"nn.Module: Gpt_0","calls":[)";
   for (size_t i = 0; i < calls.size(); ++i) out += (i ? "," : "") + calls[i];
   return out + "]}\n";
 }
@@ -142,6 +141,21 @@ TEST_CASE("launches outside a mapped graph's range are left where they are",
   CompiledGraphJoin none(f.trace.data, f.paths, "");
   const ActivityRecord kernel = f.trace.Kernel(111, 112, "k_ln");
   CHECK(none.Place(launch.node, kernel, &launch) == launch.node);
+}
+
+TEST_CASE("a graph's modules are named below the module range its call runs in",
+          "[unit][compiled_graph_join]") {
+  JoinFixture f;
+  // A compiled block: the same graph serves each block, named by the call around it.
+  const Path in_block = {"step", "nn.Module: Gpt_0", "nn.Module: blocks.3", kForward};
+  f.trace.Range(kTid, in_block, 700, 800);
+  CHECK(f.Place(710, "k_ln", in_block) == Path{"step", "nn.Module: Gpt_0", "nn.Module: blocks.3",
+                                               kForward, "nn.Module: blocks.3.blocks.0"});
+  // The compiled root's own call (torch.compile(model)): its range is the root's.
+  const Path in_root = {"step", "nn.Module: Gpt_1", kForward};
+  f.trace.Range(kTid, in_root, 900, 1000);
+  CHECK(f.Place(910, "k_ln", in_root) ==
+        Path{"step", "nn.Module: Gpt_1", kForward, "nn.Module: blocks.0"});
 }
 
 TEST_CASE("a directory of maps is read at its process's file", "[unit][compiled_graph_join]") {

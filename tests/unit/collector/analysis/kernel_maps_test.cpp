@@ -15,11 +15,10 @@ using Path = std::vector<std::string>;
 
 const char kForwardMap[] =
     R"({"format":"gpuattr.kernel_map/1","graph":"cabc","range":"torch.compile: cabc forward",)"
-    R"("calls":[{"kernel":"k_0","generated":true,"phase":"forward",)"
-    R"("modules":["nn.Module: Gpt_0","nn.Module: blocks.0"],"fused":["nn.Module: blocks.0.ln",)"
-    R"("nn.Module: blocks.0.act"]},{"kernel":"extern_kernels.mm","generated":false,)"
-    R"("phase":null,"modules":[]},{"kernel":"k_0","generated":true,"phase":"forward",)"
-    R"("modules":["nn.Module: Gpt_0"]}]})";
+    R"("root_class":"Gpt","root":"nn.Module: Gpt_0",)"
+    R"("calls":[{"kernel":"k_0","generated":true,"phase":"forward","modules":["","blocks.0"]},)"
+    R"({"kernel":"extern_kernels.mm","generated":false,"phase":null,"modules":[]},)"
+    R"({"kernel":"k_0","generated":true,"phase":"forward","modules":[""]}]})";
 
 TEST_CASE("a map line: its calls in order, generated kernels indexed by name",
           "[unit][kernel_maps]") {
@@ -29,8 +28,9 @@ TEST_CASE("a map line: its calls in order, generated kernels indexed by name",
   const GraphMap* map = maps.Find("torch.compile: cabc forward");
   REQUIRE(map != nullptr);
   REQUIRE(map->calls.size() == 3);
+  CHECK((map->root_class == "Gpt" && map->root == "nn.Module: Gpt_0"));
   CHECK(map->calls[0].phase == Phase::kForward);
-  CHECK(map->calls[0].fused == Path{"nn.Module: blocks.0.ln", "nn.Module: blocks.0.act"});
+  CHECK(map->calls[0].modules == Path{"", "blocks.0"});
   CHECK_FALSE(map->calls[1].generated);
   CHECK_FALSE(map->calls[1].phase);
   CHECK(map->generated_calls.at("k_0") == std::vector<uint32_t>{0, 2});
@@ -50,9 +50,10 @@ TEST_CASE("what is not a map is refused and counted", "[unit][kernel_maps]") {
       head + R"("calls":[{"kernel":"k","generated":1}]})",
       head + R"("calls":[{"kernel":"","generated":true}]})",
       head + R"("calls":[{"kernel":"k","generated":true,"phase":"sideways"}]})",
-      head + R"("calls":[{"kernel":"k","generated":true,"modules":"nn.Module: a"}]})",
+      head + R"("calls":[{"kernel":"k","generated":true,"modules":"a"}]})",
       head + R"("calls":[{"kernel":"k","generated":true,"modules":[")" +
           std::string(KernelMaps::kMaxNameBytes + 1, 'x') + R"("]}]})",
+      head + R"("root":7,"calls":[]})",
   };
   KernelMaps maps;
   for (const std::string& line : lines) {
