@@ -4,7 +4,7 @@
 # backward: dynamo, AOTAutograd and Inductor compiling both graphs, with Inductor's caches off)
 # timed in fresh processes with the compiled room's KernelMaps installed and without, ROUNDS
 # rounds alternately; then, from the mapped runs, the map of each graph: its calls, how many were
-# matched to their kernel, and its size as JSON. Not a test: results go in docs/benchmarks.md.
+# matched to their kernel, and the size of its line in the maps file. Not a test: results go in docs/benchmarks.md.
 #   scripts/compiled_map_bench.sh [PYTHON] [ROUNDS]
 #   defaults: .venv/bin/python (torch 2.13, which compiles), 5
 set -euo pipefail
@@ -23,7 +23,7 @@ import torch
 
 sys.path.insert(0, sys.argv[2])
 import train_compiled  # noqa: E402  (its model; nothing of the simulated GPU runs here)
-from gpuattr_pytorch import compiled  # noqa: E402
+from gpuattr_pytorch import compiled, compiled_graphs  # noqa: E402
 
 maps = None
 if sys.argv[1] == "mapped":
@@ -47,8 +47,10 @@ with torch._inductor.config.patch(force_disable_caches=True):
 graphs = []
 if maps is not None:
     assert maps.unavailable is None, maps.unavailable
-    for sites in maps.maps.values():
-        text = json.dumps([[site.callee, site.modules, site.phase] for site in sites])
+    for key, sites in maps.maps.items():
+        line = compiled_graphs.map_line(key, "torch.compile: " + key, sites,
+                                        lambda name: "nn.Module: %s_0" % name)
+        text = json.dumps(line, separators=(",", ":"))
         graphs.append({"calls": len(sites),
                        "matched": sum(site.modules is not None for site in sites),
                        "json_bytes": len(text)})
@@ -81,6 +83,6 @@ print("                           with the map    %s, median %.2f"
 print("with / without, per round: %s, median %.3f"
       % (", ".join("%.3f" % r for r in ratios), statistics.median(ratios)))
 for index, graph in enumerate(runs["mapped"][0]["graphs"]):
-    print("graph %d: %d calls, %d matched, %d bytes as JSON"
+    print("graph %d: %d calls, %d matched, a %d-byte line in the maps file"
           % (index, graph["calls"], graph["matched"], graph["json_bytes"]))
 PY

@@ -347,6 +347,53 @@ TEST_CASE("compare.py holds the annotator's module rows to torch.profiler's key_
         "not run");
 }
 
+// A compiled GPT's report (its Linears' rows, coverage, marks), its activities and a torch.profiler
+// trace of its own run, for compare.py's compiled rows.
+void WriteCompiledRun(const TempDir& dir, bool every_backward, const std::string& extra_kernel) {
+  json modules = json::array();
+  for (const char* block : {"0", "1"}) {
+    for (const char* linear : {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"}) {
+      const bool backward = every_backward || std::string(linear) != "mlp.c_fc";
+      modules.push_back({{"module", std::string("nn.Module: h.") + block + "." + linear},
+                         {"forward_ns", 10},
+                         {"backward_ns", backward ? 20 : 0}});
+    }
+  }
+  json process = {{"totals", {{"kernel_ns", 1000}}},
+                  {"coverage", {{"attributed_fraction", 0.99}}},
+                  {"modules", modules},
+                  {"marks", json::array()}};
+  WriteFile(dir.File("torch_gpt_compiled.report.json"), json({{"processes", {process}}}).dump());
+  WriteFile(dir.File("torch_gpt_compiled.activities.jsonl"),
+            json({{"name", "triton_poi_fused_add_0"}}).dump() + "\n" +
+                json({{"name", "sm90_xmma_gemm"}}).dump() + "\n");
+  json events = json::array({{{"cat", "kernel"}, {"name", "triton_poi_fused_add_0"}},
+                             {{"cat", "kernel"}, {"name", "sm90_xmma_gemm"}},
+                             {{"cat", "cpu_op"}, {"name", "triton_not_a_kernel"}}});
+  if (!extra_kernel.empty()) events.push_back({{"cat", "kernel"}, {"name", extra_kernel}});
+  WriteFile(dir.File("torch_gpt_compiled.torch_trace.json"),
+            json({{"traceEvents", events}}).dump());
+}
+
+TEST_CASE("compare.py holds a compiled model's module rows and Triton kernels to their targets",
+          "[e2e][gpu-kit]") {
+  {
+    TempDir dir;
+    WriteCompiledRun(dir, /*every_backward=*/true, "");
+    const Summary summary = Compare(dir.path());
+    CHECK(Result(summary, "torch_gpt_compiled: Linears with forward and backward time") == "pass");
+    CHECK(Result(summary, "torch_gpt_compiled: coverage") == "pass");
+    CHECK(Result(summary, "torch_gpt_compiled: graphs without a kernel map") == "pass");
+    CHECK(Result(summary, "torch_gpt_compiled: Triton kernels vs torch.profiler's") == "pass");
+  }
+  TempDir dir;
+  WriteCompiledRun(dir, /*every_backward=*/false, "triton_per_fused_sum_1");
+  const Summary summary = Compare(dir.path());
+  CHECK(summary.exit_status == 1);
+  CHECK(Result(summary, "torch_gpt_compiled: Linears with forward and backward time") == "FAIL");
+  CHECK(Result(summary, "torch_gpt_compiled: Triton kernels vs torch.profiler's") == "FAIL");
+}
+
 TEST_CASE(
     "compare.py with no outputs, or only what failed programs leave, runs nothing and passes "
     "nothing",

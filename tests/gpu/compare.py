@@ -9,44 +9,15 @@ import json
 import os
 import sys
 
+from compare_models import COVERAGE_MIN, compiled_rows, gpt_rows
+from gpu_outputs import activities, load
+
 TOLERANCE = 0.02
 # Module device time of two runs of the same program (gpuattr run, torch.profiler): kernel
 # durations differ from run to run by more than families' summed time does.
 MODULE_TOLERANCE = 0.10
-COVERAGE_MIN = 0.95
 OVERHEAD_MAX = 0.02
 BYTE_RATIO = 11 / 3
-
-
-def load(outdir, name):
-    """The file's JSON (a truth file's last line), or None when it is missing, empty or not JSON:
-    a program that failed leaves such files, and its checks are then `not run`."""
-    path = os.path.join(outdir, name)
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        text = f.read().strip()
-    if not text:
-        return None
-    try:
-        return json.loads(text.splitlines()[-1] if name.endswith(".truth.json") else text)
-    except json.JSONDecodeError:
-        return None
-
-
-def activities(outdir, name):
-    """NAME.activities.jsonl as a list of rows, or None when missing or unreadable."""
-    path = os.path.join(outdir, f"{name}.activities.jsonl")
-    if not os.path.exists(path):
-        return None
-    rows = []
-    with open(path) as f:
-        for line in f:
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                return None
-    return rows
 
 
 def union_ns(intervals):
@@ -279,35 +250,6 @@ def flops_rows(outdir, row, record):
         ratio, "1.0 (same steps)", abs(ratio - 1.0) < 1e-9)
 
 
-def gpt_rows(outdir, row, record):
-    """Issue 40: the traced GPT prints the bare run's losses (recorded: CUDA's atomic adds may
-    change a last digit of either run), has one module row per module, and, compiled, dynamo
-    counts no graph break or recompile that the bare compiled run does not."""
-    def stdout_of(name):
-        path = os.path.join(outdir, name)
-        if not os.path.exists(path):
-            return None
-        with open(path) as f:
-            return f.read().splitlines()
-
-    for name in ("torch_gpt", "torch_gpt_compiled"):
-        bare, traced = stdout_of(f"{name}.bare.truth.json"), stdout_of(f"{name}.truth.json")
-        losses = None if bare is None or traced is None else (
-            [line for line in bare if line.startswith("loss")] ==
-            [line for line in traced if line.startswith("loss")])
-        record(f"{name}: losses under gpuattr run equal the bare run's", losses)
-        if name == "torch_gpt_compiled":
-            dynamo = None if bare is None or traced is None else (
-                [line for line in bare if line.startswith("dynamo ")] ==
-                [line for line in traced if line.startswith("dynamo ")] != [])
-            row(f"{name}: dynamo graph breaks and recompiles vs bare", dynamo, "equal", dynamo)
-    run = load(outdir, "torch_gpt.report.json")
-    modules = None if run is None else [
-        module["module"] for process in run["processes"] for module in process.get("modules") or []]
-    row("torch_gpt: one module row per module", None if modules is None else len(modules),
-        "no module twice", None if not modules else len(modules) == len(set(modules)))
-
-
 def late_attach_rows(outdir, row, record):
     """Issue 23: two windows of a PyTorch job started without gpuattr, the shim loaded by ptrace."""
     stderr_path = os.path.join(outdir, "late_attach.stderr")
@@ -453,6 +395,7 @@ def main():
 
     # 11. The demo's GPT (issue 40), eager and torch.compile'd, under gpuattr run and bare.
     gpt_rows(outdir, row, record)
+    compiled_rows(outdir, row, record)
 
     with open(os.path.join(outdir, "summary.json"), "w") as f:
         json.dump(rows, f, indent=1)

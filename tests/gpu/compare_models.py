@@ -1,0 +1,80 @@
+"""compare.py's rows for whole PyTorch models (scripts/gpu-check.sh): the demo's GPT, eager and
+torch.compile'd (issues 40 and 42). Each takes the output directory and compare.py's `row` and
+`record` callbacks.
+"""
+import json
+import os
+
+from gpu_outputs import activities, load
+
+COVERAGE_MIN = 0.95
+
+
+def gpt_rows(outdir, row, record):
+    """Issue 40: the traced GPT prints the bare run's losses (recorded: CUDA's atomic adds may
+    change a last digit of either run), has one module row per module, and, compiled, dynamo
+    counts no graph break or recompile that the bare compiled run does not."""
+    def stdout_of(name):
+        path = os.path.join(outdir, name)
+        if not os.path.exists(path):
+            return None
+        with open(path) as f:
+            return f.read().splitlines()
+
+    for name in ("torch_gpt", "torch_gpt_compiled"):
+        bare, traced = stdout_of(f"{name}.bare.truth.json"), stdout_of(f"{name}.truth.json")
+        losses = None if bare is None or traced is None else (
+            [line for line in bare if line.startswith("loss")] ==
+            [line for line in traced if line.startswith("loss")])
+        record(f"{name}: losses under gpuattr run equal the bare run's", losses)
+        if name == "torch_gpt_compiled":
+            dynamo = None if bare is None or traced is None else (
+                [line for line in bare if line.startswith("dynamo ")] ==
+                [line for line in traced if line.startswith("dynamo ")] != [])
+            row(f"{name}: dynamo graph breaks and recompiles vs bare", dynamo, "equal", dynamo)
+    run = load(outdir, "torch_gpt.report.json")
+    modules = None if run is None else [
+        module["module"] for process in run["processes"] for module in process.get("modules") or []]
+    row("torch_gpt: one module row per module", None if modules is None else len(modules),
+        "no module twice", None if not modules else len(modules) == len(set(modules)))
+
+
+def compiled_rows(outdir, row, record):
+    """Issue 42: the compiled GPT's kernels attributed by module (every Linear of every block with
+    forward and backward time), coverage, no graph left without a kernel map, and its Triton
+    kernels the ones torch.profiler saw in a run of its own."""
+    name = "torch_gpt_compiled"
+    run = load(outdir, f"{name}.report.json")
+    process = None if run is None or not run["processes"] else max(
+        run["processes"], key=lambda p: (p.get("totals") or {}).get("kernel_ns") or 0)
+    linears = [f"nn.Module: h.{block}.{linear}" for block in (0, 1)
+               for linear in ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")]
+    rows_by_module = None if process is None else {
+        module["module"]: module for module in process.get("modules") or []}
+    both = None if rows_by_module is None else [
+        module for module in linears if module in rows_by_module and
+        rows_by_module[module]["forward_ns"] > 0 and rows_by_module[module]["backward_ns"] > 0]
+    row(f"{name}: Linears with forward and backward time", None if both is None else len(both),
+        f"all {len(linears)}", None if both is None else len(both) == len(linears))
+    fraction = None if process is None else process["coverage"]["attributed_fraction"]
+    row(f"{name}: coverage", fraction, f">= {COVERAGE_MIN}",
+        None if fraction is None else fraction >= COVERAGE_MIN)
+    unmapped = None if process is None else [
+        mark for mark in process.get("marks") or []
+        if "has no kernel map" in json.dumps(mark)]
+    row(f"{name}: graphs without a kernel map", None if unmapped is None else len(unmapped), "0",
+        None if unmapped is None else not unmapped)
+    ours = activities(outdir, name)
+    trace_path = os.path.join(outdir, f"{name}.torch_trace.json")
+    theirs = None
+    if os.path.exists(trace_path):
+        with open(trace_path) as f:
+            trace = json.load(f)
+        theirs = {event["name"] for event in trace.get("traceEvents", [])
+                  if event.get("cat") == "kernel" and event.get("name", "").startswith("triton_")}
+    mine = None if ours is None else {
+        activity["name"] for activity in ours
+        if (activity.get("name") or "").startswith("triton_")}
+    same = None if mine is None or theirs is None else mine == theirs
+    row(f"{name}: Triton kernels vs torch.profiler's",
+        None if same is None else f"{len(mine)} here, {len(theirs)} there", "the same names", same)
