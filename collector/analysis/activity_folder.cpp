@@ -103,6 +103,10 @@ void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord*
     passes_.Fold(attributed, pass, paths_.PassPath(pass), families_.LeafFamily(activity),
                  launch_context);
     modules_.Fold(attributed);
+    if (!compiled_graphs_.fused_modules().empty()) {
+      modules_.FoldFused(compiled_graphs_.fused_modules(), paths_.PassPath(pass), outcome.phase,
+                         attributed.ns());
+    }
   }
   devices_.Fold(activity, launch, late, category);
   if (activity.kind == ActivityKind::kMemcpy)

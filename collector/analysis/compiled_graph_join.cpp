@@ -185,6 +185,7 @@ uint32_t CompiledGraphJoin::Derive(const GraphOfNode& graph, const std::vector<s
 
 uint32_t CompiledGraphJoin::Place(uint32_t node, const ActivityRecord& activity,
                                   const LaunchRecord* launch) {
+  fused_modules_.clear();
   if (kernel_maps_.empty() || node == 0 || launch == nullptr || activity.graph_node_id != 0) {
     return node;
   }
@@ -212,6 +213,7 @@ uint32_t CompiledGraphJoin::Place(uint32_t node, const ActivityRecord& activity,
       const CompiledCall& mapped = map->calls[static_cast<size_t>(call)];
       if (mapped.phase) {
         path = CompiledCallPath(mapped.phase, ModuleRanges(*map, graph, mapped.modules));
+        fused_modules_ = ModuleRanges(*map, graph, mapped.fused);
       }
     }
   } else {

@@ -62,6 +62,10 @@ class CompiledGraphJoin {
   // it was not launched inside a mapped graph's range.
   uint32_t Place(uint32_t node, const ActivityRecord& activity, const LaunchRecord* launch);
 
+  // The range names of the modules whose nodes the kernel Place placed last fuses, when it
+  // fuses several; else empty.
+  const std::vector<std::string>& fused_modules() const { return fused_modules_; }
+
   // Launches placed by a map, and those left on their graph's range.
   uint64_t placed() const { return placed_; }
   uint64_t unplaced() const { return unplaced_; }
@@ -109,6 +113,7 @@ class CompiledGraphJoin {
   std::unordered_map<std::string, bool> looked_up_;  // range name -> map found when last read
   std::unordered_map<uint32_t, GraphOfNode> graph_of_node_;
   std::map<std::pair<uint32_t, uint32_t>, Instance> instances_;  // (tid, graph node)
+  std::vector<std::string> fused_modules_;
   uint64_t placed_ = 0;
   uint64_t unplaced_ = 0;
 };

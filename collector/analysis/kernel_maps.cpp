@@ -19,9 +19,10 @@ bool IsName(const nlohmann::json& value) {
          value.get_ref<const std::string&>().size() <= KernelMaps::kMaxNameBytes;
 }
 
-// A JSON array of qualified module names ('' is the root), or absent; false for anything else.
-bool ReadModules(const nlohmann::json& call, std::vector<std::string>& out) {
-  auto names = call.find("modules");
+// A JSON array of qualified module names ('' is the root) at `key`, or absent; false for
+// anything else.
+bool ReadModules(const nlohmann::json& call, const char* key, std::vector<std::string>& out) {
+  auto names = call.find(key);
   if (names == call.end()) return true;
   if (!names->is_array() || names->size() > KernelMaps::kMaxModules) return false;
   for (const nlohmann::json& name : *names) {
@@ -68,7 +69,9 @@ std::optional<CompiledCall> ReadCall(const nlohmann::json& call) {
       return std::nullopt;
     }
   }
-  if (!ReadModules(call, out.modules)) return std::nullopt;
+  if (!ReadModules(call, "modules", out.modules) || !ReadModules(call, "fused", out.fused)) {
+    return std::nullopt;
+  }
   return out;
 }
 

@@ -5,13 +5,14 @@
 //   {"format": "gpuattr.kernel_map/1", "graph": KEY, "range": "torch.compile: KEY forward",
 //    "root_class": CLASS, "root": RANGE NAME,
 //    "calls": [{"kernel": NAME, "generated": BOOL, "phase": "forward"|"backward"|"recompute"|null,
-//               "modules": [QUALIFIED NAME, ...]}, ...]}
+//               "modules": [QUALIFIED NAME, ...], "fused": [QUALIFIED NAME, ...]}, ...]}
 //
 // `calls` is the graph wrapper's calls in the order it makes them: a kernel Inductor generated
 // (its launch carries its name) or an extern op (a cuBLAS GEMM, an aten fallback: its launches
 // carry other names); `modules` the module calls that enclose the call's FX nodes, outermost
 // first, by qualified name from the compiled frame's root module (''), of class `root_class`,
-// which is named `root` when no module range encloses the graph's call (compiled_graph_join.h).
+// which is named `root` when no module range encloses the graph's call (compiled_graph_join.h);
+// `fused`, when a kernel computes nodes of several modules, those modules.
 //
 // The file is the traced program's writing: nothing in it is trusted. A line that is not a map
 // (bad JSON, wrong types, over the bounds below) is skipped and counted; a file is read in
@@ -42,6 +43,7 @@ struct CompiledCall {
   bool generated = false;
   std::optional<Phase> phase;        // forward, backward or recompute; none: not mapped
   std::vector<std::string> modules;  // qualified names from the root (''), outermost first
+  std::vector<std::string> fused;    // the modules a kernel fusing several computes
 };
 
 struct GraphMap {

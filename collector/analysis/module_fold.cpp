@@ -47,6 +47,24 @@ void ModuleFold::Fold(const AttributedActivity& attributed) {
   rows_[static_cast<size_t>(row)].phases.Add(attributed.outcome.phase, attributed.ns());
 }
 
+void ModuleFold::FoldFused(const std::vector<std::string>& fused,
+                           const std::vector<std::string>& path, std::optional<Phase> phase,
+                           uint64_t ns) {
+  const auto own = std::find_if(path.rbegin(), path.rend(), IsModule);
+  for (const std::string& module : fused) {
+    if (own != path.rend() && *own == module) continue;  // the kernel's own module
+    auto [found, added] = row_index_.try_emplace(module, rows_.size());
+    if (added) {
+      ModuleRow& row = rows_.emplace_back();
+      row.module = module;
+      std::copy_if(path.begin(), path.end(), std::back_inserter(row.path), IsModule);
+      row.path.push_back(module);
+      path_is_forward_.push_back(false);
+    }
+    rows_[found->second].fused.Add(phase, ns);
+  }
+}
+
 void ModuleFold::CountCalls(const std::vector<PassNode>& passes) {
   for (const PassNode& pass : passes) {
     if (IsModule(pass.name)) {

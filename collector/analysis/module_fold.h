@@ -49,6 +49,11 @@ class ModuleFold {
 
   // An attributed activity (outcome.node != 0) with timestamps.
   void Fold(const AttributedActivity& attributed);
+  // A compiled kernel on pass path `path` that fused the ops of the modules `fused` (range
+  // names; compiled_graph_join.h) took `ns` in `phase`: each of them but the one it went to
+  // shares it as `fused` time, its row made if it has none (its path: `path`'s modules, then it).
+  void FoldFused(const std::vector<std::string>& fused, const std::vector<std::string>& path,
+                 std::optional<Phase> phase, uint64_t ns);
 
   // The rows, most device time first (ties by path), with each module's calls counted from the
   // finished pass tree `passes`; a module that ran but had no device time has a row of zeros.

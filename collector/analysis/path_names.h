@@ -18,8 +18,8 @@
 //
 // Derived nodes are paths no range of the trace defines: the place a compiled graph's kernel map
 // gives a launch below the graph's range (compiled_graph_join.h). Their ids count down from
-// kLastDerivedNode, above any id a trace defines (the shim interns at most 65536), and they outlive
-// Refresh (their parents are ids, whose names Refresh reads again).
+// kLastDerivedNode, above any id a well-formed trace defines (the shim interns at most 65536), and
+// they outlive Refresh (their parents are ids, whose names Refresh reads again).
 //
 // Reads TraceData, const; single-threaded, on the thread that folds.
 #ifndef GPUATTR_COLLECTOR_ANALYSIS_PATH_NAMES_H_
@@ -75,7 +75,9 @@ class PathNames {
   // The derived node named `name` below `parent` (a trace's node or a derived one), made at its
   // first request; `parent` itself once kMaxDerivedNodes exist.
   uint32_t DerivedChild(uint32_t parent, std::string_view name);
-  static bool IsDerived(uint32_t node) { return node > kLastDerivedNode - kMaxDerivedNodes; }
+  // Whether `node` is a derived node this made (a malformed trace may use ids up here too:
+  // those this never made are the trace's).
+  bool IsDerived(uint32_t node) const { return kLastDerivedNode - node < derived_.size(); }
 
  private:
   struct Pass {

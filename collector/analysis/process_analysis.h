@@ -305,6 +305,9 @@ struct ModuleRow {
   uint64_t calls = 0;             // instances of its forward pass nodes
   uint64_t recompute_calls = 0;   // instances of its pass nodes under a backward leaf
   PhaseTotals phases;
+  // Compiled kernels that fused its ops with other modules' and went to another row (their
+  // deepest common module's): their time, by phase, in none of this row's own terms.
+  PhaseTotals fused;
 };
 
 // §Coverage: per phase P, the attributed kernel time of phase P, and the unattributed kernel

@@ -334,6 +334,9 @@ Json ModulesJson(bool measured, const std::vector<ModuleRow>& modules) {
     entry["path"] = row.path;
     entry["calls"] = row.calls;
     entry["recompute_calls"] = row.recompute_calls;
+    entry["fused"] = {{"forward_ns", row.fused.ns[static_cast<size_t>(Phase::kForward)]},
+                      {"backward_ns", row.fused.ns[static_cast<size_t>(Phase::kBackward)]},
+                      {"recompute_ns", row.fused.ns[static_cast<size_t>(Phase::kRecompute)]}};
     out.push_back(std::move(entry));
   }
   return out;

@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -197,6 +198,43 @@ TEST_CASE(
     CHECK(cached.out == run.bare_out);
     CHECK(ModuleRowsOf(ReadJson(dir.File("cached.json"))) == ModuleRowsOf(run.report));
   }
+}
+
+TEST_CASE(
+    "the same model eager and compiled: the same module rows, and time both ways for every module "
+    "that has it eagerly, its own or fused",
+    "[e2e]") {
+  RequireTorch();
+  if (InductorCannotRunUnderThisShim()) return;
+  TempDir dir;
+  const CompiledRun compiled = RunCompiled(dir, {});
+  const ProcessResult eager = RunUnderGpuattr(
+      {}, {kPython, PYTORCH_COMPILED_SCRIPT, "--truth", dir.File("eager_truth.json"), "--eager"},
+      dir.File("eager.json"), CompiledEnvironment(dir, "eager"));
+  INFO("eager stderr: " << eager.err);
+  REQUIRE(ExitStatus(eager) == 0);
+  REQUIRE(SchemaValid(dir.File("eager.json")));
+  const json eager_report = ReadJson(dir.File("eager.json"));
+  std::map<std::string, json> compiled_rows;
+  for (const json& row : compiled.report["processes"][0]["modules"]) {
+    compiled_rows[row["module"].get<std::string>()] = row;
+  }
+  std::set<std::string> eager_modules;
+  for (const json& row : eager_report["processes"][0]["modules"]) {
+    const std::string module = row["module"].get<std::string>();
+    eager_modules.insert(module);
+    INFO(module);
+    REQUIRE(compiled_rows.count(module) == 1);
+    const json& twin = compiled_rows.at(module);
+    for (const char* phase : {"forward_ns", "backward_ns"}) {
+      INFO(phase);
+      if (row[phase].get<uint64_t>() == 0) continue;
+      CHECK(twin[phase].get<uint64_t>() + twin["fused"][phase].get<uint64_t>() > 0);
+    }
+  }
+  std::set<std::string> compiled_modules;
+  for (const auto& [module, row] : compiled_rows) compiled_modules.insert(module);
+  CHECK(compiled_modules == eager_modules);
 }
 
 TEST_CASE(

@@ -40,9 +40,14 @@ UNMAPPED_MARK = ("gpuattr.pytorch: compiled graph %s has no kernel map: Inductor
 
 def map_line(key, range_name, sites, root_name_of_class):
     """The map of one graph as its line of the maps file (see the module's comment)."""
-    line = {"format": MAP_FORMAT, "graph": key, "range": range_name, "calls": [
-        {"kernel": site.callee, "generated": site.generated, "phase": site.phase,
-         "modules": [qualified for qualified, _ in site.chain or []]} for site in sites]}
+    calls = []
+    for site in sites:
+        call = {"kernel": site.callee, "generated": site.generated, "phase": site.phase,
+                "modules": [qualified for qualified, _ in site.chain or []]}
+        if site.modules and len(site.modules) > 1:
+            call["fused"] = list(site.modules)
+        calls.append(call)
+    line = {"format": MAP_FORMAT, "graph": key, "range": range_name, "calls": calls}
     roots = [site.chain[0] for site in sites if site.chain and site.chain[0][0] == ""]
     if roots:
         line["root_class"] = roots[0][1]

@@ -1,6 +1,7 @@
 """A torch.compile'd GPT-style model trained on the simulated GPU, with the truth of every launch.
 
     python train_compiled.py --truth FILE [--steps N] [--selective-checkpoint] [--graph-break]
+                             [--eager]
 
 The device side of the compiled-model tests (pytorch_compiled_e2e_test.cpp). The model, two
 pre-norm transformer blocks (layer norm, causal self-attention, an MLP with GELU) and a head, is
@@ -158,6 +159,8 @@ def main():
                         help="checkpoint each block, recomputing all but its GEMMs in backward")
     parser.add_argument("--graph-break", action="store_true",
                         help="break the graph between the embedding and the blocks")
+    parser.add_argument("--eager", action="store_true",
+                        help="run the same model without compiling it, for comparison")
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -181,8 +184,13 @@ def main():
         tokens = torch.randint(0, VOCAB, (BATCH, TOKENS))
         targets = torch.randint(0, VOCAB, (BATCH, TOKENS))
     for _ in range(args.steps):
-        loss = compiled_loss(model, tokens, targets)
-        loss.backward()
+        if args.eager:
+            with launch_per_op():
+                loss = loss_of(model, tokens, targets)
+                loss.backward()
+        else:
+            loss = compiled_loss(model, tokens, targets)
+            loss.backward()
         with launch_per_op():
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)

@@ -66,7 +66,7 @@ class MappedGraphTest(unittest.TestCase):
             "range": "torch.compile: cabc forward", "root_class": "Gpt",
             "root": "nn.Module: Gpt_0", "calls": [
                 {"kernel": "cpp_fused_gelu_0", "generated": True, "phase": "forward",
-                 "modules": ["", "blocks.0"]},
+                 "modules": ["", "blocks.0"], "fused": ["blocks.0.act", "blocks.0.ln"]},
                 {"kernel": "extern_kernels.addmm", "generated": False, "phase": "forward",
                  "modules": ["", "blocks.0", "blocks.0.fc"]},
                 {"kernel": "extern_kernels.mm", "generated": False, "phase": None,

@@ -19,12 +19,21 @@ constexpr uint32_t kTid = 7;
 const std::string kForward = "torch.compile: g forward";
 const std::string kBackward = "torch.compile: h backward";
 
+std::string Quoted(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "\"" : ",\"") + name + "\"";
+  return out;
+}
+
+// A call of a map; its modules are the root's ('') and `modules`.
 std::string Call(const std::string& kernel, bool generated, const std::string& phase,
-                 const std::vector<std::string>& modules) {
-  std::string out = R"({"kernel":")" + kernel + R"(","generated":)" +
-                    (generated ? "true" : "false") + R"(,"phase":")" + phase + R"(","modules":["")";
-  for (const std::string& module : modules) out += R"(,")" + module + "\"";
-  return out + "]}";
+                 const std::vector<std::string>& modules,
+                 const std::vector<std::string>& fused = {}) {
+  std::vector<std::string> chain = {""};
+  chain.insert(chain.end(), modules.begin(), modules.end());
+  return R"({"kernel":")" + kernel + R"(","generated":)" + (generated ? "true" : "false") +
+         R"(,"phase":")" + phase + R"(","modules":[)" + Quoted(chain) + R"(],"fused":[)" +
+         Quoted(fused) + "]}";
 }
 
 std::string MapLine(const std::string& range, const std::vector<std::string>& calls) {
@@ -47,7 +56,7 @@ class JoinFixture {
                            Call("extern_kernels.addmm", false, "forward",
                                 {"blocks.0", "blocks.0.attn", "blocks.0.attn.proj"}),
                            Call("k_ln", true, "forward", {"blocks.1"})}) +
-            MapLine(kBackward, {Call("k_bwd", true, "backward", {"head"}),
+            MapLine(kBackward, {Call("k_bwd", true, "backward", {"head"}, {"head", "ln_f"}),
                                 Call("extern_kernels.mm", false, "backward", {"head"}),
                                 Call("extern_kernels.mm", false, "recompute", {"head"})}));
     trace.Range(kTid, {"step"}, 0, 1000);
@@ -118,7 +127,10 @@ TEST_CASE("backward calls end in the backward leaf, recomputed ones below it, an
   JoinFixture f;
   const Path graph = {"step", kBackward};
   CHECK(f.Place(510, "k_bwd", graph) == Under(kBackward, {"nn.Module: head", "backward"}));
+  // It fuses the head's ops and ln_f's: both listed, named as modules are.
+  CHECK(f.join.fused_modules() == Path{"nn.Module: head", "nn.Module: ln_f"});
   CHECK(f.Place(520, "some_kernel", graph) == graph);  // a backward mm's, or a recomputed one's
+  CHECK(f.join.fused_modules().empty());
   // GEMMs are told apart by their order: a backward one, then a recomputed one.
   CHECK(f.Place(530, "sm90_gemm", graph) == Under(kBackward, {"nn.Module: head", "backward"}));
   CHECK(f.Place(540, "sm90_gemm", graph) ==

@@ -16,7 +16,8 @@ using Path = std::vector<std::string>;
 const char kForwardMap[] =
     R"({"format":"gpuattr.kernel_map/1","graph":"cabc","range":"torch.compile: cabc forward",)"
     R"("root_class":"Gpt","root":"nn.Module: Gpt_0",)"
-    R"("calls":[{"kernel":"k_0","generated":true,"phase":"forward","modules":["","blocks.0"]},)"
+    R"("calls":[{"kernel":"k_0","generated":true,"phase":"forward","modules":["","blocks.0"],)"
+    R"("fused":["blocks.0.act","blocks.0.ln"]},)"
     R"({"kernel":"extern_kernels.mm","generated":false,"phase":null,"modules":[]},)"
     R"({"kernel":"k_0","generated":true,"phase":"forward","modules":[""]}]})";
 
@@ -31,6 +32,8 @@ TEST_CASE("a map line: its calls in order, generated kernels indexed by name",
   CHECK((map->root_class == "Gpt" && map->root == "nn.Module: Gpt_0"));
   CHECK(map->calls[0].phase == Phase::kForward);
   CHECK(map->calls[0].modules == Path{"", "blocks.0"});
+  CHECK(map->calls[0].fused == Path{"blocks.0.act", "blocks.0.ln"});
+  CHECK(map->calls[1].fused.empty());
   CHECK_FALSE(map->calls[1].generated);
   CHECK_FALSE(map->calls[1].phase);
   CHECK(map->generated_calls.at("k_0") == std::vector<uint32_t>{0, 2});
@@ -54,6 +57,7 @@ TEST_CASE("what is not a map is refused and counted", "[unit][kernel_maps]") {
       head + R"("calls":[{"kernel":"k","generated":true,"modules":[")" +
           std::string(KernelMaps::kMaxNameBytes + 1, 'x') + R"("]}]})",
       head + R"("root":7,"calls":[]})",
+      head + R"("calls":[{"kernel":"k","generated":true,"fused":[1]}]})",
   };
   KernelMaps maps;
   for (const std::string& line : lines) {

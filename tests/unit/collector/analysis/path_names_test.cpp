@@ -85,9 +85,10 @@ TEST_CASE("derived nodes extend a trace's paths, share passes, and outlive a ref
   const uint32_t second = trace.Node({"ProfilerStep#2", "torch.compile: g forward"});
   PathNames paths(trace.data);
   const uint32_t module = paths.DerivedChild(first, "nn.Module: fc");
-  CHECK(PathNames::IsDerived(module));
-  CHECK_FALSE(PathNames::IsDerived(first));
-  CHECK(paths.DerivedChild(first, "nn.Module: fc") == module);  // made once
+  CHECK(paths.IsDerived(module));
+  CHECK_FALSE(paths.IsDerived(first));
+  CHECK_FALSE(paths.IsDerived(PathNames::kLastDerivedNode - 5));  // not made: a trace's id
+  CHECK(paths.DerivedChild(first, "nn.Module: fc") == module);    // made once
   const uint32_t leaf = paths.DerivedChild(module, "backward");
   CHECK(paths.Of(leaf) ==
         Path{"ProfilerStep#1", "torch.compile: g forward", "nn.Module: fc", "backward"});
@@ -100,6 +101,16 @@ TEST_CASE("derived nodes extend a trace's paths, share passes, and outlive a ref
   ++trace.data.redefinitions;
   CHECK(paths.Refresh());
   CHECK(paths.Of(leaf) == Path{"ProfilerStep#1", "renamed", "nn.Module: fc", "backward"});
+}
+
+TEST_CASE("a malformed trace's node with an id up among derived ones is the trace's",
+          "[unit][path_names]") {
+  TraceFixture trace;
+  trace.data.path_nodes[PathNames::kLastDerivedNode] = {0, trace.Str("high"), 0};
+  ++trace.data.definitions;
+  PathNames paths(trace.data);
+  CHECK(paths.Of(PathNames::kLastDerivedNode) == Path{"high"});
+  CHECK(paths.PassOf(PathNames::kLastDerivedNode) == Path{"high"});
 }
 
 }  // namespace
