@@ -77,7 +77,7 @@ void ActivityFolder::Release(const ActivityRecord& activity, const LaunchRecord*
 
   const WorkCategory category = CategoryOf(activity);
   ActivityOutcome outcome = rules_.Attribute(activity, launch);
-  if (outcome.kind == AttributionKind::kDirect) {
+  if (outcome.kind == AttributionKind::kDirect || outcome.kind == AttributionKind::kCaptured) {
     outcome.node = compiled_graphs_.Place(outcome.node, activity, launch);
   }
   outcome.phase = phases_.PhaseOf(outcome.node);

@@ -80,7 +80,7 @@ const GraphMap* CompiledGraphJoin::MapOf(const std::string& range_name) {
   const GraphMap* map = maps_.Find(range_name);
   // A live run's program writes a graph's map before the graph's first call: a range without
   // one has the file read again, once.
-  if (map == nullptr && looked_up_.emplace(range_name, false).second) {
+  if (map == nullptr && read_for_.insert(range_name).second) {
     if (maps_.ReadNewLines(MapsPath()).ok()) map = maps_.Find(range_name);
   }
   return map;
@@ -186,14 +186,16 @@ uint32_t CompiledGraphJoin::Derive(const GraphOfNode& graph, const std::vector<s
 uint32_t CompiledGraphJoin::Place(uint32_t node, const ActivityRecord& activity,
                                   const LaunchRecord* launch) {
   fused_modules_.clear();
-  if (kernel_maps_.empty() || node == 0 || launch == nullptr || activity.graph_node_id != 0) {
-    return node;
-  }
+  if (kernel_maps_.empty() || node == 0 || launch == nullptr) return node;
   const GraphOfNode& graph = GraphOf(node);
   if (graph.graph_node == 0) return node;
   const GraphMap* map = MapOf(graph.range_name);
+  // A replayed CUDA graph's kernel has its capture's node: each replay (its graph launch) runs
+  // the calls captured inside the graph's range once more.
   const std::optional<uint64_t> start =
-      history_.StartOfOpen(launch->tid, launch->enter_ns, graph.graph_node);
+      activity.graph_node_id != 0
+          ? std::optional<uint64_t>(launch->enter_ns)
+          : history_.StartOfOpen(launch->tid, launch->enter_ns, graph.graph_node);
   if (map == nullptr || !start) {
     ++unplaced_;
     return node;

@@ -24,8 +24,10 @@
 //   - a launch the map cannot place (more launches of a name than its calls, extern calls of
 //     different phases) stays on the graph's range: named, never guessed.
 // This holds because a wrapper's call() is straight-line code launching on one stream, so
-// activities leave the reorder window in launch order. Captured activities (CUDA graph replay)
-// keep their capture-time node.
+// activities leave the reorder window in launch order. A CUDA graph captured inside a graph's
+// range (mode="reduce-overhead": cudagraph trees capture one wrapper call) replays those calls:
+// its kernels, attributed to their capture-time node (the graph's range), are placed alike, each
+// replay (graph launch) an instance.
 //
 // Single-threaded, on the thread that folds. Memory: the maps, one counter set per graph and
 // thread (the latest instance), and a cached answer per path node.
@@ -39,6 +41,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -110,7 +113,7 @@ class CompiledGraphJoin {
   std::string kernel_maps_;
   std::optional<std::string> maps_path_;
   KernelMaps maps_;
-  std::unordered_map<std::string, bool> looked_up_;  // range name -> map found when last read
+  std::unordered_set<std::string> read_for_;  // graph ranges the maps file was read again for
   std::unordered_map<uint32_t, GraphOfNode> graph_of_node_;
   std::map<std::pair<uint32_t, uint32_t>, Instance> instances_;  // (tid, graph node)
   std::vector<std::string> fused_modules_;

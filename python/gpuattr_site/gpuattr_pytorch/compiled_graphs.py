@@ -26,6 +26,7 @@ import importlib.machinery
 import json
 import os
 import sys
+import threading
 
 from . import compiled
 
@@ -71,6 +72,7 @@ class CompiledGraphs:
         self._map_cache = map_cache  # kernel_map_cache.KernelMapCache or None
         self._maps_path = (os.path.join(maps_dir, "%d.jsonl" % os.getpid())
                            if maps_dir else None)
+        self._write_lock = threading.Lock()  # two threads compiling write whole lines each
         self.kernel_maps = compiled.KernelMaps(self._mapped)
 
     def install(self):
@@ -113,8 +115,9 @@ class CompiledGraphs:
     def _write(self, line):
         if self._maps_path is None:
             return
-        with open(self._maps_path, "a", encoding="utf-8") as out:
-            out.write(json.dumps(line, separators=(",", ":")) + "\n")
+        text = json.dumps(line, separators=(",", ":")) + "\n"
+        with self._write_lock, open(self._maps_path, "a", encoding="utf-8") as out:
+            out.write(text)
 
     def _in_range(self, call, name):
         guard = self._guard

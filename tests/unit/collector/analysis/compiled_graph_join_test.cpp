@@ -144,12 +144,8 @@ TEST_CASE("launches outside a mapped graph's range are left where they are",
   f.trace.Range(kTid, {"step", "torch.compile: unmapped forward"}, 700, 800);
   CHECK(f.Place(710, "k_ln", {"step", "torch.compile: unmapped forward"}) ==
         Path{"step", "torch.compile: unmapped forward"});
-  // A replayed CUDA graph's kernel keeps its capture-time node.
-  const LaunchRecord launch = f.trace.Launch(110, kTid, {"step", kForward});
-  ActivityRecord replayed = f.trace.Kernel(111, 112, "k_ln");
-  replayed.graph_node_id = 42;
-  CHECK(f.join.Place(launch.node, replayed, &launch) == launch.node);
   // No maps at all: nothing moves.
+  const LaunchRecord launch = f.trace.Launch(110, kTid, {"step", kForward});
   CompiledGraphJoin none(f.trace.data, f.paths, "");
   const ActivityRecord kernel = f.trace.Kernel(111, 112, "k_ln");
   CHECK(none.Place(launch.node, kernel, &launch) == launch.node);
@@ -168,6 +164,27 @@ TEST_CASE("a graph's modules are named below the module range its call runs in",
   f.trace.Range(kTid, in_root, 900, 1000);
   CHECK(f.Place(910, "k_ln", in_root) ==
         Path{"step", "nn.Module: Gpt_1", kForward, "nn.Module: blocks.0"});
+}
+
+TEST_CASE("a CUDA graph captured inside a graph's range: each replay places its kernels anew",
+          "[unit][compiled_graph_join]") {
+  JoinFixture f;
+  // The capture-time node of every replayed kernel is the graph's range (the wrapper's call was
+  // captured inside it); the replays are graph launches from outside any range.
+  const uint32_t captured = f.trace.Node({"step", kForward});
+  auto replay = [&](uint64_t launch_ns) {
+    const LaunchRecord graph_launch = f.trace.Launch(launch_ns, kTid);
+    Path placed;
+    for (const char* kernel : {"k_ln", "sm90_gemm", "k_ln"}) {
+      ActivityRecord activity = f.trace.Kernel(launch_ns + 1, launch_ns + 2, kernel);
+      activity.graph_node_id = 42;
+      placed.push_back(f.paths.Of(f.join.Place(captured, activity, &graph_launch)).back());
+    }
+    return placed;
+  };
+  const Path each = {"nn.Module: blocks.0", "nn.Module: blocks.0.attn.qkv", "nn.Module: blocks.1"};
+  CHECK(replay(2000) == each);
+  CHECK(replay(3000) == each);
 }
 
 TEST_CASE("a directory of maps is read at its process's file", "[unit][compiled_graph_join]") {
