@@ -93,13 +93,15 @@ def main():
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--compile", action="store_true", help="torch.compile the model")
+    parser.add_argument("--compile-mode", default="default",
+                        help="torch.compile's mode (reduce-overhead: CUDA graphs)")
     args = parser.parse_args()
     torch.manual_seed(0)
     tokens = torch.randint(0, 64, (args.steps * args.batch, 17))
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(tokens),
                                          batch_size=args.batch, shuffle=True)
     model = GPT().to(args.device)
-    step_model = torch.compile(model) if args.compile else model
+    step_model = torch.compile(model, mode=args.compile_mode) if args.compile else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
     for (batch,) in loader:
         batch = batch.to(args.device)

@@ -394,6 +394,43 @@ TEST_CASE("compare.py holds a compiled model's module rows and Triton kernels to
   CHECK(Result(summary, "torch_gpt_compiled: Triton kernels vs torch.profiler's") == "FAIL");
 }
 
+// A reduce-overhead run: the compiled run's module rows, and kernels replayed from CUDA graphs
+// (graph_node set), all placed below their graph's range or one left on it.
+void WriteCudaGraphRun(const TempDir& dir, bool all_placed) {
+  WriteCompiledRun(dir, /*every_backward=*/true, "");
+  std::filesystem::copy_file(dir.File("torch_gpt_compiled.report.json"),
+                             dir.File("torch_gpt_cudagraphs.report.json"));
+  const json graph_range = "torch.compile: abc123 forward";
+  const json placed = {"Gpt_0", graph_range, "nn.Module: h.0.attn.c_attn"};
+  json lines = json::array({{{"kind", "kernel"}, {"graph_node", 7}, {"path", placed}},
+                            {{"kind", "kernel"},
+                             {"graph_node", 8},
+                             {"path", all_placed ? placed : json{"Gpt_0", graph_range}}},
+                            {{"kind", "kernel"}, {"graph_node", nullptr}, {"path", {"Gpt_0"}}}});
+  std::string text;
+  for (const json& line : lines) text += line.dump() + "\n";
+  WriteFile(dir.File("torch_gpt_cudagraphs.activities.jsonl"), text);
+}
+
+TEST_CASE("compare.py holds kernels replayed from CUDA graphs to being placed by module",
+          "[e2e][gpu-kit]") {
+  const std::string check =
+      "torch_gpt_cudagraphs: replayed kernels placed below their graph's range";
+  {
+    TempDir dir;
+    WriteCudaGraphRun(dir, /*all_placed=*/true);
+    const Summary summary = Compare(dir.path());
+    CHECK(Result(summary, check) == "pass");
+    CHECK(Result(summary, "torch_gpt_cudagraphs: Linears with forward and backward time") ==
+          "pass");
+  }
+  TempDir dir;
+  WriteCudaGraphRun(dir, /*all_placed=*/false);
+  const Summary summary = Compare(dir.path());
+  CHECK(summary.exit_status == 1);
+  CHECK(Result(summary, check) == "FAIL");
+}
+
 TEST_CASE(
     "compare.py with no outputs, or only what failed programs leave, runs nothing and passes "
     "nothing",

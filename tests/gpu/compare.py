@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-from compare_models import COVERAGE_MIN, compiled_rows, gpt_rows
+from compare_models import COVERAGE_MIN, compiled_rows, cudagraph_rows, gpt_rows
 from gpu_outputs import activities, load
 
 TOLERANCE = 0.02
@@ -393,9 +393,11 @@ def main():
     # 10. cupti-notes §10, from cupti_questions.
     cupti_rows(load(outdir, "cupti_questions.json"), row, record)
 
-    # 11. The demo's GPT (issue 40), eager and torch.compile'd, under gpuattr run and bare.
+    # 11. The demo's GPT (issue 40), eager and torch.compile'd, under gpuattr run and bare; and
+    # compiled with mode="reduce-overhead", its graphs replayed as CUDA graphs (issue 42).
     gpt_rows(outdir, row, record)
     compiled_rows(outdir, row, record)
+    cudagraph_rows(outdir, row)
 
     with open(os.path.join(outdir, "summary.json"), "w") as f:
         json.dump(rows, f, indent=1)

@@ -1,6 +1,6 @@
 """compare.py's rows for whole PyTorch models (scripts/gpu-check.sh): the demo's GPT, eager and
-torch.compile'd (issues 40 and 42). Each takes the output directory and compare.py's `row` and
-`record` callbacks.
+torch.compile'd and with CUDA graphs (issues 40 and 42). Each takes the output directory and
+compare.py's `row` (and `record`) callbacks.
 """
 import json
 import os
@@ -40,10 +40,29 @@ def gpt_rows(outdir, row, record):
 
 
 def compiled_rows(outdir, row, record):
-    """Issue 42: the compiled GPT's kernels attributed by module (every Linear of every block with
-    forward and backward time), coverage, no graph left without a kernel map, and its Triton
-    kernels the ones torch.profiler saw in a run of its own."""
+    """Issue 42: the compiled GPT's kernels attributed by module, and its Triton kernels the ones
+    torch.profiler saw in a run of its own."""
     name = "torch_gpt_compiled"
+    module_rows(outdir, row, name)
+    ours = activities(outdir, name)
+    trace_path = os.path.join(outdir, f"{name}.torch_trace.json")
+    theirs = None
+    if os.path.exists(trace_path):
+        with open(trace_path) as f:
+            trace = json.load(f)
+        theirs = {event["name"] for event in trace.get("traceEvents", [])
+                  if event.get("cat") == "kernel" and event.get("name", "").startswith("triton_")}
+    mine = None if ours is None else {
+        activity["name"] for activity in ours
+        if (activity.get("name") or "").startswith("triton_")}
+    same = None if mine is None or theirs is None else mine == theirs
+    row(f"{name}: Triton kernels vs torch.profiler's",
+        None if same is None else f"{len(mine)} here, {len(theirs)} there", "the same names", same)
+
+
+def module_rows(outdir, row, name):
+    """A compiled GPT's kernels attributed by module: every Linear of every block with forward
+    and backward time, coverage, and no graph left without a kernel map."""
     run = load(outdir, f"{name}.report.json")
     process = None if run is None or not run["processes"] else max(
         run["processes"], key=lambda p: (p.get("totals") or {}).get("kernel_ns") or 0)
@@ -64,17 +83,28 @@ def compiled_rows(outdir, row, record):
         if "has no kernel map" in json.dumps(mark)]
     row(f"{name}: graphs without a kernel map", None if unmapped is None else len(unmapped), "0",
         None if unmapped is None else not unmapped)
+
+
+def cudagraph_rows(outdir, row):
+    """Issue 42, mode="reduce-overhead": cudagraph trees capture each graph's wrapper call once,
+    inside its range, and replay the CUDA graph without calling the wrapper again; the replayed
+    kernels must be placed below their graph's range as the captured call's were."""
+    name = "torch_gpt_cudagraphs"
+    module_rows(outdir, row, name)
     ours = activities(outdir, name)
-    trace_path = os.path.join(outdir, f"{name}.torch_trace.json")
-    theirs = None
-    if os.path.exists(trace_path):
-        with open(trace_path) as f:
-            trace = json.load(f)
-        theirs = {event["name"] for event in trace.get("traceEvents", [])
-                  if event.get("cat") == "kernel" and event.get("name", "").startswith("triton_")}
-    mine = None if ours is None else {
-        activity["name"] for activity in ours
-        if (activity.get("name") or "").startswith("triton_")}
-    same = None if mine is None or theirs is None else mine == theirs
-    row(f"{name}: Triton kernels vs torch.profiler's",
-        None if same is None else f"{len(mine)} here, {len(theirs)} there", "the same names", same)
+    replayed = None if ours is None else [
+        activity for activity in ours
+        if activity.get("graph_node") is not None and activity.get("kind") == "kernel"]
+    placed = None if replayed is None else [
+        activity for activity in replayed if _below_graph_range(activity.get("path") or [])]
+    fraction = None if not replayed else len(placed) / len(replayed)
+    row(f"{name}: replayed kernels placed below their graph's range",
+        None if replayed is None else f"{len(placed)} of {len(replayed)}",
+        f">= {COVERAGE_MIN} of some", None if replayed is None else (
+            fraction is not None and fraction >= COVERAGE_MIN))
+
+
+def _below_graph_range(path):
+    """Whether a path goes on below a compiled graph's range (`torch.compile: <key> forward`)."""
+    ranges = [at for at, name in enumerate(path) if name.startswith("torch.compile: ")]
+    return bool(ranges) and ranges[-1] < len(path) - 1
