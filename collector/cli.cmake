@@ -57,6 +57,7 @@ add_library(gpuattr_collector_ingest STATIC
   cli/gate_command.cpp
   cli/import_command.cpp
   cli/merge_command.cpp
+  cli/kept_kernel_maps.cpp
   cli/output_names.cpp
   cli/private_dir.cpp
   cli/report_command.cpp

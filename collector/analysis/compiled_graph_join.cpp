@@ -36,7 +36,7 @@ const CompiledGraphJoin::GraphOfNode& CompiledGraphJoin::GraphOf(uint32_t node) 
     auto name = data_.strings.find(def->second.name_string);
     if (name == data_.strings.end()) break;
     if (out.graph_node == 0) {
-      if (name->second.starts_with(kCompiledGraphRangePrefix)) {
+      if (IsCompiledGraphRange(name->second)) {
         out.graph_node = id;
         out.range_name = name->second;
         out.inner.assign(inner.rbegin(), inner.rend());

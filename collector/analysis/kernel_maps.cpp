@@ -103,9 +103,26 @@ Status KernelMaps::ReadNewLines(const std::string& path) {
   return Status();
 }
 
+bool KernelMaps::AddProfilerRange(const nlohmann::json& line) {
+  auto range = line.find("range");
+  auto profiler_range = line.find("profiler_range");
+  if (line.contains("calls") || range == line.end() || !IsName(*range) ||
+      !range->get_ref<const std::string&>().starts_with(kCompiledGraphRangePrefix) ||
+      !IsName(*profiler_range) ||
+      !profiler_range->get_ref<const std::string&>().starts_with(kProfilerGraphRangePrefix)) {
+    ++rejected_lines_;
+    return false;
+  }
+  profiler_ranges_.try_emplace(profiler_range->get<std::string>(), range->get<std::string>());
+  return true;
+}
+
 bool KernelMaps::AddLine(std::string_view line) {
   const nlohmann::json map = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   auto format = map.is_object() ? map.find("format") : map.end();
+  if (format != map.end() && *format == kKernelMapFormat && map.contains("profiler_range")) {
+    return AddProfilerRange(map);
+  }
   auto range = map.is_object() ? map.find("range") : map.end();
   auto calls = map.is_object() ? map.find("calls") : map.end();
   if (format == map.end() || *format != kKernelMapFormat || range == map.end() || !IsName(*range) ||
@@ -138,7 +155,13 @@ bool KernelMaps::AddLine(std::string_view line) {
 }
 
 const GraphMap* KernelMaps::Find(std::string_view range_name) const {
-  auto it = graphs_.find(std::string(range_name));
+  std::string name(range_name);
+  if (range_name.starts_with(kProfilerGraphRangePrefix)) {
+    auto profiler_range = profiler_ranges_.find(name);
+    if (profiler_range == profiler_ranges_.end()) return nullptr;
+    name = profiler_range->second;
+  }
+  auto it = graphs_.find(name);
   return it == graphs_.end() ? nullptr : &it->second;
 }
 

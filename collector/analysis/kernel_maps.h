@@ -12,7 +12,15 @@
 // carry other names); `modules` the module calls that enclose the call's FX nodes, outermost
 // first, by qualified name from the compiled frame's root module (''), of class `root_class`,
 // which is named `root` when no module range encloses the graph's call (compiled_graph_join.h);
-// `fused`, when a kernel computes nodes of several modules, those modules.
+// `fused`, when a kernel computes nodes of several modules, those modules. A second kind of line
+// names a graph as torch.profiler does, for `gpuattr import --kernel-maps`:
+//
+//   {"format": "gpuattr.kernel_map/1", "graph": KEY, "range": "torch.compile: KEY forward",
+//    "profiler_range": "## Call CompiledFxGraph FX_GRAPH_CACHE_KEY ##"}
+//
+// (Inductor's record_function around each call of a graph; its key is the FX graph cache's,
+// the same in every process that compiles the same graph alike), so a range of either name
+// finds the map.
 //
 // The file is the traced program's writing: nothing in it is trusted. A line that is not a map
 // (bad JSON, wrong types, over the bounds below) is skipped and counted; a file is read in
@@ -24,6 +32,7 @@
 #define GPUATTR_COLLECTOR_ANALYSIS_KERNEL_MAPS_H_
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +46,12 @@ namespace gpuattr::collector {
 
 inline constexpr std::string_view kKernelMapFormat = "gpuattr.kernel_map/1";
 inline constexpr std::string_view kCompiledGraphRangePrefix = "torch.compile: ";
+inline constexpr std::string_view kProfilerGraphRangePrefix = "## Call CompiledFxGraph ";
+
+// Whether a range is a compiled graph's call: gpuattr's range, or Inductor's in a profiled run.
+inline bool IsCompiledGraphRange(std::string_view name) {
+  return name.starts_with(kCompiledGraphRangePrefix) || name.starts_with(kProfilerGraphRangePrefix);
+}
 
 struct CompiledCall {
   std::string kernel;
@@ -68,14 +83,19 @@ class KernelMaps {
   // One line; false when it is not a map (counted in rejected_lines).
   bool AddLine(std::string_view line);
 
-  // The map of the graph whose calls run in range `range_name`, or null.
+  // The map of the graph whose calls run in range `range_name` (either name), or null.
   const GraphMap* Find(std::string_view range_name) const;
   size_t graph_count() const { return graphs_.size(); }
   uint64_t rejected_lines() const { return rejected_lines_; }
 
  private:
+  // A line naming a graph's range as torch.profiler does; false when it is not one.
+  bool AddProfilerRange(const nlohmann::json& line);
+
   std::unordered_map<std::string, GraphMap> graphs_;  // by range name
-  uint64_t read_bytes_ = 0;                           // of the file, complete lines only
+  // torch.profiler's range name -> gpuattr's, for the graphs whose name a line gave.
+  std::unordered_map<std::string, std::string> profiler_ranges_;
+  uint64_t read_bytes_ = 0;  // of the file, complete lines only
   uint64_t rejected_lines_ = 0;
 };
 

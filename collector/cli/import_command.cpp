@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
@@ -34,7 +35,9 @@ current and the 2021 schema, and the legacy autograd profiler's list, which has 
 and Nsight Systems SQLite exports (nsys export --type sqlite). Several files (one per rank) make
 one multi-process report; a file given twice is refused. Ranges are the user annotations and
 ProfilerStep ranges of each thread (Kineto), or the NVTX ranges (nsys); --ranges ops adds
-Kineto's cpu_op ranges. Device work whose launch the file does not hold is unattributed
+Kineto's cpu_op ranges. A torch.compile'd graph's call (`## Call CompiledFxGraph KEY ##`) is a
+range; with --kernel-maps (gpuattr run --kernel-maps of the same program) its launches are
+placed by module, phase and recompute as in the live run. Device work whose launch the file does not hold is unattributed
 (launch_not_seen), never dropped. A file without device work gets null device time and a
 refusal; events of kinds not used are counted in capture.source.unused_events.
 
@@ -45,7 +48,8 @@ event gpuattr can use; 2 usage (a file given twice, too); 4 when an output canno
 Examples:
   gpuattr import -o report.json trace.json.gz
   gpuattr import --ranges ops -o report.json rank0.json.gz rank1.json.gz
-  gpuattr import -o report.json profile.sqlite)";
+  gpuattr import -o report.json profile.sqlite
+  gpuattr import --kernel-maps maps.jsonl -o report.json compiled_trace.json)";
 
 }  // namespace
 namespace {
@@ -127,6 +131,10 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
 
   GPUATTR_RETURN_IF_ERROR(
       RefuseRepeatedFiles(options.files, "each input is one process (one rank)"));
+  if (!analysis.kernel_maps.empty() && !std::ifstream(analysis.kernel_maps)) {
+    return DataLossError("cannot open the kernel maps " + analysis.kernel_maps + ": " +
+                         std::strerror(errno));
+  }
 
   ImportResult result;
   // Each process with the refusal of its file when the file measured no device time.
@@ -254,6 +262,9 @@ void AddTraceReadingFlags(CLI::App* command, ImportOptions& options) {
   command->add_flag("!--no-modules", options.modules,
                     "Kineto: no module tree (`nn.Module: …` events are not ranges, so backward is "
                     "not split by module)");
+  command->add_option("--kernel-maps", options.analysis.kernel_maps,
+                      "Kineto: the kernel maps a live run of the same compiled program kept "
+                      "(gpuattr run --kernel-maps): its graphs' launches placed by module");
 }
 
 Subcommand AddImportSubcommand(CLI::App& app) {

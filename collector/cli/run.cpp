@@ -25,6 +25,7 @@
 #include "cli/child_process.h"
 #include "cli/cli.h"
 #include "cli/daemon_socket.h"
+#include "cli/kept_kernel_maps.h"
 #include "cli/output_names.h"
 #include "cli/private_dir.h"
 #include "cli/shim_locator.h"
@@ -391,6 +392,9 @@ Subcommand AddRunSubcommand(CLI::App& app) {
                   "Seconds to wait, after CMD exits, for its descendants and their streams to end")
       ->check(CLI::Range(0.0, kMaxDrainTimeoutS))
       ->capture_default_str();
+  run->add_option("--kernel-maps", options->kept_kernel_maps,
+                  "Keep the kernel maps of the program's torch.compile'd graphs in this file, "
+                  "for `gpuattr import --kernel-maps` of a torch.profiler trace of it");
   run->add_option("--activities", options->exports.activities,
                   "Also write one JSON line per device activity to this file");
   run->add_option("--trace,--perfetto", options->exports.trace,
@@ -436,6 +440,10 @@ StatusOr<int> RunCapture(const RunOptions& requested) {
       ResolveOutputNames(&options.output, &options.exports, options.force_overwrite,
                          /*report_to_stdout=*/false, ProcessOutputNameContext()));
   GPUATTR_RETURN_IF_ERROR(CheckOutputPath(options.output, "the report path (-o)"));
+  if (!options.kept_kernel_maps.empty()) {
+    GPUATTR_RETURN_IF_ERROR(
+        CheckKeptKernelMaps(options.kept_kernel_maps, options.force_overwrite, pytorch_mode));
+  }
   AnalysisOptions analysis = options.analysis;
   GPUATTR_RETURN_IF_ERROR(
       LoadRuleFiles(options.phase_rules_path, options.family_rules_path, &analysis));
@@ -528,6 +536,10 @@ StatusOr<int> RunCapture(const RunOptions& requested) {
   const Report report = BuildReport(inputs);
   GPUATTR_RETURN_IF_ERROR(WriteReportAtomically(report, options.output, existing));
   if (exports) GPUATTR_RETURN_IF_ERROR(exports->Commit());
+  if (!options.kept_kernel_maps.empty()) {
+    GPUATTR_RETURN_IF_ERROR(
+        KeepKernelMaps(kernel_maps, options.kept_kernel_maps, options.force_overwrite));
+  }
 
   if (!options.quiet) {
     std::fputs(RenderSummary(report.without_step_rows).c_str(), stderr);

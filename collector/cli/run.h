@@ -65,6 +65,8 @@ struct RunOptions {
   std::string family_rules_path;
   // --trace, --folded, --speedscope (docs/visualization.md), --activities.
   ExportPaths exports;
+  // --kernel-maps: where to keep the compiled graphs' kernel maps (cli/kept_kernel_maps.h).
+  std::string kept_kernel_maps;
   bool armed = false;       // --armed: run CMD armed for the daemon; no report here
   std::string socket_path;  // --socket (armed): the daemon's; empty: the default
   // --pytorch: the Python annotator's mode, "modules", "ops" or "off" (docs/pytorch.md); empty:

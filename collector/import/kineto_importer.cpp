@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/kernel_maps.h"
 #include "analysis/module_fold.h"
 #include "import/decimal_time.h"
 #include "import/pytorch_model.h"
@@ -412,7 +413,12 @@ class KinetoHandler : public TraceEventHandler {
 
   // Whether a host event of `category` named `name` becomes a range.
   bool KeptAsRange(Category category, std::string_view name) {
-    if (category == Category::kOp) return options_.op_ranges || name.starts_with("ProfilerStep#");
+    // A compiled graph's call (Inductor's record_function) is a range: `gpuattr import
+    // --kernel-maps` places its launches by the graph's map, and without one it names them.
+    if (category == Category::kOp) {
+      return options_.op_ranges || name.starts_with("ProfilerStep#") ||
+             name.starts_with(kProfilerGraphRangePrefix);
+    }
     if (category != Category::kPythonFunction) return true;
     if (name.starts_with(kModuleRangePrefix)) return options_.modules;
     if (!IsRecomputeFrame(name)) return false;

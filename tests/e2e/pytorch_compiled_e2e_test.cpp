@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -192,11 +193,23 @@ TEST_CASE(
   {
     INFO("a second run loads both graphs from Inductor's cache: gpuattr's maps place them alike");
     const ProcessResult cached =
-        RunUnderGpuattr({}, command("cached_truth.json"), dir.File("cached.json"),
-                        CompiledEnvironment(dir, "annotated"));
+        RunUnderGpuattr({"--kernel-maps", dir.File("kept.jsonl")}, command("cached_truth.json"),
+                        dir.File("cached.json"), CompiledEnvironment(dir, "annotated"));
     REQUIRE(ExitStatus(cached) == 0);
     CHECK(cached.out == run.bare_out);
     CHECK(ModuleRowsOf(ReadJson(dir.File("cached.json"))) == ModuleRowsOf(run.report));
+    // --kernel-maps kept both graphs' maps, each also named as torch.profiler names its calls.
+    std::set<std::string> graph_ranges, named_ranges;
+    std::istringstream kept(test_support::ReadFile(dir.File("kept.jsonl")));
+    for (std::string line; std::getline(kept, line);) {
+      const json map = json::parse(line);
+      (map.contains("profiler_range") ? named_ranges : graph_ranges).insert(map["range"]);
+      if (map.contains("profiler_range")) {
+        CHECK(map["profiler_range"].get<std::string>().starts_with("## Call CompiledFxGraph f"));
+      }
+    }
+    CHECK(graph_ranges.size() == 2);
+    CHECK(named_ranges == graph_ranges);
   }
 }
 

@@ -11,7 +11,10 @@
 #     from Inductor's cache; a graph loaded so with no map there is named by a mark;
 #   - replaces the loaded wrapper's call with one that runs it inside a range naming the graph,
 #     `torch.compile: <key> forward|backward` (key: the wrapper's code-cache key), so the
-#     collector knows which map a launch's kernel name is looked up in.
+#     collector knows which map a launch's kernel name is looked up in;
+#   - writes, once Inductor has set it up, the name torch.profiler gives each graph's calls
+#     (Inductor's `## Call CompiledFxGraph <FX graph cache key> ##`), so that `gpuattr import
+#     --kernel-maps` finds the maps of a profiled run's graphs.
 #
 # A call's modules are its FX nodes' module calls (their deepest common one's, outermost first) by
 # qualified name from the compiled frame's root (''), which is named only when the graph runs:
@@ -33,6 +36,7 @@ from . import compiled
 MAPS_ENV = "GPUATTR_KERNEL_MAPS"
 MAP_FORMAT = "gpuattr.kernel_map/1"
 GRAPH_RANGE_PREFIX = "torch.compile: "
+PROFILER_RANGE = "## Call CompiledFxGraph %s ##"  # Inductor's record_function per graph call
 _WATCHED = ("torch._inductor.codecache", "torch._inductor.debug")
 UNMAPPED_MARK = ("gpuattr.pytorch: compiled graph %s has no kernel map: Inductor loaded it from its "
                  "cache, compiled before gpuattr saw it, and its launches stay on its range "
@@ -73,6 +77,7 @@ class CompiledGraphs:
         self._maps_path = (os.path.join(maps_dir, "%d.jsonl" % os.getpid())
                            if maps_dir else None)
         self._write_lock = threading.Lock()  # two threads compiling write whole lines each
+        self._range_of_key = {}  # wrapper key -> its graph's range name
         self.kernel_maps = compiled.KernelMaps(self._mapped)
 
     def install(self):
@@ -91,6 +96,8 @@ class CompiledGraphs:
             virtualized = sys.modules.get("torch._inductor.virtualized")
             self.kernel_maps.install(sys.modules[_WATCHED[1]], sys.modules[_WATCHED[0]],
                                      virtualized, inductor)
+            if self.kernel_maps.unavailable is None:
+                self._name_profiler_ranges(sys.modules.get("torch._inductor.output_code"))
         except Exception as error:  # noqa: BLE001 - never the program's problem
             self.kernel_maps.unavailable = "installing the maps failed: %r" % (error,)
 
@@ -109,8 +116,37 @@ class CompiledGraphs:
             except OSError:
                 pass  # the next run maps what it compiles; this one is mapped all the same
         name = graph_range_name(key, is_backward)
+        self._range_of_key[key] = name
         self._write(map_line(key, name, sites, self._module_names.root_name_of_class))
         module.call = self._in_range(module.call, name)
+
+    def _name_profiler_ranges(self, output_code):
+        """Has each CompiledFxGraph, once Inductor set it up (post_compile, after its wrapper
+        loaded: compiled or from the cache), write the name torch.profiler gives its calls beside
+        its graph's range. A torch whose graphs have no FX graph cache key writes none."""
+        graph_class = getattr(output_code, "CompiledFxGraph", None)
+        post_compile = getattr(graph_class, "post_compile", None)
+        if post_compile is None:
+            return
+        graphs = self
+
+        def post_compile_then_name(graph, *args, **kwargs):
+            result = post_compile(graph, *args, **kwargs)
+            try:
+                graphs._name_profiler_range(getattr(graph, "cache_key", None),
+                                            getattr(graph, "_fx_graph_cache_key", None))
+            except Exception:  # noqa: BLE001 - never the program's problem
+                pass
+            return result
+
+        graph_class.post_compile = post_compile_then_name
+
+    def _name_profiler_range(self, key, fx_graph_key):
+        name = self._range_of_key.get(key)
+        if name is None or not isinstance(fx_graph_key, str) or not fx_graph_key:
+            return  # not mapped, or no key to name it by (Inductor's caches off)
+        self._write({"format": MAP_FORMAT, "graph": key, "range": name,
+                     "profiler_range": PROFILER_RANGE % fx_graph_key})
 
     def _write(self, line):
         if self._maps_path is None:

@@ -21,11 +21,13 @@ struct Imported {
 };
 
 inline Imported ImportPaths(const std::vector<std::string>& paths,
-                            const std::string& ranges = "annotations") {
+                            const std::string& ranges = "annotations",
+                            const std::string& kernel_maps = "") {
   test_support::TempDir dir;
   ImportOptions options;
   options.files = paths;
   options.ranges = ranges;
+  options.analysis.kernel_maps = kernel_maps;
   options.output = dir.File("report.json");
   options.exports.activities = dir.File("activities.jsonl");
   StatusOr<ImportResult> result = WriteImport(options, /*write_report=*/true);

@@ -85,6 +85,27 @@ class MappedGraphTest(unittest.TestCase):
         self.assertNotIn("root", line)
         self.assertEqual(line["calls"][0]["modules"], [])
 
+    def test_a_set_up_graph_is_named_as_torch_profiler_names_its_calls(self):
+        class FakeCompiledFxGraph:  # Inductor's, as set up after its wrapper loaded
+            def __init__(self, cache_key, fx_graph_cache_key):
+                self.cache_key, self._fx_graph_cache_key = cache_key, fx_graph_cache_key
+
+            def post_compile(self, *args):
+                return ("set up", args)
+
+        self.graphs._name_profiler_ranges(types.SimpleNamespace(
+            CompiledFxGraph=FakeCompiledFxGraph))
+        graph = types.ModuleType("cabc")
+        graph.call = lambda args: args
+        self.graphs._mapped(graph, [_site("k", True, [ROOT], compiled.FORWARD)], False)
+        self.assertEqual(FakeCompiledFxGraph("cabc", "fkey").post_compile(1), ("set up", (1,)))
+        FakeCompiledFxGraph("cabc", None).post_compile()  # Inductor's caches off: no key
+        FakeCompiledFxGraph("unmapped", "fother").post_compile()
+        _, named = self.lines()
+        self.assertEqual(named, {"format": "gpuattr.kernel_map/1", "graph": "cabc",
+                                 "range": "torch.compile: cabc forward",
+                                 "profiler_range": "## Call CompiledFxGraph fkey ##"})
+
 
 class KernelMapCacheTest(unittest.TestCase):
     def test_a_saved_map_loads_as_it_was_and_a_broken_one_is_none(self):

@@ -107,6 +107,27 @@ TEST_CASE("a graph call's launches go to their calls' modules, in call order",
   CHECK(f.join.unplaced() == 1);
 }
 
+TEST_CASE("an imported trace's graph call, named as torch.profiler names it, finds its map",
+          "[unit][compiled_graph_join]") {
+  JoinFixture f;
+  const std::string profiler_range = "## Call CompiledFxGraph fxg ##";
+  test_support::WriteFile(f.dir.File("maps.jsonl"),
+                          test_support::ReadFile(f.dir.File("maps.jsonl")) +
+                              R"({"format":"gpuattr.kernel_map/1","graph":"g","range":")" +
+                              kForward + R"(","profiler_range":")" + profiler_range + "\"}\n");
+  f.trace.Range(kTid, {"step", profiler_range}, 700, 800);
+  f.trace.Range(kTid, {"step", "## Call CompiledFxGraph other ##"}, 850, 900);
+  const Path graph = {"step", profiler_range};
+  CHECK(f.Place(710, "k_ln", graph) == Under(profiler_range, {"nn.Module: blocks.0"}));
+  CHECK(f.Place(720, "sm90_xmma_gemm_f32f32", graph) ==
+        Under(profiler_range,
+              {"nn.Module: blocks.0", "nn.Module: blocks.0.attn", "nn.Module: blocks.0.attn.qkv"}));
+  // A graph the maps do not name: its launches stay on its call's range.
+  const Path unnamed = {"step", "## Call CompiledFxGraph other ##"};
+  CHECK(f.Place(860, "k_ln", unnamed) == unnamed);
+  CHECK(f.join.unplaced() == 1);
+}
+
 TEST_CASE("an extern launch the names cannot single out goes to the calls' common module",
           "[unit][compiled_graph_join]") {
   JoinFixture f;

@@ -41,6 +41,33 @@ TEST_CASE("a map line: its calls in order, generated kernels indexed by name",
   CHECK(maps.rejected_lines() == 0);
 }
 
+TEST_CASE("a graph named as torch.profiler names its calls finds the same map",
+          "[unit][kernel_maps]") {
+  const std::string profiler_range = "## Call CompiledFxGraph fxg ##";
+  KernelMaps maps;
+  CHECK(maps.AddLine(
+      R"({"format":"gpuattr.kernel_map/1","graph":"cabc","range":"torch.compile: cabc forward",)"
+      R"("profiler_range":")" +
+      profiler_range + "\"}"));
+  CHECK(maps.Find(profiler_range) == nullptr);  // named before its map came: found once it has
+  REQUIRE(maps.AddLine(kForwardMap));
+  CHECK(maps.Find(profiler_range) == maps.Find("torch.compile: cabc forward"));
+  CHECK(maps.Find("## Call CompiledFxGraph other ##") == nullptr);
+  CHECK(maps.graph_count() == 1);
+  const std::string head =
+      R"({"format":"gpuattr.kernel_map/1","graph":"g","range":"torch.compile: g forward",)";
+  for (const std::string& line :
+       {head + R"("profiler_range":"torch.compile: x"})", head + R"("profiler_range":7})",
+        head + R"("profiler_range":"## Call CompiledFxGraph y ##","calls":[]})",
+        std::string(R"({"format":"gpuattr.kernel_map/1","range":"g forward",)") +
+            R"("profiler_range":"## Call CompiledFxGraph y ##"})"}) {
+    INFO(line);
+    CHECK_FALSE(maps.AddLine(line));
+  }
+  CHECK(maps.rejected_lines() == 4);
+  CHECK(maps.Find("## Call CompiledFxGraph y ##") == nullptr);
+}
+
 TEST_CASE("what is not a map is refused and counted", "[unit][kernel_maps]") {
   const std::string head =
       R"({"format":"gpuattr.kernel_map/1","graph":"g","range":"torch.compile: g forward",)";
