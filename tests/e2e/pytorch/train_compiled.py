@@ -6,9 +6,8 @@
 The device side of the compiled-model tests (pytorch_compiled_e2e_test.cpp). The model, two
 pre-norm transformer blocks (layer norm, causal self-attention, an MLP with GELU) and a head, is
 compiled (default mode) as one function of forward and loss; backward runs its compiled backward
-graph; SGD with momentum steps eagerly (AdamW reads its step counters with `.item()`, host
-tensors on a GPU, which the simulated GPU, where every tensor is a device tensor, would copy
-back). simgpu_compiled hooks every wrapper Inductor loads, so each kernel Inductor generated
+graph; fused AdamW steps eagerly (its step counters live on the device, so no `.item()` reads
+them back: one foreach kernel and one fused kernel per step, as on a GPU). simgpu_compiled hooks every wrapper Inductor loads, so each kernel Inductor generated
 launches one simulated kernel named as Inductor named it, and each aten op a wrapper calls (the
 extern GEMMs) launches what simgpu_kernels gives it; the optimizer and the loss's `.item()` run
 inside the same dispatch mode, which is never active around a compiled call (Dynamo would run
@@ -180,7 +179,7 @@ def main():
         raise SystemExit("this torch has no PyCodeCache.load_by_key_path to hook")
     compiled_loss = torch.compile(loss_of)
     with launch_per_op():
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.1, fused=True)
         tokens = torch.randint(0, VOCAB, (BATCH, TOKENS))
         targets = torch.randint(0, VOCAB, (BATCH, TOKENS))
     for _ in range(args.steps):

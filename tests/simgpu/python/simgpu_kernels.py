@@ -11,6 +11,9 @@ read from the op's schema, not from a list of op names:
   - an op with no tensor output returns metadata (sizes, is_same_size): nothing; one that returns
     a number read from a tensor (`_local_scalar_dense`, what `.item()` runs, tagged
     `data_dependent_output`) is a device-to-host copy of one element, which the host waits for;
+  - an op with no tensor output that writes lists of tensors in place (`_foreach_add_`,
+    `_fused_adamw_`: `Tensor(a!)[]` in its schema) is one `multi_tensor_apply_kernel`, as
+    PyTorch's CUDA foreach ops and fused optimizers launch for a list of a small model's size;
   - an allocation (`aten::empty*`, `aten::new_empty*`: memory from the caching allocator, its
     contents undefined) launches nothing;
   - a collective of `c10d` (all_reduce, all_gather_into_tensor, reduce_scatter_tensor, ...) is
@@ -68,6 +71,22 @@ def _is_view(schema):
         for returned in returns)
 
 
+def _written_lists(schema, args):
+    """The tensor lists, not empty, an op's schema says it writes in place (`Tensor(a!)[]`)."""
+    lists = [_tensors(value) for argument, value in zip(schema.arguments, args)
+             if argument.alias_info is not None and argument.alias_info.is_write
+             and str(argument.type) == "List[Tensor]"]
+    return [tensors for tensors in lists if tensors]
+
+
+def _multi_tensor_kernel_name(op_name, lists):
+    functor = "at::native::(anonymous namespace)::%s_functor<%s>" % (
+        op_name.strip("_"), _dtype_name(lists[0]))
+    return ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::"
+            "(anonymous namespace)::TensorListMetadata<%d>, %s>(%s)" % (len(lists), functor,
+                                                                       functor))
+
+
 def _tag_names(func):
     return {str(tag).rsplit(".", 1)[-1] for tag in getattr(func, "tags", ())}
 
@@ -117,9 +136,9 @@ def _kernel_name(op, tags, tensors):
         op, dtype, dtype, dtype)
 
 
-def device_work(func, result):
-    """What `func` (an OpOverload that returned `result`) runs on a GPU: a DeviceWork, or None
-    for an op that launches nothing (see the module's docstring)."""
+def device_work(func, result, args=()):
+    """What `func` (an OpOverload called with positional `args` that returned `result`) runs on
+    a GPU: a DeviceWork, or None for an op that launches nothing (see the module's docstring)."""
     schema = func._schema
     namespace, _, op_name = schema.name.partition("::")
     tags = _tag_names(func)
@@ -130,7 +149,12 @@ def device_work(func, result):
     if not _returns_tensors(schema):
         if "data_dependent_output" in tags:
             return DeviceWork(COPY_TO_HOST, "DtoH", 1000 + _SCALAR_BYTES, _SCALAR_BYTES)
-        return None
+        lists = _written_lists(schema, args)
+        if not lists:
+            return None
+        elements = sum(tensor.numel() for tensors in lists for tensor in tensors)
+        return DeviceWork(KERNEL, _multi_tensor_kernel_name(op_name, lists),
+                          2000 + elements // 16)
     if _is_view(schema) or "inplace_view" in tags or op_name.startswith(_ALLOCATIONS):
         return None
     op = func.overloadpacket.__name__

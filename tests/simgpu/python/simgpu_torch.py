@@ -85,7 +85,7 @@ class KernelPerOp(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         result = func(*args, **(kwargs or {}))
         if os.getpid() == self._pid:
-            work = simgpu_kernels.device_work(func, result)
+            work = simgpu_kernels.device_work(func, result, args)
             if work is not None:
                 self._launch(work)
         return result
