@@ -7,6 +7,7 @@
 find_package(ZLIB REQUIRED)
 find_package(simdjson REQUIRED)
 add_library(gpuattr_collector_import STATIC
+  import/compiled_graph_calls.cpp
   import/decimal_time.cpp
   import/imported_trace.cpp
   import/json_event_stream.cpp

@@ -44,7 +44,7 @@ ActivityFolder::ActivityFolder(const TraceData& data, const AnalysisOptions& opt
               phase_masks_),
       backward_threads_(data, phases_),
       modules_(paths_),
-      compiled_graphs_(data, paths_, options.kernel_maps),
+      compiled_graphs_(data, paths_, options.kernel_maps, options.kernel_map_names),
       host_ranges_(data),
       steps_(data, paths_, options.step, options.skip_steps),
       work_(data, paths_) {}

@@ -10,9 +10,14 @@
 
 namespace gpuattr::collector {
 
-CompiledGraphJoin::CompiledGraphJoin(const TraceData& data, PathNames& paths,
-                                     std::string kernel_maps)
-    : data_(data), paths_(paths), history_(data), kernel_maps_(std::move(kernel_maps)) {}
+CompiledGraphJoin::CompiledGraphJoin(
+    const TraceData& data, PathNames& paths, std::string kernel_maps,
+    const std::vector<std::pair<std::string, std::string>>& profiler_range_names)
+    : data_(data), paths_(paths), history_(data), kernel_maps_(std::move(kernel_maps)) {
+  for (const auto& [profiler_range, range] : profiler_range_names) {
+    maps_.NameProfilerRange(profiler_range, range);
+  }
+}
 
 const std::string& CompiledGraphJoin::MapsPath() {
   if (maps_path_ || !data_.hello) return maps_path_ ? *maps_path_ : kernel_maps_;

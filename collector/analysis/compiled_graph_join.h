@@ -56,7 +56,11 @@ class CompiledGraphJoin {
  public:
   // `kernel_maps`: the process's kernel map file, or a directory of them named <pid>.jsonl
   // (gpuattr run's); empty: none, and no launch is moved. `data` and `paths` must outlive this.
-  CompiledGraphJoin(const TraceData& data, PathNames& paths, std::string kernel_maps);
+  // `profiler_range_names`: graph calls named as torch.profiler names them, each with the range
+  // name of its map, beside those the maps file names.
+  CompiledGraphJoin(
+      const TraceData& data, PathNames& paths, std::string kernel_maps,
+      const std::vector<std::pair<std::string, std::string>>& profiler_range_names = {});
 
   // Names were (re)defined (PathNames::Refresh): the cached places of nodes restart.
   void Refresh();

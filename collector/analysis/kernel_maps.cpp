@@ -113,8 +113,12 @@ bool KernelMaps::AddProfilerRange(const nlohmann::json& line) {
     ++rejected_lines_;
     return false;
   }
-  profiler_ranges_.try_emplace(profiler_range->get<std::string>(), range->get<std::string>());
+  NameProfilerRange(profiler_range->get<std::string>(), range->get<std::string>());
   return true;
+}
+
+void KernelMaps::NameProfilerRange(std::string profiler_range, std::string range) {
+  profiler_ranges_.try_emplace(std::move(profiler_range), std::move(range));
 }
 
 bool KernelMaps::AddLine(std::string_view line) {

@@ -83,8 +83,13 @@ class KernelMaps {
   // One line; false when it is not a map (counted in rejected_lines).
   bool AddLine(std::string_view line);
 
+  // Names the graph of range `range` as torch.profiler names its calls (the first name stands).
+  void NameProfilerRange(std::string profiler_range, std::string range);
+
   // The map of the graph whose calls run in range `range_name` (either name), or null.
   const GraphMap* Find(std::string_view range_name) const;
+  // The maps by gpuattr's range name.
+  const std::unordered_map<std::string, GraphMap>& graphs() const { return graphs_; }
   size_t graph_count() const { return graphs_.size(); }
   uint64_t rejected_lines() const { return rejected_lines_; }
 

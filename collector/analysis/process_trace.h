@@ -27,6 +27,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 
@@ -58,6 +60,10 @@ struct AnalysisOptions {
   // The kernel maps of torch.compile'd graphs (compiled_graph_join.h): a file, or a directory of
   // <pid>.jsonl files (gpuattr run's); empty: launches stay on their compiled graph's range.
   std::string kernel_maps;
+  // Graph calls named as torch.profiler names them (`## Call CompiledFxGraph KEY ##`) that the
+  // maps do not name, each with the range name of the map an import matched to it by its kernels
+  // (import/compiled_graph_calls.h).
+  std::vector<std::pair<std::string, std::string>> kernel_map_names;
   // Receives released activities, launches, closed ranges and the finished analysis of every
   // process (analysis/trace_observer.h): the exports. Unset: none. Called on the thread that
   // folds (the ingest thread while streaming).

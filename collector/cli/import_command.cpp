@@ -11,6 +11,7 @@
 #include <memory>
 #include <utility>
 
+#include "analysis/kernel_maps.h"
 #include "analysis/process_analysis.h"
 #include "analysis/process_facts.h"
 #include "analysis/refusal_catalogue.h"
@@ -18,6 +19,7 @@
 #include "cli/cli.h"
 #include "cli/output_names.h"
 #include "gpuattr_version.h"
+#include "import/compiled_graph_calls.h"
 #include "import/kineto_importer.h"
 #include "import/nsys_importer.h"
 #include "import/trace_replay.h"
@@ -131,9 +133,16 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
 
   GPUATTR_RETURN_IF_ERROR(
       RefuseRepeatedFiles(options.files, "each input is one process (one rank)"));
-  if (!analysis.kernel_maps.empty() && !std::ifstream(analysis.kernel_maps)) {
-    return DataLossError("cannot open the kernel maps " + analysis.kernel_maps + ": " +
-                         std::strerror(errno));
+  // --kernel-maps: read here too, to match the graph calls they do not name by their kernels.
+  KernelMaps maps;
+  if (!analysis.kernel_maps.empty()) {
+    if (!std::ifstream(analysis.kernel_maps)) {
+      return DataLossError("cannot open the kernel maps " + analysis.kernel_maps + ": " +
+                           std::strerror(errno));
+    }
+    if (Status read = maps.ReadNewLines(analysis.kernel_maps); !read.ok()) {
+      return DataLossError(read.message());
+    }
   }
 
   ImportResult result;
@@ -175,8 +184,12 @@ StatusOr<ImportResult> BuildImportReport(const ImportOptions& options,
       AddCounts(*imported->pytorch, &*pytorch);
     }
     const RefusalEntry* refusal = DeviceRefusalOf(*imported);
+    AnalysisOptions file_analysis = analysis;
+    if (!analysis.kernel_maps.empty()) {
+      file_analysis.kernel_map_names = MatchCompiledGraphCalls(*imported, maps);
+    }
     GPUATTR_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<ProcessTrace>> processes,
-                             ReplayTrace(*imported, analysis, &stats));
+                             ReplayTrace(*imported, file_analysis, &stats));
     for (auto& process : processes) traces.emplace_back(std::move(process), refusal);
   }
   result.clipped_ranges = stats.clipped_ranges;

@@ -1,8 +1,8 @@
 // Kineto import of a torch.compile'd program: Inductor's `## Call CompiledFxGraph KEY ##` around
 // each graph call is a range, and with the kernel maps a live run kept (gpuattr run
 // --kernel-maps), whose lines name each graph as torch.profiler does, its launches are placed by
-// module and phase as in the live run; without them, or for a graph they do not name, the
-// launches stay on the graph's call.
+// module and phase as in the live run; a call under a key they do not name is matched to a map by
+// its kernels; without maps, or matching none, the launches stay on the graph's call.
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -19,10 +19,12 @@ using Path = std::vector<std::string>;
 
 const std::string kForwardCall = "## Call CompiledFxGraph fxf ##";
 const std::string kBackwardCall = "## Call CompiledFxGraph fxb ##";
-const std::string kUnnamedCall = "## Call CompiledFxGraph fxu ##";
+const std::string kOtherKeyCall = "## Call CompiledFxGraph fxo ##";
+const std::string kUnmatchedCall = "## Call CompiledFxGraph fxu ##";
 
 // A root module call around the forward graph, its backward graph's call on the autograd thread,
-// and a graph the maps do not name; each launch one kernel.
+// the forward graph under a key the maps do not name (another process's), and a call whose
+// kernels are no map's; each launch one kernel.
 std::string Trace() {
   json events = json::array();
   const auto range = [&](const char* cat, const std::string& name, int tid, double ts, double dur) {
@@ -60,8 +62,12 @@ std::string Trace() {
   launch(1, 130, "sm90_xmma_gemm_f32f32");
   range("cpu_op", kBackwardCall, 2, 300, 50);
   launch(2, 310, "triton_poi_fused_gelu_backward_1");
-  range("cpu_op", kUnnamedCall, 1, 400, 50);
+  range("cpu_op", kOtherKeyCall, 1, 400, 50);
   launch(1, 410, "triton_poi_fused_gelu_0");
+  launch(1, 420, "sm90_xmma_gemm_f32f32");
+  range("cpu_op", kUnmatchedCall, 1, 500, 50);
+  launch(1, 510, "triton_poi_fused_gelu_0");
+  launch(1, 520, "triton_poi_fused_gelu_0");
   return json{{"traceEvents", events}}.dump();
 }
 
@@ -102,15 +108,22 @@ TEST_CASE("Kineto import with kernel maps: a compiled graph's launches by module
   const Imported imported =
       ImportPaths({dir.File("trace.json")}, "annotations", dir.File("maps.jsonl"));
   const std::vector<Path> paths = PathsOf(imported);
-  REQUIRE(paths.size() == 4);
+  REQUIRE(paths.size() == 7);
   CHECK(paths[0] == Path{"nn.Module: Gpt_0", kForwardCall, "nn.Module: h.0", "nn.Module: h.0.mlp"});
   CHECK(paths[1] == Path{"nn.Module: Gpt_0", kForwardCall, "nn.Module: h.0", "nn.Module: h.0.mlp",
                          "nn.Module: h.0.mlp.c_proj"});
   // No module range around the backward graph's call here: its root is named by class.
   CHECK(paths[2] == Path{kBackwardCall, "nn.Module: Gpt_0", "nn.Module: h.0", "nn.Module: h.0.mlp",
                          "backward"});
-  CHECK(paths[3] == Path{kUnnamedCall});
   CHECK(imported.activities[2]["phase"] == "backward");
+  // Another key, the forward graph's kernels: its map's, its root named by class.
+  CHECK(paths[3] ==
+        Path{kOtherKeyCall, "nn.Module: Gpt_0", "nn.Module: h.0", "nn.Module: h.0.mlp"});
+  CHECK(paths[4] == Path{kOtherKeyCall, "nn.Module: Gpt_0", "nn.Module: h.0", "nn.Module: h.0.mlp",
+                         "nn.Module: h.0.mlp.c_proj"});
+  // Twice the forward graph's one generated kernel: no map's calls.
+  CHECK(paths[5] == Path{kUnmatchedCall});
+  CHECK(paths[6] == Path{kUnmatchedCall});
 }
 
 TEST_CASE("Kineto import without kernel maps: a compiled graph's launches stay on its call",
@@ -118,7 +131,7 @@ TEST_CASE("Kineto import without kernel maps: a compiled graph's launches stay o
   TempDir dir;
   test_support::WriteFile(dir.File("trace.json"), Trace());
   const std::vector<Path> paths = PathsOf(ImportPaths({dir.File("trace.json")}));
-  REQUIRE(paths.size() == 4);
+  REQUIRE(paths.size() == 7);
   CHECK(paths[0] == Path{"nn.Module: Gpt_0", kForwardCall});
   CHECK(paths[2] == Path{kBackwardCall});
 }
