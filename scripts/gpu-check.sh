@@ -108,6 +108,7 @@ echo "libcupti for CUDA programs: ${system_cupti:-none found}; for PyTorch: ${to
 # traced NAME TIMEOUT CUPTI CMD...: CMD under gpuattr run (with run_flags); stdout (the truth) to
 # NAME.truth.json.
 run_flags=()
+import_flags=()  # profiled's `gpuattr import` flags
 traced() {
   local name="$1" limit cupti="$3"; limit="$(within "$2")"; shift 3
   echo "== $name (gpuattr run, ${limit} s): $*"
@@ -129,8 +130,8 @@ profiled() {
   (( limit > 0 )) || { echo "   skipped: out of time"; status=1; return; }
   if timeout "$limit" "$@" --torch-profiler "$out/$name.torch_trace.json" \
        >"$out/$name.profiler.truth.json" 2>"$out/$name.profiler.stderr"; then
-    "$gpuattr" import --force-overwrite "$out/$name.torch_trace.json" -o "$out/$name.import.json" \
-      2>"$out/$name.import.stderr" || { echo "   import failed"; status=1; }
+    "$gpuattr" import --force-overwrite "${import_flags[@]}" "$out/$name.torch_trace.json" \
+      -o "$out/$name.import.json" 2>"$out/$name.import.stderr" || { echo "   import failed"; status=1; }
   else
     echo "   failed: rc=$?"; status=1
   fi
@@ -174,14 +175,20 @@ bare torch_gpt 120 "$py" "$gpt" --device cuda --steps 20
 traced torch_gpt 120 "$torch_cupti" "$py" "$gpt" --device cuda --steps 20
 # Each compiled run gets Inductor's cache and gpuattr's kernel map cache of its own, so that the
 # traced run compiles (and maps) its graphs rather than load the bare run's (issue 42); the
-# profiled run is torch.profiler's view of the same compiled kernels.
+# profiled run is torch.profiler's view of the same compiled kernels, imported with the maps the
+# traced run kept.
 demo="$root/tests/e2e/pytorch/compiled_demo.py"
+maps="$out/torch_gpt_compiled.kernel_maps.jsonl"
 TORCHINDUCTOR_CACHE_DIR="$out/inductor.bare" \
   bare torch_gpt_compiled 240 "$py" "$demo" "$gpt" --device cuda --steps 20
+run_flags=(--kernel-maps "$maps")
 TORCHINDUCTOR_CACHE_DIR="$out/inductor.traced" GPUATTR_KERNEL_MAP_CACHE="$out/kernel-maps" \
   traced torch_gpt_compiled 240 "$torch_cupti" "$py" "$demo" "$gpt" --device cuda --steps 20
+run_flags=()
+[[ -f "$maps" ]] && import_flags=(--kernel-maps "$maps")
 TORCHINDUCTOR_CACHE_DIR="$out/inductor.profiled" \
   profiled torch_gpt_compiled 240 "$py" "$demo" "$gpt" --device cuda --steps 20
+import_flags=()
 
 # FLOPs and MFU (issue 22): the lesson model under --flops, MFU's denominator from a bare second
 # run (--clean-steps); torch.profiler's with_flops figures come from the profiled run above.

@@ -364,6 +364,8 @@ void WriteCompiledRun(const TempDir& dir, bool every_backward, const std::string
                   {"modules", modules},
                   {"marks", json::array()}};
   WriteFile(dir.File("torch_gpt_compiled.report.json"), json({{"processes", {process}}}).dump());
+  // The profiled run's trace, imported with the kernel maps: the same rows.
+  WriteFile(dir.File("torch_gpt_compiled.import.json"), json({{"processes", {process}}}).dump());
   WriteFile(dir.File("torch_gpt_compiled.activities.jsonl"),
             json({{"name", "triton_poi_fused_add_0"}}).dump() + "\n" +
                 json({{"name", "sm90_xmma_gemm"}}).dump() + "\n");
@@ -385,6 +387,9 @@ TEST_CASE("compare.py holds a compiled model's module rows and Triton kernels to
     CHECK(Result(summary, "torch_gpt_compiled: coverage") == "pass");
     CHECK(Result(summary, "torch_gpt_compiled: graphs without a kernel map") == "pass");
     CHECK(Result(summary, "torch_gpt_compiled: Triton kernels vs torch.profiler's") == "pass");
+    CHECK(Result(summary,
+                 "torch_gpt_compiled (torch.profiler, imported with kernel maps): Linears with "
+                 "forward and backward time") == "pass");
   }
   TempDir dir;
   WriteCompiledRun(dir, /*every_backward=*/false, "triton_per_fused_sum_1");

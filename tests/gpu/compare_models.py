@@ -44,6 +44,8 @@ def compiled_rows(outdir, row, record):
     torch.profiler saw in a run of its own."""
     name = "torch_gpt_compiled"
     module_rows(outdir, row, name)
+    # The profiled run's trace, imported with the kernel maps the traced run kept.
+    module_rows(outdir, row, name, "import", " (torch.profiler, imported with kernel maps)")
     ours = activities(outdir, name)
     trace_path = os.path.join(outdir, f"{name}.torch_trace.json")
     theirs = None
@@ -60,10 +62,12 @@ def compiled_rows(outdir, row, record):
         None if same is None else f"{len(mine)} here, {len(theirs)} there", "the same names", same)
 
 
-def module_rows(outdir, row, name):
-    """A compiled GPT's kernels attributed by module: every Linear of every block with forward
-    and backward time, coverage, and no graph left without a kernel map."""
-    run = load(outdir, f"{name}.report.json")
+def module_rows(outdir, row, name, report="report", label=""):
+    """A compiled GPT's kernels attributed by module (NAME.REPORT.json, its rows' names NAME
+    LABEL): every Linear of every block with forward and backward time, coverage, and no graph
+    left without a kernel map."""
+    run = load(outdir, f"{name}.{report}.json")
+    name += label
     process = None if run is None or not run["processes"] else max(
         run["processes"], key=lambda p: (p.get("totals") or {}).get("kernel_ns") or 0)
     linears = [f"nn.Module: h.{block}.{linear}" for block in (0, 1)
