@@ -316,7 +316,7 @@ StatusOr<int> RunArmed(const RunOptions& options, const std::string& pytorch_mod
 // Once a run with --armed is parsed: the report options it has no report for.
 int RejectReportOptionsWhenArmed(const CLI::App& run) {
   for (const char* report_option :
-       {"--output", "--activities", "--trace", "--folded", "--speedscope"}) {
+       {"--output", "--activities", "--trace", "--folded", "--speedscope", "--kernel-maps"}) {
     const CLI::Option* option = run.get_option_no_throw(report_option);
     if (option != nullptr && option->count() > 0) {
       std::fprintf(stderr,

@@ -231,8 +231,8 @@ TEST_CASE("usage errors exit 2 before anything runs", "[run][usage]") {
   }
   SECTION("--armed with an option that writes part of a report") {
     // Armed, gpuattr run collects nothing; a window's report is `gpuattr attach -o`.
-    const std::string option =
-        GENERATE(as<std::string>{}, "-o", "--activities", "--trace", "--folded", "--speedscope");
+    const std::string option = GENERATE(as<std::string>{}, "-o", "--activities", "--trace",
+                                        "--folded", "--speedscope", "--kernel-maps");
     const ProcessResult result =
         RunProcess(Gpuattr({"run", "--armed", option, dir.File("out"), "--", "/bin/echo", "ran"}));
     CHECK(result.exit_code == 2);
@@ -246,6 +246,32 @@ TEST_CASE("usage errors exit 2 before anything runs", "[run][usage]") {
     CHECK(result.exit_code == 2);
     CHECK_THAT(result.err, Catch::Contains("GPUATTR_INJECT_LIBRARY"));
     CHECK(result.out.empty());
+  }
+}
+
+TEST_CASE("kept kernel maps: refused before the command runs when they cannot be kept, else kept",
+          "[run]") {
+  TempDir dir;
+  const std::string maps = dir.File("maps.jsonl");
+  SECTION("without the annotator, which writes the maps") {
+    const ProcessResult result = RunProcess(
+        Gpuattr({"run", "--pytorch", "off", "--kernel-maps", maps, "--", "/bin/echo", "ran"}));
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.err, Catch::Contains("--kernel-maps needs the Python annotator"));
+    CHECK(result.out.empty());
+  }
+  SECTION("over a file that exists, unless --force-overwrite") {
+    test_support::WriteFile(maps, "mine\n");
+    const ProcessResult refused = RunProcess(Gpuattr(
+        {"run", "-q", "-o", dir.File("r.json"), "--kernel-maps", maps, "--", "/bin/echo", "ran"}));
+    CHECK(refused.exit_code == 4);
+    CHECK(refused.out.empty());
+    CHECK(test_support::ReadFile(maps) == "mine\n");
+    const ProcessResult kept =
+        RunProcess(Gpuattr({"run", "-q", "--force-overwrite", "-o", dir.File("r.json"),
+                            "--kernel-maps", maps, "--", "/bin/echo", "ran"}));
+    CHECK(kept.exit_code == 0);
+    CHECK(test_support::ReadFile(maps).empty());  // a program that compiled nothing
   }
 }
 
