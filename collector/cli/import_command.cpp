@@ -39,7 +39,8 @@ one multi-process report; a file given twice is refused. Ranges are the user ann
 ProfilerStep ranges of each thread (Kineto), or the NVTX ranges (nsys); --ranges ops adds
 Kineto's cpu_op ranges. A torch.compile'd graph's call (`## Call CompiledFxGraph KEY ##`) is a
 range; with --kernel-maps (gpuattr run --kernel-maps of the same program) its launches are
-placed by module, phase and recompute as in the live run. Device work whose launch the file does not hold is unattributed
+placed by module, phase and recompute as in the live run (a graph the maps do not name by its
+key, by its kernels). Device work whose launch the file does not hold is unattributed
 (launch_not_seen), never dropped. A file without device work gets null device time and a
 refusal; events of kinds not used are counted in capture.source.unused_events.
 
