@@ -42,6 +42,15 @@ TEST_CASE("a kernel launched outside any range agrees with the truth", "[e2e]") 
   CheckScenario("launch_outside_range");
 }
 
+TEST_CASE("a second CUPTI client started mid-run leaves gpuattr's report equal to the truth",
+          "[e2e]") {
+  TempDir dir;
+  const auto [report, truth] = RunScenario(dir, GPUATTR_SCENARIO_DIR "/cupti_client_midrun.json");
+  CheckAgainstTruth(report, truth);
+  // The client ran: what it got is its own (CUDA 13.0 gives it no subscriber slot beside gpuattr).
+  CHECK(truth["processes"][0]["cupti_client"]["subscribe_result"].is_number());
+}
+
 TEST_CASE("a child forked without exec is its own process and leaves the parent intact", "[e2e]") {
   TempDir dir;
   const auto [report, truth] = RunScenario(dir, GPUATTR_SCENARIO_DIR "/fork_without_exec.json");

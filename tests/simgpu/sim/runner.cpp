@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "cupti_client.h"
 #include "driver.h"
 #include "sim_clock.h"
 #include "truth.h"
@@ -49,6 +50,7 @@ struct Process {
   std::string truth_part;
   Driver driver;
   ProcessTruth truth;
+  CuptiClient cupti_client;
 
   std::mutex mu;  // leaf: guards the members below
   std::map<std::string, std::thread> threads;
@@ -86,7 +88,9 @@ struct Process {
     for (pid_t child : to_wait) waitpid(child, nullptr, 0);
     std::optional<int> rank;
     if (const char* r = std::getenv("RANK"); r != nullptr && *r != '\0') rank = std::atoi(r);
-    json part = {{"processes", json::array({truth.ToJson(getpid(), rank, spec.name)})}};
+    json process = truth.ToJson(getpid(), rank, spec.name);
+    if (json client = cupti_client.ToJson(); !client.is_null()) process["cupti_client"] = client;
+    json part = {{"processes", json::array({process})}};
     const std::string tmp = truth_part + ".tmp";
     {
       std::ofstream out(tmp);
@@ -382,6 +386,15 @@ class ThreadRunner {
         break;
       case OpType::kFork:
         Fork(op);
+        break;
+      case OpType::kCuptiClientStart: {
+        p_.driver.EnsureInit();  // the client binds the CUPTI the driver loads
+        std::string error;
+        if (!p_.cupti_client.Start(op.kinds, &error)) p_.Fatal("cupti_client start", error);
+        break;
+      }
+      case OpType::kCuptiClientStop:
+        p_.cupti_client.Stop();
         break;
       case OpType::kExit:
         p_.WriteTruth(/*wait_children=*/false);

@@ -158,7 +158,7 @@ class Parser {
         "mark",        "launch",       "memcpy",      "memset",
         "cpu_us",      "start_thread", "join_thread", "capture_begin",
         "capture_end", "graph_launch", "sync",        "repeat_until_file",
-        "fork",        "exit",         "crash"};
+        "fork",        "exit",         "crash",       "cupti_client"};
     std::string type;
     for (const std::string& key : kTypeKeys) {
       if (!op.contains(key)) continue;
@@ -282,6 +282,19 @@ class Parser {
       if (op.contains("repeat")) {
         out.count = static_cast<uint64_t>(Integer(op["repeat"], path + ".repeat", 1, 10000000));
       }
+    } else if (type == "cupti_client") {
+      const bool start = v == "start";
+      if (!keys(start ? std::set<std::string>{"kinds"} : std::set<std::string>{})) return out;
+      out.type = start ? OpType::kCuptiClientStart : OpType::kCuptiClientStop;
+      if (!start && v != "stop") Fail(at, "expected \"start\" or \"stop\"");
+      const json& kinds = op.contains("kinds") ? op["kinds"] : json::array();
+      for (size_t i = 0; i < kinds.size() && kinds.is_array(); ++i) {
+        out.kinds.push_back(String(kinds[i], path + ".kinds[" + std::to_string(i) + "]"));
+        if (!std::set<std::string>{"kernel", "memcpy", "memset"}.contains(out.kinds.back())) {
+          Fail(path + ".kinds[" + std::to_string(i) + "]", "expected kernel, memcpy or memset");
+        }
+      }
+      if (start && (!kinds.is_array() || kinds.empty())) Fail(path + ".kinds", "expected kinds");
     } else if (type == "sync") {
       if (!keys({"device"})) return out;
       Placement(op, path, &out);

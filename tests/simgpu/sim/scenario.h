@@ -38,6 +38,8 @@ enum class OpType {
   kFork,
   kExit,
   kCrash,
+  kCuptiClientStart,  // a second, Kineto-like CUPTI client (cupti_client.h)
+  kCuptiClientStop,
 };
 
 struct Op {
@@ -61,7 +63,8 @@ struct Op {
   uint64_t count = 1;  // repeat, graph_launch repeat, repeat_until_file max
   int exit_code = 0;
   int signal = 0;
-  std::vector<Op> ops;  // repeat / repeat_until_file body
+  std::vector<Op> ops;             // repeat / repeat_until_file body
+  std::vector<std::string> kinds;  // cupti_client start: kernel, memcpy, memset
 };
 
 struct ThreadSpec {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -104,6 +105,12 @@ TEST_CASE("scenario errors name the JSON path and exit 2", "[simgpu][scenario]")
        "$.processes[0].threads[0].ops[0].repeat: unknown key"},
       {R"({"processes": [{"threads": [{"name": "main", "ops": [{"repeat_until_file": "/stop", "max": 1, "ops": [{"join_thread": "x"}]}]}]}]})",
        "$.processes[0].threads[0].ops[0].ops[0]: no thread named \"x\""},
+      {R"({"processes": [{"threads": [{"name": "main", "ops": [{"cupti_client": "pause"}]}]}]})",
+       "$.processes[0].threads[0].ops[0].cupti_client: expected \"start\" or \"stop\""},
+      {R"({"processes": [{"threads": [{"name": "main", "ops": [{"cupti_client": "start"}]}]}]})",
+       "$.processes[0].threads[0].ops[0].kinds: expected kinds"},
+      {R"({"processes": [{"threads": [{"name": "main", "ops": [{"cupti_client": "start", "kinds": ["nvtx"]}]}]}]})",
+       "$.processes[0].threads[0].ops[0].kinds[0]: expected kernel, memcpy or memset"},
       {R"({"clock": "wall", "processes": [{"threads": [{"name": "main", "ops": []}]}]})",
        "$.clock: expected \"real\" or \"simulated\""},
       {R"({"clock": "simulated", "processes": [{"threads": [{"name": "main", "ops": []}, {"name": "t", "ops": []}]}]})",
@@ -258,4 +265,53 @@ TEST_CASE("repeat_until_file runs its ops until the file exists or max iteration
     }
     CHECK(n >= 1);
   }
+}
+
+TEST_CASE("a second CUPTI client, alone in its process, gets what was launched while it was on",
+          "[simgpu][cupti_client]") {
+  TempDir dir;
+  const std::string scenario = WriteFile(dir, "s.json", R"({"processes": [{"name": "p",
+    "threads": [{"name": "main", "ops": [
+      {"launch": "before", "us": 5},
+      {"sync": "device"},
+      {"cupti_client": "start", "kinds": ["kernel", "memcpy", "memset"]},
+      {"launch": "during", "us": 5},
+      {"memcpy": "HtoD", "bytes": 4096, "us": 2},
+      {"memset": 0, "bytes": 64, "us": 1},
+      {"sync": "device"},
+      {"cupti_client": "stop"},
+      {"launch": "after", "us": 5}]}]}]})");
+  const std::string truth_path = dir.File("truth.json");
+  const Outcome outcome = RunSimgpu({scenario, "--truth", truth_path});
+  INFO(outcome.output);
+  REQUIRE(outcome.status == 0);
+  const nlohmann::json process = ReadJson(truth_path)["processes"][0];
+  REQUIRE(process.contains("cupti_client"));
+  CHECK(process["cupti_client"]["subscribe_result"] == 0);
+  // Without gpuattr nobody registered a timestamp callback: the client's times are on CUPTI's
+  // default clock (CLOCK_REALTIME), one offset from the truth's per buffer it received.
+  std::map<uint32_t, nlohmann::json> expected;
+  for (const nlohmann::json& activity : process["activities"]) {
+    if (activity["name"] != "before" && activity["name"] != "after") {
+      expected[activity["correlation_id"].get<uint32_t>()] = activity;
+    }
+  }
+  REQUIRE(expected.size() == 3);
+  REQUIRE(process["cupti_client"]["records"].size() == 3);
+  std::map<uint64_t, std::set<int64_t>> offsets_by_buffer;
+  for (const nlohmann::json& record : process["cupti_client"]["records"]) {
+    INFO(record.dump());
+    const uint32_t correlation = record["correlation_id"].get<uint32_t>();
+    REQUIRE(expected.count(correlation) == 1);
+    const nlohmann::json& truth = expected[correlation];
+    CHECK(record["kind"] == truth["kind"]);
+    CHECK(record["name"] == truth["name"]);
+    const auto ns = [](const nlohmann::json& value) { return value.get<int64_t>(); };
+    CHECK(ns(record["end_ns"]) - ns(record["start_ns"]) ==
+          ns(truth["end_ns"]) - ns(truth["start_ns"]));
+    offsets_by_buffer[record["buffer"].get<uint64_t>()].insert(ns(record["start_ns"]) -
+                                                               ns(truth["start_ns"]));
+    expected.erase(correlation);
+  }
+  for (const auto& [buffer, offsets] : offsets_by_buffer) CHECK(offsets.size() == 1);
 }
