@@ -80,8 +80,8 @@ def _written_lists(schema, args):
 
 
 def _multi_tensor_kernel_name(op_name, lists):
-    functor = "at::native::(anonymous namespace)::%s_functor<%s>" % (
-        op_name.strip("_"), _dtype_name(lists[0]))
+    functor = "at::native::(anonymous namespace)::%s_functor<%s>" % (op_name,
+                                                                   _dtype_name(lists[0]))
     return ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::"
             "(anonymous namespace)::TensorListMetadata<%d>, %s>(%s)" % (len(lists), functor,
                                                                        functor))

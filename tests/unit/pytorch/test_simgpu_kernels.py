@@ -42,7 +42,7 @@ class DeviceWorkTest(unittest.TestCase):
         self.assertEqual(work.kind, simgpu_kernels.KERNEL)
         self.assertIn("multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
                       "TensorListMetadata<1>, at::native::(anonymous namespace)::"
-                      "foreach_add_functor<float>", work.name)
+                      "_foreach_add__functor<float>", work.name)
         self.assertEqual(work.duration_ns, 2000 + 64 // 16)
 
     @unittest.skipUnless(hasattr(torch, "_fused_adamw_"), "this torch has no fused AdamW")
