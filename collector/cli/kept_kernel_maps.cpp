@@ -8,25 +8,26 @@
 
 #include "analysis/kernel_maps.h"
 #include "base/os.h"
-#include "report/atomic_write.h"
+#include "cli/output_names.h"
 
 namespace gpuattr::collector {
 
-Status CheckKeptKernelMaps(const std::string& path, bool force_overwrite,
-                           const std::string& pytorch_mode) {
+Status ResolveKeptKernelMaps(std::string* path, ExistingFile existing,
+                             const std::string& pytorch_mode) {
+  constexpr char kWhat[] = "the kernel maps path (--kernel-maps)";
   if (pytorch_mode == "off") {
     return InvalidArgumentError(
         "--kernel-maps needs the Python annotator, which writes the maps (--pytorch is off)");
   }
-  GPUATTR_RETURN_IF_ERROR(CheckOutputPath(path, "the kernel maps path (--kernel-maps)"));
-  std::error_code error;
-  if (!force_overwrite && std::filesystem::exists(path, error)) {
-    return FailedPreconditionError(path + " exists (--force-overwrite replaces it)");
+  if (*path == "-") {
+    return InvalidArgumentError("--kernel-maps - : standard output is for the report (-o -) only");
   }
-  return Status::Ok();
+  GPUATTR_ASSIGN_OR_RETURN(*path,
+                           ExpandOutputName(*path, kWhat, existing, ProcessOutputNameContext()));
+  return CheckOutputPath(*path, kWhat);
 }
 
-Status KeepKernelMaps(const std::string& maps_dir, const std::string& path, bool force_overwrite) {
+Status KeepKernelMaps(const std::string& maps_dir, const std::string& path, ExistingFile existing) {
   std::vector<std::filesystem::path> files;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(maps_dir, error)) {
@@ -35,9 +36,7 @@ Status KeepKernelMaps(const std::string& maps_dir, const std::string& path, bool
     }
   }
   std::sort(files.begin(), files.end());
-  GPUATTR_ASSIGN_OR_RETURN(AtomicTextFile out,
-                           AtomicTextFile::Create(path, force_overwrite ? ExistingFile::kReplace
-                                                                        : ExistingFile::kRefuse));
+  GPUATTR_ASSIGN_OR_RETURN(AtomicTextFile out, AtomicTextFile::Create(path, existing));
   uint64_t left = KernelMaps::kMaxBytes;
   for (const std::filesystem::path& file : files) {
     std::ifstream in(file, std::ios::binary);
@@ -46,7 +45,8 @@ Status KeepKernelMaps(const std::string& maps_dir, const std::string& path, bool
     in.read(text.data(), static_cast<std::streamsize>(left));
     text.resize(static_cast<size_t>(in.gcount()));
     // Complete lines only: a process killed while writing leaves half a line.
-    text.resize(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+    const size_t last_newline = text.rfind('\n');
+    text.resize(last_newline == std::string::npos ? 0 : last_newline + 1);
     left -= text.size();
     out.Append(text);
   }

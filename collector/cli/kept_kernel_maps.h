@@ -10,18 +10,20 @@
 #include <string>
 
 #include "base/status.h"
+#include "report/atomic_write.h"
 
 namespace gpuattr::collector {
 
-// Before the run: whether `path` can be written (CheckOutputPath), and is not there already
-// unless `force_overwrite`; `pytorch_mode` must not be "off" (no annotator, no maps).
-Status CheckKeptKernelMaps(const std::string& path, bool force_overwrite,
-                           const std::string& pytorch_mode);
+// Before the run: `path` expanded as every output of the command is (output_names.h: %p, %q{VAR},
+// %n; refused if it exists unless `existing` replaces it) and checked writable (CheckOutputPath);
+// `pytorch_mode` must not be "off" (no annotator, no maps), and "-" is no file.
+Status ResolveKeptKernelMaps(std::string* path, ExistingFile existing,
+                             const std::string& pytorch_mode);
 
 // After the run: every process's complete map lines in `maps_dir` (in pid order; at most
 // KernelMaps::kMaxBytes in all) written atomically to `path`; a run that compiled nothing keeps
 // an empty file.
-Status KeepKernelMaps(const std::string& maps_dir, const std::string& path, bool force_overwrite);
+Status KeepKernelMaps(const std::string& maps_dir, const std::string& path, ExistingFile existing);
 
 }  // namespace gpuattr::collector
 

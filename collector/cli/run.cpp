@@ -442,7 +442,7 @@ StatusOr<int> RunCapture(const RunOptions& requested) {
   GPUATTR_RETURN_IF_ERROR(CheckOutputPath(options.output, "the report path (-o)"));
   if (!options.kept_kernel_maps.empty()) {
     GPUATTR_RETURN_IF_ERROR(
-        CheckKeptKernelMaps(options.kept_kernel_maps, options.force_overwrite, pytorch_mode));
+        ResolveKeptKernelMaps(&options.kept_kernel_maps, existing, pytorch_mode));
   }
   AnalysisOptions analysis = options.analysis;
   GPUATTR_RETURN_IF_ERROR(
@@ -537,8 +537,7 @@ StatusOr<int> RunCapture(const RunOptions& requested) {
   GPUATTR_RETURN_IF_ERROR(WriteReportAtomically(report, options.output, existing));
   if (exports) GPUATTR_RETURN_IF_ERROR(exports->Commit());
   if (!options.kept_kernel_maps.empty()) {
-    GPUATTR_RETURN_IF_ERROR(
-        KeepKernelMaps(kernel_maps, options.kept_kernel_maps, options.force_overwrite));
+    GPUATTR_RETURN_IF_ERROR(KeepKernelMaps(kernel_maps, options.kept_kernel_maps, existing));
   }
 
   if (!options.quiet) {

@@ -273,6 +273,18 @@ TEST_CASE("kept kernel maps: refused before the command runs when they cannot be
     CHECK(kept.exit_code == 0);
     CHECK(test_support::ReadFile(maps).empty());  // a program that compiled nothing
   }
+  SECTION("named as every output is: %n gives the next free name, - is no file") {
+    test_support::WriteFile(dir.File("maps1.jsonl"), "mine\n");
+    const ProcessResult kept =
+        RunProcess(Gpuattr({"run", "-q", "-o", dir.File("r.json"), "--kernel-maps",
+                            dir.File("maps%n.jsonl"), "--", "/bin/echo", "ran"}));
+    CHECK(kept.exit_code == 0);
+    CHECK(test_support::ReadFile(dir.File("maps1.jsonl")) == "mine\n");
+    CHECK(test_support::ReadFile(dir.File("maps2.jsonl")).empty());
+    const ProcessResult refused = RunProcess(
+        Gpuattr({"run", "-q", "-o", dir.File("r2.json"), "--kernel-maps", "-", "--", "/bin/true"}));
+    CHECK(refused.exit_code == 2);
+  }
 }
 
 TEST_CASE("gpuattr --help and --version print on stdout and exit 0", "[usage]") {
