@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "bind_symbol.h"
+
 namespace gpuattr::simgpu {
 
 struct CuptiClient::Api {
@@ -22,12 +24,6 @@ namespace {
 
 constexpr size_t kBufferBytes = 1 << 20;
 std::atomic<CuptiClient*> g_client{nullptr};  // the process's client, for CUPTI's callbacks
-
-template <typename Fn>
-bool Bind(void* library, const char* name, Fn* out) {
-  *out = reinterpret_cast<Fn>(dlsym(library, name));
-  return *out != nullptr;
-}
 
 const CuptiClient::Api* BindApi(std::string* error) {
   static CuptiClient::Api api;

@@ -7,15 +7,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "bind_symbol.h"
 #include "sim_clock.h"
 
 namespace gpuattr::simgpu {
 namespace {
-
-template <typename Fn>
-void Bind(void* handle, const char* name, Fn* out) {
-  *out = reinterpret_cast<Fn>(dlsym(handle, name));
-}
 
 // The runtime call that issues each kind of work, and the graph node type it becomes.
 uint32_t RuntimeCbid(const DeviceWork& work) {
