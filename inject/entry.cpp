@@ -65,9 +65,14 @@ GPUATTR_EXPORT void _Exit(int status) noexcept { EndSessionAndExit(g_next_upper_
 // Returns 1 in every case, as NVIDIA's samples do: a failure to trace must not fail CUDA.
 GPUATTR_EXPORT int InitializeInjection(void) noexcept {
   try {
-    // Armed: CUPTI is subscribed per capture window, by the flush thread (docs/attach.md).
-    if (gpuattr::inject::EnsureSession() && !gpuattr::inject::SessionArmed()) {
-      gpuattr::inject::InitializeCupti();
+    // Armed: CUPTI is shared now and subscribed per capture window, by the flush thread
+    // (docs/attach.md).
+    if (gpuattr::inject::EnsureSession()) {
+      if (gpuattr::inject::SessionArmed()) {
+        gpuattr::inject::ShareCupti();
+      } else {
+        gpuattr::inject::InitializeCupti();
+      }
     }
   } catch (...) {
     gpuattr::inject::DisableShim();

@@ -26,7 +26,8 @@ done
 
 # The shim's cost per NVTX push+pop pair and per kernel launch (issue 8): the same benchmark bare,
 # with an empty CUPTI subscriber (what the fake CUPTI's dispatch costs any tool), under
-# `gpuattr run`, and armed under `gpuattr daemon` with no window open. Each configuration runs
+# `gpuattr run`, under `gpuattr run` with that empty subscriber as a second client sharing CUPTI
+# (issue 43), and armed under `gpuattr daemon` with no window open. Each configuration runs
 # once per round, rounds alternate (HOT_PATH_ROUNDS, default 3) so that drift hits all alike, and
 # a configuration's figure is the median over rounds of its in-process median (CPU time of the
 # calling thread). The flush period is 1 ms so that the ring is drained between timed batches.
@@ -38,7 +39,7 @@ trap 'rm -rf "$out"' EXIT
 source "$repo/scripts/bench_lib.sh"
 start_bench_daemon "$build/collector/gpuattr" "$out"
 for round in $(seq "${HOT_PATH_ROUNDS:-3}"); do
-  echo "== shim hot path, round $round: bare, empty subscriber, under gpuattr run, armed"
+  echo "== shim hot path, round $round: bare, empty subscriber, gpuattr run, + client, armed"
   GPUATTR_CUPTI_LIBRARY="$fake_cupti" "$hot" --benchmark_out="$out/bare.$round.json" \
     --benchmark_out_format=json >/dev/null
   GPUATTR_BENCH_EMPTY_SUBSCRIBER=1 GPUATTR_CUPTI_LIBRARY="$fake_cupti" "$hot" \
@@ -46,6 +47,10 @@ for round in $(seq "${HOT_PATH_ROUNDS:-3}"); do
     --benchmark_out_format=json >/dev/null
   GPUATTR_FLUSH_MS=1 GPUATTR_CUPTI_LIBRARY="$fake_cupti" "$build/collector/gpuattr" run --quiet \
     -o "$out/report.$round.json" -- "$hot" --benchmark_out="$out/traced.$round.json" \
+    --benchmark_out_format=json >/dev/null
+  GPUATTR_BENCH_SECOND_CLIENT=1 GPUATTR_FLUSH_MS=1 GPUATTR_CUPTI_LIBRARY="$fake_cupti" \
+    "$build/collector/gpuattr" run --quiet -o "$out/report.client.$round.json" -- "$hot" \
+    --benchmark_filter=BM_KernelLaunch --benchmark_out="$out/client.$round.json" \
     --benchmark_out_format=json >/dev/null
   GPUATTR_CUPTI_LIBRARY="$fake_cupti" "$build/collector/gpuattr" run --armed \
     --socket "$out/d.sock" -- "$hot" --benchmark_out="$out/armed.$round.json" \
@@ -58,19 +63,24 @@ import glob, json, sys
 out = sys.argv[1]
 sys.path.insert(0, sys.argv[2])
 from bench_medians import medians
-bare, empty, traced, armed = (medians(out, c) for c in ("bare", "empty", "traced", "armed"))
+bare, empty, traced, client, armed = (
+    medians(out, c) for c in ("bare", "empty", "traced", "client", "armed"))
 def cell(value):
     return f"{value:>11.1f}" if value is not None else f"{'-':>11}"
 print(f"{'benchmark':<16}" + "".join(f"{h:>11}" for h in [
-    "bare", "empty sub", "traced", "+vs bare", "+vs empty", "armed", "+vs bare"]))
+    "bare", "empty sub", "traced", "+vs bare", "+vs empty", "+client", "+vs trace", "armed",
+    "+vs bare"]))
 for name in sorted(bare):
     b, t, a = bare[name][0], traced[name][0], armed[name][0]
     e = empty[name][0] if name in empty else None
+    c = client[name][0] if name in client else None
     print(f"{name:<16}" + "".join(cell(v) for v in [
-        b, e, t, t - b, t - e if e is not None else None, a, a - b]))
+        b, e, t, t - b, t - e if e is not None else None, c, c - t if c is not None else None,
+        a, a - b]))
 for name in sorted(bare):
     print(f"rounds {name}: bare {bare[name][1]}, empty {empty.get(name, (0, '-'))[1]}, "
-          f"traced {traced[name][1]}, armed {armed[name][1]}")
+          f"traced {traced[name][1]}, client {client.get(name, (0, '-'))[1]}, "
+          f"armed {armed[name][1]}")
 for path in sorted(glob.glob(f"{out}/report.*.json")):
     loss = json.load(open(path))["processes"][0]["loss"]
     print(f"drops in {path.rsplit('/', 1)[1]}: ring {loss['ring_dropped_records']}, "

@@ -29,6 +29,7 @@ CuptiBinding BindCupti(CuptiApi* api) noexcept {
   GPUATTR_FOR_EACH_CUPTI_FUNCTION(GPUATTR_CUPTI_BIND)
 #undef GPUATTR_CUPTI_BIND
   *api = bound;
+  binding.handle = handle;
   binding.ok = true;
   return binding;
 }

@@ -25,6 +25,7 @@
   X(cuptiSubscribe_v2)                      \
   X(cuptiUnsubscribe)                       \
   X(cuptiEnableCallback)                    \
+  X(cuptiEnableDomain)                      \
   X(cuptiSetThreadIdType)                   \
   X(cuptiActivityRegisterTimestampCallback) \
   X(cuptiActivityRegisterCallbacks)         \
@@ -49,6 +50,7 @@ struct CuptiApi {
 struct CuptiBinding {
   bool ok = false;
   const char* library = nullptr;  // the name passed to dlopen
+  void* handle = nullptr;         // dlopen's handle, when ok
   char error[256] = {};           // dlerror() text or the missing symbol, when !ok
 };
 

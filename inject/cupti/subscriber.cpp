@@ -3,9 +3,12 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string_view>
 
 #include "cupti/cbid_table.h"
+#include "cupti/cupti_mux.h"
+#include "cupti/mux_faces.h"
 #include "runtime/clock.h"
 #include "runtime/shim_log.h"
 #include "runtime/shim_state.h"
@@ -187,6 +190,11 @@ void DetachHere() noexcept {
 
 int32_t SubscribeBoundCupti(const char* library) noexcept;
 
+void UseCuptiTable(const CuptiApi& api) noexcept {
+  Shim().cupti = api;
+  Shim().cupti_bound.store(true, std::memory_order_release);
+}
+
 }  // namespace
 
 void EmitShimRefusal(wire::RefusalCode code, int32_t result, std::string_view cause) noexcept {
@@ -256,9 +264,7 @@ void CUPTIAPI BufferCompleted(CUcontext /*context*/, uint32_t /*stream_id*/, uin
 }
 
 int32_t SetupCuptiWith(const CuptiApi& api, const char* library) noexcept {
-  ShimState& shim = Shim();
-  shim.cupti = api;
-  shim.cupti_bound.store(true, std::memory_order_release);
+  UseCuptiTable(api);
   return SubscribeBoundCupti(library);
 }
 
@@ -290,7 +296,10 @@ int32_t SubscribeBoundCupti(const char* library) noexcept {
   CUptiResult result = api.cuptiSubscribe_v2(&subscriber, &CuptiCallback, nullptr, &params);
   char cause[256];
   if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    snprintf(cause, sizeof(cause), "CUPTI is already in use by %s",
+    snprintf(cause, sizeof(cause),
+             "CUPTI is already in use by %s: run without that tool; for the program's own "
+             "profiler, start the program under gpuattr (gpuattr run, or armed for attach) "
+             "so that the two share CUPTI",
              holder[0] != '\0' ? holder : "another tool");
     EmitShimRefusal(wire::RefusalCode::kCuptiSubscriberConflict, result, cause);
     EmitCuptiState(result, version, library);
@@ -372,19 +381,40 @@ int32_t SubscribeBoundCupti(const char* library) noexcept {
 
 namespace {
 
-// Binds CUPTI (dlopen) and subscribes. Runs once per process image.
-int32_t BindAndSubscribe() noexcept {
+std::mutex g_bind_mu;  // a leaf: binding runs once, from cuInit or the flush thread
+
+// Binds CUPTI (dlopen) and shares it: the multiplexer gets CUPTI's own functions, the shim the
+// gpuattr face, every other client in the process the program face (cupti_mux.h, mux_faces.h).
+// `probe`: another client may already hold CUPTI (a late attach), so the real session is opened
+// first and the program face installed only if it could be: redirecting a holder's calls would
+// take its session from it. False when no CUPTI could be loaded (a refusal, when `report`).
+// Runs under g_bind_mu.
+bool BindAndShare(bool probe, bool report) noexcept {
   CuptiApi api;
   const CuptiBinding binding = BindCupti(&api);
   if (!binding.ok) {
-    // No CUptiResult exists for "no library"; NOT_INITIALIZED is what CUPTI itself reports when
-    // it cannot initialise. library_string stays 0 when nothing could be loaded.
-    EmitShimRefusal(wire::RefusalCode::kCuptiUnavailable, 0, binding.error);
-    EmitCuptiState(CUPTI_ERROR_NOT_INITIALIZED, 0, nullptr);
-    return CUPTI_ERROR_NOT_INITIALIZED;
+    if (report) {
+      // No CUptiResult exists for "no library"; NOT_INITIALIZED is what CUPTI itself reports
+      // when it cannot initialise. library_string stays 0 when nothing could be loaded.
+      EmitShimRefusal(wire::RefusalCode::kCuptiUnavailable, 0, binding.error);
+      EmitCuptiState(CUPTI_ERROR_NOT_INITIALIZED, 0, nullptr);
+    }
+    ShimLog("%s", binding.error);
+    return false;
   }
   g_library = binding.library;
-  return SetupCuptiWith(api, binding.library);
+  Mux().Bind(api, &CuptiTimestamp);
+  const CUptiResult opened = probe ? Mux().OpenRealSession() : CUPTI_SUCCESS;
+  if (opened != CUPTI_SUCCESS) {
+    ShimLog("CUPTI not shared: another client holds it (%d)", static_cast<int>(opened));
+  } else if (const RedirectOutcome shared = InstallProgramFace(binding.handle); shared.ok) {
+    ShimLog("CUPTI shared: %zu exports redirected, %zu bound slots rebound",
+            shared.symbols_redirected, shared.slots_rebound);
+  } else {
+    ShimLog("CUPTI not shared with other clients in this process: %s", shared.error);
+  }
+  UseCuptiTable(GpuattrFace(api));
+  return true;
 }
 
 }  // namespace
@@ -392,12 +422,26 @@ int32_t BindAndSubscribe() noexcept {
 void InitializeCupti() noexcept {
   bool expected = false;
   if (!g_setup_claimed.compare_exchange_strong(expected, true)) return;
-  BindAndSubscribe();
+  {
+    std::lock_guard<std::mutex> lock(g_bind_mu);
+    if (!Shim().cupti_bound.load(std::memory_order_acquire) && !BindAndShare(false, true)) return;
+  }
+  SubscribeBoundCupti(g_library);
+}
+
+void ShareCupti() noexcept {
+  std::lock_guard<std::mutex> lock(g_bind_mu);
+  if (!Shim().cupti_bound.load(std::memory_order_acquire)) BindAndShare(false, false);
 }
 
 int32_t AttachCupti() noexcept {
   if (Shim().cupti_active.load(std::memory_order_acquire)) return 0;
-  if (!Shim().cupti_bound.load(std::memory_order_acquire)) return BindAndSubscribe();
+  {
+    std::lock_guard<std::mutex> lock(g_bind_mu);
+    if (!Shim().cupti_bound.load(std::memory_order_acquire) && !BindAndShare(true, true)) {
+      return CUPTI_ERROR_NOT_INITIALIZED;
+    }
+  }
   return SubscribeBoundCupti(g_library);
 }
 

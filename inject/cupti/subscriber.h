@@ -39,6 +39,12 @@ namespace gpuattr::inject {
 // Runs on: the thread in InitializeInjection (inside cuInit).
 void InitializeCupti() noexcept;
 
+// Armed mode, at cuInit: binds CUPTI and shares it (cupti_mux.h) without subscribing, so that a
+// client in the program that starts before the first capture window goes through the multiplexer
+// and a window later joins it. Silent when no CUPTI could be loaded (the window reports it).
+// Runs on: the thread in InitializeInjection.
+void ShareCupti() noexcept;
+
 // Armed mode: subscribes CUPTI for a capture window, binding it first if no window has yet.
 // Returns 0 when CUPTI is active (already, or now); otherwise the setup's result, after the
 // Refusal and CuptiState records went into the calling thread's ring.

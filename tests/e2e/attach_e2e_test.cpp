@@ -2,7 +2,8 @@
 // `gpuattr daemon`; `gpuattr attach` opens capture windows in it. Each window's report must equal
 // the simulator's truth restricted to that window (tests/e2e/window_truth.h), with CUPTI detached
 // at an API exit after every window, and a graph captured before the windows attributed to its
-// launch range and named in coverage.fallbacks.
+// launch range and named in coverage.fallbacks. Issue 43: a window opening and closing while the
+// program's own CUPTI client is on takes nothing from it.
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "attach_fixture.h"
+#include "cupti_client_check.h"
 #include "scenario_check.h"
 #include "subprocess.h"
 #include "test_files.h"
@@ -21,6 +23,8 @@
 
 namespace gpuattr::e2e {
 namespace {
+
+using test_support::CheckCuptiClientRecords;
 
 // The window report against the truth cut to its window, exactly; plus what attach promises.
 void CheckWindow(const json& report, const json& truth, int attach_index, int steps) {
@@ -94,6 +98,39 @@ TEST_CASE_METHOD(DaemonFixture,
   CHECK(process["totals"]["kernels"].get<int64_t>() > 0);
   CheckReconciliation(process);
 
+  StopDaemon();
+}
+
+TEST_CASE_METHOD(DaemonFixture,
+                 "an attach window opening and closing while the program's own CUPTI client is on "
+                 "takes nothing from the client",
+                 "[attach][e2e]") {
+  // The long-running job with a Kineto-like client on from before the first window to the end.
+  json client_job = LongRunningScenario(stop_file);
+  json& ops = client_job["processes"][0]["threads"][0]["ops"];
+  ops.insert(ops.begin(), json{{"cupti_client", "start"}, {"kinds", {"kernel", "memcpy"}}});
+  ops.push_back(json{{"cupti_client", "stop"}});
+  const std::string client_scenario = dir.File("client_scenario.json");
+  WriteFile(client_scenario, client_job.dump());
+  const std::string truth_path = dir.File("truth.json");
+  Subprocess job({GPUATTR_BIN, "run", "--armed", "--socket", socket, "--", SIMGPU_RUN,
+                  client_scenario, "--truth", truth_path});
+
+  const std::string window = dir.File("window.json");
+  const ProcessResult attached = Attach(socket, window, {"--all", "--steps", "2"});
+  INFO("attach: " << attached.err);
+  REQUIRE(ExitStatus(attached) == 0);
+  // Steps go on after the window closed, the client still on.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  WriteFile(stop_file, "");
+  const ProcessResult finished = job.Wait(60);
+  INFO("job stderr: " << finished.err);
+  REQUIRE(ExitStatus(finished) == 0);
+  const json truth = ReadJson(truth_path);
+  REQUIRE_FALSE(truth.is_discarded());
+  REQUIRE(SchemaValid(window));
+  CheckWindow(ReadJson(window), truth, 1, 2);
+  CheckCuptiClientRecords(truth["processes"][0]);
   StopDaemon();
 }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cupti_client_check.h"
 #include "scenario_check.h"
 #include "subprocess.h"
 #include "test_files.h"
@@ -15,6 +16,7 @@ namespace gpuattr::e2e {
 namespace {
 
 using nlohmann::json;
+using test_support::CheckCuptiClientRecords;
 using test_support::ProcessResult;
 using test_support::ReadJson;
 using test_support::RunProcess;
@@ -47,8 +49,18 @@ TEST_CASE("a second CUPTI client started mid-run leaves gpuattr's report equal t
   TempDir dir;
   const auto [report, truth] = RunScenario(dir, GPUATTR_SCENARIO_DIR "/cupti_client_midrun.json");
   CheckAgainstTruth(report, truth);
-  // The client ran: what it got is its own (CUDA 13.0 gives it no subscriber slot beside gpuattr).
-  CHECK(truth["processes"][0]["cupti_client"]["subscribe_result"].is_number());
+  // CUDA 13.0 has one subscriber slot, which gpuattr holds: the client gets CUPTI through
+  // gpuattr's multiplexer, exactly what it would get alone.
+  CheckCuptiClientRecords(truth["processes"][0]);
+}
+
+TEST_CASE("a second CUPTI client that finalizes CUPTI mid-run leaves gpuattr's report whole",
+          "[e2e]") {
+  TempDir dir;
+  const auto [report, truth] = RunScenario(dir, GPUATTR_SCENARIO_DIR "/cupti_client_finalize.json");
+  // Every step, those after the client's cuptiFinalize included, equals the truth.
+  CheckAgainstTruth(report, truth);
+  CheckCuptiClientRecords(truth["processes"][0]);
 }
 
 TEST_CASE("a child forked without exec is its own process and leaves the parent intact", "[e2e]") {

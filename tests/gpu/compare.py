@@ -9,13 +9,13 @@ import json
 import os
 import sys
 
-from compare_models import COVERAGE_MIN, compiled_rows, cudagraph_rows, gpt_rows
+from compare_models import (COVERAGE_MIN, compiled_rows, cudagraph_rows, gpt_rows,
+                            module_reference_rows, profiler_inside_rows)
 from gpu_outputs import activities, load
 
 TOLERANCE = 0.02
 # Module device time of two runs of the same program (gpuattr run, torch.profiler): kernel
 # durations differ from run to run by more than families' summed time does.
-MODULE_TOLERANCE = 0.10
 OVERHEAD_MAX = 0.02
 BYTE_RATIO = 11 / 3
 
@@ -350,35 +350,14 @@ def main():
             f"< {OVERHEAD_MAX:.0%}", over < OVERHEAD_MAX)
 
     # 6. The Python annotator on unannotated PyTorch: gpuattr's modules rows against the
-    # reference torch.profiler's key_averages gives of the same program (torch_modules.py).
+    # reference torch.profiler's key_averages gives of the same program (torch_modules.py); and
+    # that program with its torch.profiler session inside `gpuattr run` (issue 43).
     for model in ("lesson", "checkpointed"):
         name = f"torch_modules_{model}"
-        run = load(outdir, f"{name}.report.json")
         truth = load(outdir, f"{name}.profiler.truth.json")
-        reference = None if truth is None else truth.get("reference")
-        if run is None or not reference:
-            row(f"{name}: module device time vs key_averages", None,
-                f"within {MODULE_TOLERANCE:.0%}", None)
-            continue
-        rows_by_path = {}
-        for process in run["processes"]:
-            for module in process.get("modules") or []:
-                path = "/".join(n[len("nn.Module: "):] if n.startswith("nn.Module: ") else n
-                                for n in module["path"])
-                rows_by_path[path] = module
-        for path, expected in sorted(reference.items()):
-            live = rows_by_path.get(path)
-            for term, value in (("forward", expected["forward_ns"]),
-                                ("backward", expected["backward_ns"])):
-                if value is None or value == 0:
-                    continue  # no kernel of its own, or not separable by node type
-                got = None if live is None else (
-                    live["forward_ns"] + live["recompute_ns"] if term == "forward"
-                    else live["backward_ns"])
-                rel = None if got is None else abs(got - value) / value
-                row(f"{name}: {path} {term} ({value} ns)",
-                    None if rel is None else f"{rel:.3%}", f"within {MODULE_TOLERANCE:.0%}",
-                    None if rel is None else rel <= MODULE_TOLERANCE)
+        module_reference_rows(row, name, load(outdir, f"{name}.report.json"),
+                              None if truth is None else truth.get("reference"))
+    profiler_inside_rows(outdir, row)
 
     # 7. FLOPs and MFU (issue 22): the lesson model under --flops --clean-steps; its matrix
     # products' FLOPs against torch.profiler's with_flops figures for the same program and steps.

@@ -1,6 +1,7 @@
-"""compare.py's rows for whole PyTorch models (scripts/gpu-check.sh): the demo's GPT, eager and
-torch.compile'd and with CUDA graphs (issues 40 and 42). Each takes the output directory and
-compare.py's `row` (and `record`) callbacks.
+"""compare.py's rows for whole PyTorch models (scripts/gpu-check.sh): the annotator's module rows
+against torch.profiler's key_averages (issue 19), the lesson model with its own torch.profiler
+session under gpuattr run (issue 43), and the demo's GPT, eager and torch.compile'd and with CUDA
+graphs (issues 40 and 42). Each takes compare.py's `row` (and `record`) callbacks.
 """
 import json
 import os
@@ -8,6 +9,85 @@ import os
 from gpu_outputs import activities, load
 
 COVERAGE_MIN = 0.95
+MODULE_TOLERANCE = 0.10
+
+
+def module_reference_rows(row, name, run, reference):
+    """gpuattr's modules rows (report `run`) against torch.profiler's key_averages per module path
+    (`reference`, torch_modules.py's): forward (with recompute) and backward, each within
+    MODULE_TOLERANCE."""
+    if run is None or not reference:
+        row(f"{name}: module device time vs key_averages", None,
+            f"within {MODULE_TOLERANCE:.0%}", None)
+        return
+    rows_by_path = {}
+    for process in run["processes"]:
+        for module in process.get("modules") or []:
+            path = "/".join(n[len("nn.Module: "):] if n.startswith("nn.Module: ") else n
+                            for n in module["path"])
+            rows_by_path[path] = module
+    for path, expected in sorted(reference.items()):
+        live = rows_by_path.get(path)
+        for term, value in (("forward", expected["forward_ns"]),
+                            ("backward", expected["backward_ns"])):
+            if value is None or value == 0:
+                continue  # no kernel of its own, or not separable by node type
+            got = None if live is None else (
+                live["forward_ns"] + live["recompute_ns"] if term == "forward"
+                else live["backward_ns"])
+            rel = None if got is None else abs(got - value) / value
+            row(f"{name}: {path} {term} ({value} ns)",
+                None if rel is None else f"{rel:.3%}", f"within {MODULE_TOLERANCE:.0%}",
+                None if rel is None else rel <= MODULE_TOLERANCE)
+
+
+def _trace_kernels(outdir, name):
+    path = os.path.join(outdir, f"{name}.torch_trace.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return sum(1 for event in json.load(f).get("traceEvents", [])
+                   if event.get("cat") == "kernel")
+
+
+def profiler_inside_rows(outdir, row):
+    """Issue 43: the lesson model with a torch.profiler session inside it, under gpuattr run. Both
+    must be complete: gpuattr's report whole and its module rows held to that same run's
+    key_averages; the profiler's trace with every kernel a run without gpuattr has, and its
+    key_averages per module as in that run (torch_modules_lesson's profiled run)."""
+    name = "torch_profiler_inside"
+    run = load(outdir, f"{name}.report.json")
+    process = None if run is None or not run["processes"] else run["processes"][0]
+    whole = None if process is None else (
+        process["status"] == "complete" and process["loss"]["dropped_records"] == 0)
+    row(f"{name}: gpuattr's report complete, nothing dropped",
+        None if process is None else process["status"], "complete, 0 dropped", whole)
+    truth = load(outdir, f"{name}.truth.json")
+    inside = None if truth is None else truth.get("reference")
+    module_reference_rows(row, name, run, inside)
+    inside_kernels = _trace_kernels(outdir, name)
+    bare_kernels = _trace_kernels(outdir, "torch_modules_lesson")
+    row(f"{name}: kernels in torch.profiler's trace vs a run without gpuattr",
+        None if inside_kernels is None or bare_kernels is None
+        else f"{inside_kernels} vs {bare_kernels}", "equal, not 0",
+        None if inside_kernels is None or bare_kernels is None
+        else inside_kernels == bare_kernels > 0)
+    bare_truth = load(outdir, "torch_modules_lesson.profiler.truth.json")
+    bare = None if bare_truth is None else bare_truth.get("reference")
+    if not inside or not bare:
+        row(f"{name}: key_averages per module vs a run without gpuattr", None,
+            f"within {MODULE_TOLERANCE:.0%}", None)
+        return
+    for path, expected in sorted(bare.items()):
+        for term in ("forward", "backward"):
+            value = expected[f"{term}_ns"]
+            if not value:
+                continue
+            got = (inside.get(path) or {}).get(f"{term}_ns")
+            rel = None if got is None else abs(got - value) / value
+            row(f"{name}: key_averages {path} {term} vs without gpuattr ({value} ns)",
+                None if rel is None else f"{rel:.3%}", f"within {MODULE_TOLERANCE:.0%}",
+                None if rel is None else rel <= MODULE_TOLERANCE)
 
 
 def gpt_rows(outdir, row, record):

@@ -18,6 +18,7 @@ struct CuptiClient::Api {
   decltype(&cuptiActivityDisable) disable = nullptr;
   decltype(&cuptiActivityFlushAll) flush_all = nullptr;
   decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
+  decltype(&cuptiFinalize) finalize = nullptr;
 };
 
 namespace {
@@ -39,7 +40,8 @@ const CuptiClient::Api* BindApi(std::string* error) {
       !Bind(library, "cuptiActivityEnable", &api.enable) ||
       !Bind(library, "cuptiActivityDisable", &api.disable) ||
       !Bind(library, "cuptiActivityFlushAll", &api.flush_all) ||
-      !Bind(library, "cuptiActivityGetNextRecord", &api.next_record)) {
+      !Bind(library, "cuptiActivityGetNextRecord", &api.next_record) ||
+      !Bind(library, "cuptiFinalize", &api.finalize)) {
     *error = std::string("the CUPTI at ") + path + " lacks an entry point the client uses";
     return nullptr;
   }
@@ -128,6 +130,7 @@ bool CuptiClient::Start(const std::vector<std::string>& kinds, std::string* erro
     return false;
   }
   if (api_ == nullptr && (api_ = BindApi(error)) == nullptr) return false;
+  started_kinds_ = kinds;
   g_client.store(this);
   CUpti_SubscriberParams params{};
   params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
@@ -146,13 +149,14 @@ bool CuptiClient::Start(const std::vector<std::string>& kinds, std::string* erro
   return true;
 }
 
-void CuptiClient::Stop() {
+void CuptiClient::Stop(bool finalize) {
   const Api* api = nullptr;
   std::vector<uint32_t> enabled;
   void* subscriber = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     api = api_;
+    started_kinds_.clear();
     enabled.swap(enabled_);
     std::swap(subscriber, subscriber_);
   }
@@ -161,6 +165,7 @@ void CuptiClient::Stop() {
   api->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   for (uint32_t kind : enabled) api->disable(static_cast<CUpti_ActivityKind>(kind));
   api->unsubscribe(static_cast<CUpti_SubscriberHandle>(subscriber));
+  if (finalize) api->finalize();
 }
 
 void CuptiClient::Completed(uint8_t* buffer, size_t valid_size) {
@@ -175,10 +180,19 @@ void CuptiClient::Completed(uint8_t* buffer, size_t valid_size) {
   ++completed_buffers_;
 }
 
+void CuptiClient::NoteActivity(const std::string& kind, uint32_t correlation_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::string& started : started_kinds_) {
+    if (started == kind) launched_while_on_.push_back(correlation_id);
+  }
+}
+
 nlohmann::json CuptiClient::ToJson() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!subscribe_result_) return nullptr;
-  return {{"subscribe_result", *subscribe_result_}, {"records", records_}};
+  return {{"subscribe_result", *subscribe_result_},
+          {"records", records_},
+          {"launched_while_on", launched_while_on_}};
 }
 
 }  // namespace gpuattr::simgpu

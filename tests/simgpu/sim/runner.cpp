@@ -201,7 +201,15 @@ class ThreadRunner {
     a["range_path"] = attribution.path;
     a["attribution"] = attribution.kind;
     a["graph_node"] = nullptr;
+    NoteForCuptiClient(a);
     p_.truth.AddActivity(std::move(a));
+  }
+
+  void NoteForCuptiClient(const json& activity) {
+    if (activity["correlation_id"].is_number()) {
+      p_.cupti_client.NoteActivity(activity["kind"].get<std::string>(),
+                                   activity["correlation_id"].get<uint32_t>());
+    }
   }
 
   void GraphLaunch(const Op& op) {
@@ -225,6 +233,7 @@ class ThreadRunner {
         a["capture_thread"] = node.site.thread;
         a["launch_path"] = at_launch.path;
         a["launch_attribution"] = at_launch.kind;
+        NoteForCuptiClient(a);
         p_.truth.AddActivity(std::move(a));
       }
     }
@@ -394,7 +403,7 @@ class ThreadRunner {
         break;
       }
       case OpType::kCuptiClientStop:
-        p_.cupti_client.Stop();
+        p_.cupti_client.Stop(op.finalize_cupti);
         break;
       case OpType::kExit:
         p_.WriteTruth(/*wait_children=*/false);

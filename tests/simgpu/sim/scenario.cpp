@@ -151,8 +151,7 @@ class Parser {
       Fail(path, "expected an op object");
       return out;
     }
-    // "repeat" is an op of its own and also graph_launch's count, so it is the kind only when
-    // no other kind key is present.
+    // "repeat" (an op, and graph_launch's count) is the kind only when no other kind key is.
     static const std::vector<std::string> kTypeKeys = {
         "push",        "pop",          "range_start", "range_end",
         "mark",        "launch",       "memcpy",      "memset",
@@ -284,9 +283,12 @@ class Parser {
       }
     } else if (type == "cupti_client") {
       const bool start = v == "start";
-      if (!keys(start ? std::set<std::string>{"kinds"} : std::set<std::string>{})) return out;
+      if (!keys({start ? "kinds" : "finalize"})) return out;
       out.type = start ? OpType::kCuptiClientStart : OpType::kCuptiClientStop;
       if (!start && v != "stop") Fail(at, "expected \"start\" or \"stop\"");
+      const json finalize = op.value("finalize", json(false));
+      if (!finalize.is_boolean()) Fail(path + ".finalize", "expected true or false");
+      out.finalize_cupti = finalize == true;
       const json& kinds = op.contains("kinds") ? op["kinds"] : json::array();
       for (size_t i = 0; i < kinds.size() && kinds.is_array(); ++i) {
         out.kinds.push_back(String(kinds[i], path + ".kinds[" + std::to_string(i) + "]"));

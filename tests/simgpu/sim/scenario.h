@@ -65,6 +65,7 @@ struct Op {
   int signal = 0;
   std::vector<Op> ops;             // repeat / repeat_until_file body
   std::vector<std::string> kinds;  // cupti_client start: kernel, memcpy, memset
+  bool finalize_cupti = false;     // cupti_client stop: then cuptiFinalize
 };
 
 struct ThreadSpec {

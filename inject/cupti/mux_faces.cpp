@@ -1,0 +1,115 @@
+#include "cupti/mux_faces.h"
+
+#include <cupti.h>
+
+#include <iterator>
+
+#include "cupti/cupti_mux.h"
+
+namespace gpuattr::inject {
+namespace {
+
+template <MuxSide kSide>
+struct Face {
+  static CUptiResult CUPTIAPI Subscribe(CUpti_SubscriberHandle* subscriber,
+                                        CUpti_CallbackFunc callback, void* userdata) {
+    return Mux().Subscribe(kSide, subscriber, callback, userdata, nullptr);
+  }
+  static CUptiResult CUPTIAPI SubscribeV2(CUpti_SubscriberHandle* subscriber,
+                                          CUpti_CallbackFunc callback, void* userdata,
+                                          CUpti_SubscriberParams* params) {
+    return Mux().Subscribe(kSide, subscriber, callback, userdata, params);
+  }
+  static CUptiResult CUPTIAPI Unsubscribe(CUpti_SubscriberHandle subscriber) {
+    return Mux().Unsubscribe(kSide, subscriber);
+  }
+  static CUptiResult CUPTIAPI EnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                             CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+    return Mux().EnableCallback(kSide, enable, subscriber, domain, cbid);
+  }
+  static CUptiResult CUPTIAPI EnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                           CUpti_CallbackDomain domain) {
+    return Mux().EnableDomain(kSide, enable, subscriber, domain);
+  }
+  static CUptiResult CUPTIAPI EnableAllDomains(uint32_t enable, CUpti_SubscriberHandle subscriber) {
+    return Mux().EnableAllDomains(kSide, enable, subscriber);
+  }
+  static CUptiResult CUPTIAPI GetCallbackState(uint32_t* enable, CUpti_SubscriberHandle subscriber,
+                                               CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+    return Mux().GetCallbackState(kSide, enable, subscriber, domain, cbid);
+  }
+  static CUptiResult CUPTIAPI SetThreadIdType(CUpti_ActivityThreadIdType type) {
+    return Mux().SetThreadIdType(kSide, type);
+  }
+  static CUptiResult CUPTIAPI GetThreadIdType(CUpti_ActivityThreadIdType* type) {
+    return Mux().GetThreadIdType(kSide, type);
+  }
+  static CUptiResult CUPTIAPI RegisterTimestampCallback(CUpti_TimestampCallbackFunc clock) {
+    return Mux().RegisterTimestampCallback(kSide, clock);
+  }
+  static CUptiResult CUPTIAPI GetTimestamp(uint64_t* timestamp) {
+    return Mux().GetTimestamp(kSide, timestamp);
+  }
+  static CUptiResult CUPTIAPI RegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                                CUpti_BuffersCallbackCompleteFunc complete) {
+    return Mux().RegisterBufferCallbacks(kSide, request, complete);
+  }
+  static CUptiResult CUPTIAPI Enable(CUpti_ActivityKind kind) { return Mux().Enable(kSide, kind); }
+  static CUptiResult CUPTIAPI Disable(CUpti_ActivityKind kind) {
+    return Mux().Disable(kSide, kind);
+  }
+  static CUptiResult CUPTIAPI FlushAll(uint32_t flag) { return Mux().FlushAll(kSide, flag); }
+  static CUptiResult CUPTIAPI GetNumDroppedRecords(CUcontext context, uint32_t stream,
+                                                   size_t* dropped) {
+    return Mux().GetNumDroppedRecords(kSide, context, stream, dropped);
+  }
+  static CUptiResult CUPTIAPI Finalize() { return Mux().Finalize(kSide); }
+};
+
+using GpuattrSide = Face<MuxSide::kGpuattr>;
+using ProgramSide = Face<MuxSide::kProgram>;
+
+void* Address(auto function) { return reinterpret_cast<void*>(function); }
+
+}  // namespace
+
+CuptiApi GpuattrFace(const CuptiApi& real) noexcept {
+  CuptiApi face = real;
+  face.cuptiSubscribe_v2 = &GpuattrSide::SubscribeV2;
+  face.cuptiUnsubscribe = &GpuattrSide::Unsubscribe;
+  face.cuptiEnableCallback = &GpuattrSide::EnableCallback;
+  face.cuptiSetThreadIdType = &GpuattrSide::SetThreadIdType;
+  face.cuptiActivityRegisterTimestampCallback = &GpuattrSide::RegisterTimestampCallback;
+  face.cuptiActivityRegisterCallbacks = &GpuattrSide::RegisterCallbacks;
+  face.cuptiActivityEnable = &GpuattrSide::Enable;
+  face.cuptiActivityDisable = &GpuattrSide::Disable;
+  face.cuptiActivityFlushAll = &GpuattrSide::FlushAll;
+  face.cuptiActivityGetNumDroppedRecords = &GpuattrSide::GetNumDroppedRecords;
+  face.cuptiFinalize = &GpuattrSide::Finalize;
+  return face;
+}
+
+RedirectOutcome InstallProgramFace(void* library) noexcept {
+  ExportRedirect redirects[] = {
+      {"cuptiSubscribe", Address(&ProgramSide::Subscribe)},
+      {"cuptiSubscribe_v2", Address(&ProgramSide::SubscribeV2)},
+      {"cuptiUnsubscribe", Address(&ProgramSide::Unsubscribe)},
+      {"cuptiEnableCallback", Address(&ProgramSide::EnableCallback)},
+      {"cuptiEnableDomain", Address(&ProgramSide::EnableDomain)},
+      {"cuptiEnableAllDomains", Address(&ProgramSide::EnableAllDomains)},
+      {"cuptiGetCallbackState", Address(&ProgramSide::GetCallbackState)},
+      {"cuptiSetThreadIdType", Address(&ProgramSide::SetThreadIdType)},
+      {"cuptiGetThreadIdType", Address(&ProgramSide::GetThreadIdType)},
+      {"cuptiActivityRegisterTimestampCallback", Address(&ProgramSide::RegisterTimestampCallback)},
+      {"cuptiGetTimestamp", Address(&ProgramSide::GetTimestamp)},
+      {"cuptiActivityRegisterCallbacks", Address(&ProgramSide::RegisterCallbacks)},
+      {"cuptiActivityEnable", Address(&ProgramSide::Enable)},
+      {"cuptiActivityDisable", Address(&ProgramSide::Disable)},
+      {"cuptiActivityFlushAll", Address(&ProgramSide::FlushAll)},
+      {"cuptiActivityGetNumDroppedRecords", Address(&ProgramSide::GetNumDroppedRecords)},
+      {"cuptiFinalize", Address(&ProgramSide::Finalize)},
+  };
+  return RedirectExports(library, redirects, std::size(redirects));
+}
+
+}  // namespace gpuattr::inject
