@@ -76,7 +76,7 @@ CuptiMux& Mux() noexcept {
 }
 
 void CuptiMux::Bind(const CuptiApi& real, CUpti_TimestampCallbackFunc clock) noexcept {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(session_mu_);
   real_ = real;
   clock_ = clock;
   bound_.store(true, std::memory_order_release);
@@ -143,37 +143,35 @@ CUptiResult CuptiMux::EnsureRealSessionLocked(char* holder, size_t holder_size) 
 }
 
 CUptiResult CuptiMux::OpenRealSession() noexcept {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(session_mu_);
   return EnsureRealSessionLocked(nullptr, 0);
 }
 
-void CuptiMux::EndRealSessionLocked(bool finalize) noexcept {
-  if (real_subscriber_ != nullptr) {
-    for (uint32_t kind = 0; kind < kKinds; ++kind) {
-      if (real_kind_users_[kind] > 0) {
-        real_.cuptiActivityDisable(static_cast<CUpti_ActivityKind>(kind));
-      }
-      real_kind_users_[kind] = 0;
-    }
-    real_.cuptiUnsubscribe(real_subscriber_);
-    real_subscriber_ = nullptr;
-  }
-  if (finalize && real_initialized_) {
-    real_.cuptiFinalize();
-    real_initialized_ = false;
-  }
+CuptiMux::Teardown CuptiMux::EndRealSessionLocked(bool finalize) noexcept {
+  Teardown teardown;
+  // No side has a kind open (both are idle), so CUPTI has none enabled for them either.
+  teardown.subscriber = real_subscriber_;
+  real_subscriber_ = nullptr;
+  teardown.finalize = finalize && real_initialized_;
+  if (teardown.finalize) real_initialized_ = false;
+  return teardown;
+}
+
+void CuptiMux::RunTeardown(const Teardown& teardown) noexcept {
+  if (teardown.subscriber != nullptr) real_.cuptiUnsubscribe(teardown.subscriber);
+  if (teardown.finalize) real_.cuptiFinalize();
 }
 
 void CuptiMux::WaitForOtherThreadsCallbacks() noexcept {
   const int64_t own = t_calls.callbacks;
-  while (callbacks_running_.load(std::memory_order_acquire) > own) std::this_thread::yield();
+  while (callbacks_running_.load(std::memory_order_seq_cst) > own) std::this_thread::yield();
 }
 
 CUptiResult CuptiMux::Subscribe(MuxSide which, CUpti_SubscriberHandle* subscriber,
                                 CUpti_CallbackFunc callback, void* userdata,
                                 CUpti_SubscriberParams* params) noexcept {
   if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(session_mu_);
   Side& s = side(which);
   const bool has_holder =
       params != nullptr && params->oldSubscriberName != nullptr && params->oldSubscriberSize > 0;
@@ -216,25 +214,27 @@ void CuptiMux::ForgetCallbacksLocked(Side& s) noexcept {
 }
 
 CUptiResult CuptiMux::Unsubscribe(MuxSide which, CUpti_SubscriberHandle subscriber) noexcept {
+  Teardown teardown;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(session_mu_);
     Side& s = side(which);
     if (!s.subscribed || subscriber != HandleOf(which)) return CUPTI_ERROR_INVALID_PARAMETER;
     s.subscribed = false;
-    s.callback.store(nullptr, std::memory_order_release);
+    s.callback.store(nullptr, std::memory_order_seq_cst);
     ForgetCallbacksLocked(s);
     bool all_idle = true;
     for (const Side& other : sides_) all_idle = all_idle && Idle(other);
-    if (all_idle) EndRealSessionLocked(false);
+    if (all_idle) teardown = EndRealSessionLocked(false);
   }
   WaitForOtherThreadsCallbacks();
+  RunTeardown(teardown);
   return CUPTI_SUCCESS;
 }
 
 CUptiResult CuptiMux::EnableCallback(MuxSide which, uint32_t enable,
                                      CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain,
                                      CUpti_CallbackId cbid) noexcept {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(session_mu_);
   Side& s = side(which);
   if (!s.subscribed || subscriber != HandleOf(which) || static_cast<uint32_t>(domain) >= kDomains ||
       cbid >= kCbids) {
@@ -251,7 +251,7 @@ CUptiResult CuptiMux::EnableCallback(MuxSide which, uint32_t enable,
 CUptiResult CuptiMux::EnableDomain(MuxSide which, uint32_t enable,
                                    CUpti_SubscriberHandle subscriber,
                                    CUpti_CallbackDomain domain) noexcept {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(session_mu_);
   Side& s = side(which);
   if (!s.subscribed || subscriber != HandleOf(which) || static_cast<uint32_t>(domain) >= kDomains ||
       DomainSize(domain) == 0) {
@@ -282,7 +282,7 @@ CUptiResult CuptiMux::GetCallbackState(MuxSide which, uint32_t* enable,
                                        CUpti_SubscriberHandle subscriber,
                                        CUpti_CallbackDomain domain,
                                        CUpti_CallbackId cbid) noexcept {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(session_mu_);
   if (enable == nullptr || !side(which).subscribed || subscriber != HandleOf(which) ||
       static_cast<uint32_t>(domain) >= kDomains || cbid >= kCbids) {
     return CUPTI_ERROR_INVALID_PARAMETER;
@@ -293,7 +293,7 @@ CUptiResult CuptiMux::GetCallbackState(MuxSide which, uint32_t* enable,
 
 void CuptiMux::Dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                         const void* data) noexcept {
-  callbacks_running_.fetch_add(1, std::memory_order_acq_rel);
+  callbacks_running_.fetch_add(1, std::memory_order_seq_cst);
   ++t_calls.callbacks;
   const bool api = IsApiDomain(domain) && data != nullptr;
   const auto* call = static_cast<const CUpti_CallbackData*>(data);
@@ -337,13 +337,14 @@ void CuptiMux::Dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 void CuptiMux::ResetSide(MuxSide which) noexcept {
   Side& s = side(which);
   s.subscribed = false;
-  s.callback.store(nullptr, std::memory_order_release);
+  s.callback.store(nullptr, std::memory_order_seq_cst);
   ForgetCallbacksLocked(s);
-  CloseKindsLocked(s);
+  for (uint32_t kind = 0; kind < kKinds; ++kind) CloseKindLocked(s, kind);
   s.request.store(nullptr, std::memory_order_release);
   s.complete.store(nullptr, std::memory_order_release);
-  s.clock = nullptr;
   s.thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
+  std::lock_guard<std::mutex> lock(data_mu_);
+  s.clock = nullptr;
   for (KindWindows& kind : s.kinds) kind.count = 0;
 }
 
@@ -352,14 +353,16 @@ CUptiResult CuptiMux::Finalize(MuxSide which) noexcept {
   // What the side still has in CUPTI's buffers is its own: deliver it first, as a real
   // cuptiFinalize flushes (cupti-notes §5).
   real_.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  Teardown teardown;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(session_mu_);
     ResetSide(which);
     bool all_idle = true;
     for (const Side& other : sides_) all_idle = all_idle && Idle(other);
-    if (all_idle) EndRealSessionLocked(true);
+    if (all_idle) teardown = EndRealSessionLocked(true);
   }
   WaitForOtherThreadsCallbacks();
+  RunTeardown(teardown);
   return CUPTI_SUCCESS;
 }
 

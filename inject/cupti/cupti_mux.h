@@ -36,9 +36,13 @@
 // sampled per buffer. Times of record kinds record_copy.h does not know are not converted.
 //
 // Threads. Dispatch and the buffer callbacks run on CUPTI's threads with no lock held while any
-// side's callback runs; every other function takes mu_ (a leaf: nothing is called under it but
-// the real CUPTI's enable/subscribe functions, which call back nothing). Unsubscribe and Finalize
-// wait for callbacks running on other threads to return, as the fake CUPTI's do.
+// side's callback runs. Locks, outer to inner: session_mu_ serializes the functions that change
+// the sessions (it is held across the real CUPTI's subscribe, enable and disable calls, which may
+// complete buffers on the calling thread, but never across the real cuptiUnsubscribe or
+// cuptiFinalize, which wait for callbacks running on other threads); data_mu_ (a leaf) guards
+// what a buffer's distribution reads (windows, clocks), and spare_mu_ (a leaf) the spare real
+// buffers. Unsubscribe and Finalize wait for callbacks running on other threads to return, as the
+// fake CUPTI's do.
 #ifndef GPUATTR_INJECT_CUPTI_CUPTI_MUX_H_
 #define GPUATTR_INJECT_CUPTI_CUPTI_MUX_H_
 
@@ -119,20 +123,21 @@ class CuptiMux {
 
  private:
   struct Side {
-    // Written under mu_, read by Dispatch without it.
+    // Written under session_mu_, read by Dispatch without a lock.
     std::atomic<CUpti_CallbackFunc> callback{nullptr};
     std::atomic<void*> userdata{nullptr};
     std::atomic<uint64_t> cbids[kDomains][kCbids / 64] = {};
     std::atomic<CUpti_BuffersCallbackRequestFunc> request{nullptr};
     std::atomic<CUpti_BuffersCallbackCompleteFunc> complete{nullptr};
     std::atomic<size_t> dropped{0};
-    // Under mu_.
+    // Under session_mu_.
     bool subscribed = false;
     char name[64] = {};
+    CUpti_ActivityThreadIdType thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
+    // Under data_mu_ (written under session_mu_ too, but for the clock).
     CUpti_TimestampCallbackFunc clock = nullptr;
     uint64_t clock_anchor_ours = 0;
     uint64_t clock_anchor_theirs = 0;
-    CUpti_ActivityThreadIdType thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
     KindWindows kinds[kKinds];
   };
 
@@ -141,12 +146,18 @@ class CuptiMux {
   bool Wants(const Side& side, CUpti_CallbackDomain domain, CUpti_CallbackId cbid) const noexcept;
   bool AnySideWants(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) const noexcept;
   bool Idle(const Side& side) const noexcept;
+  // What ending the real session leaves to do once session_mu_ is released.
+  struct Teardown {
+    CUpti_SubscriberHandle subscriber = nullptr;
+    bool finalize = false;
+  };
   CUptiResult EnsureRealSessionLocked(char* holder, size_t holder_size) noexcept;
-  void EndRealSessionLocked(bool finalize) noexcept;
+  Teardown EndRealSessionLocked(bool finalize) noexcept;
+  void RunTeardown(const Teardown& teardown) noexcept;
   void SetCallbackLocked(Side& side, bool enable, CUpti_CallbackDomain domain,
                          CUpti_CallbackId cbid) noexcept;
   void ForgetCallbacksLocked(Side& side) noexcept;
-  void CloseKindsLocked(Side& side) noexcept;
+  void CloseKindLocked(Side& side, uint32_t kind) noexcept;
   void WaitForOtherThreadsCallbacks() noexcept;
   void ResetSide(MuxSide which) noexcept;
 
@@ -154,10 +165,11 @@ class CuptiMux {
   CuptiApi real_;
   CUpti_TimestampCallbackFunc clock_ = nullptr;
 
-  std::mutex mu_;
-  CUpti_SubscriberHandle real_subscriber_ = nullptr;  // under mu_
-  bool real_initialized_ = false;  // under mu_: subscribed since the last real cuptiFinalize
-  uint32_t real_kind_users_[kKinds] = {};  // under mu_: sides with the kind open
+  std::mutex session_mu_;
+  std::mutex data_mu_;
+  CUpti_SubscriberHandle real_subscriber_ = nullptr;  // under session_mu_
+  bool real_initialized_ = false;  // under session_mu_: subscribed since the last cuptiFinalize
+  uint32_t real_kind_users_[kKinds] = {};  // under session_mu_: sides with the kind open
   Side sides_[kSides];
 
   // Real buffers come back once distributed; a few are kept for the next request.

@@ -91,7 +91,7 @@ CUptiResult CuptiMux::RegisterBufferCallbacks(MuxSide which,
                                               CUpti_BuffersCallbackRequestFunc request,
                                               CUpti_BuffersCallbackCompleteFunc complete) noexcept {
   if (request == nullptr || complete == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(session_mu_);
   side(which).request.store(request, std::memory_order_release);
   side(which).complete.store(complete, std::memory_order_release);
   return CUPTI_SUCCESS;
@@ -99,11 +99,13 @@ CUptiResult CuptiMux::RegisterBufferCallbacks(MuxSide which,
 
 CUptiResult CuptiMux::RegisterTimestampCallback(MuxSide which,
                                                 CUpti_TimestampCallbackFunc clock) noexcept {
-  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t ours = clock != nullptr && clock_ != nullptr ? clock_() : 0;
+  const uint64_t theirs = clock != nullptr ? clock() : 0;
+  std::lock_guard<std::mutex> lock(data_mu_);
   Side& s = side(which);
   s.clock = clock;
-  s.clock_anchor_ours = clock != nullptr && clock_ != nullptr ? clock_() : 0;
-  s.clock_anchor_theirs = clock != nullptr ? clock() : 0;
+  s.clock_anchor_ours = ours;
+  s.clock_anchor_theirs = theirs;
   return CUPTI_SUCCESS;
 }
 
@@ -111,7 +113,7 @@ CUptiResult CuptiMux::GetTimestamp(MuxSide which, uint64_t* timestamp) noexcept 
   if (timestamp == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   CUpti_TimestampCallbackFunc clock = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(data_mu_);
     clock = side(which).clock;
   }
   *timestamp = clock != nullptr ? clock() : RealtimeNs();
@@ -119,7 +121,7 @@ CUptiResult CuptiMux::GetTimestamp(MuxSide which, uint64_t* timestamp) noexcept 
 }
 
 CUptiResult CuptiMux::SetThreadIdType(MuxSide which, CUpti_ActivityThreadIdType type) noexcept {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(session_mu_);
   // The real setting is gpuattr's; the program's is kept for it to read back (its API records
   // carry gpuattr's thread ids: CUPTI cannot record both).
   if (which == MuxSide::kGpuattr) {
@@ -132,14 +134,14 @@ CUptiResult CuptiMux::SetThreadIdType(MuxSide which, CUpti_ActivityThreadIdType 
 
 CUptiResult CuptiMux::GetThreadIdType(MuxSide which, CUpti_ActivityThreadIdType* type) noexcept {
   if (type == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(session_mu_);
   *type = side(which).thread_id_type;
   return CUPTI_SUCCESS;
 }
 
 CUptiResult CuptiMux::Enable(MuxSide which, CUpti_ActivityKind kind) noexcept {
   if (static_cast<uint32_t>(kind) >= kKinds) return CUPTI_ERROR_INVALID_KIND;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(session_mu_);
   KindWindows& windows = side(which).kinds[kind];
   if (windows.open()) return CUPTI_SUCCESS;
   CUptiResult result = EnsureRealSessionLocked(nullptr, 0);
@@ -149,6 +151,7 @@ CUptiResult CuptiMux::Enable(MuxSide which, CUpti_ActivityKind kind) noexcept {
     if (result != CUPTI_SUCCESS) return result;
   }
   ++real_kind_users_[kind];
+  std::lock_guard<std::mutex> data_lock(data_mu_);
   if (windows.count == kWindows) {
     memmove(&windows.windows[0], &windows.windows[1], sizeof(Window) * (kWindows - 1));
     --windows.count;
@@ -159,25 +162,21 @@ CUptiResult CuptiMux::Enable(MuxSide which, CUpti_ActivityKind kind) noexcept {
 
 CUptiResult CuptiMux::Disable(MuxSide which, CUpti_ActivityKind kind) noexcept {
   if (static_cast<uint32_t>(kind) >= kKinds) return CUPTI_ERROR_INVALID_KIND;
-  std::lock_guard<std::mutex> lock(mu_);
-  KindWindows& windows = side(which).kinds[kind];
-  if (!windows.open()) return CUPTI_SUCCESS;
-  windows.windows[windows.count - 1].upto = watermark_.load(std::memory_order_acquire);
-  if (real_kind_users_[kind] > 0 && --real_kind_users_[kind] == 0 && real_subscriber_ != nullptr) {
-    real_.cuptiActivityDisable(kind);
-  }
+  std::lock_guard<std::mutex> lock(session_mu_);
+  CloseKindLocked(side(which), kind);
   return CUPTI_SUCCESS;
 }
 
-void CuptiMux::CloseKindsLocked(Side& s) noexcept {
-  for (uint32_t kind = 0; kind < kKinds; ++kind) {
+void CuptiMux::CloseKindLocked(Side& s, uint32_t kind) noexcept {
+  {
+    std::lock_guard<std::mutex> data_lock(data_mu_);
     KindWindows& windows = s.kinds[kind];
-    if (!windows.open()) continue;
+    if (!windows.open()) return;
     windows.windows[windows.count - 1].upto = watermark_.load(std::memory_order_acquire);
-    if (real_kind_users_[kind] > 0 && --real_kind_users_[kind] == 0 &&
-        real_subscriber_ != nullptr) {
-      real_.cuptiActivityDisable(static_cast<CUpti_ActivityKind>(kind));
-    }
+  }
+  // CUPTI may complete buffers here, on this thread: data_mu_ is free for their distribution.
+  if (real_kind_users_[kind] > 0 && --real_kind_users_[kind] == 0 && real_subscriber_ != nullptr) {
+    real_.cuptiActivityDisable(static_cast<CUpti_ActivityKind>(kind));
   }
 }
 
@@ -216,7 +215,7 @@ void CuptiMux::CompleteRealBuffer(uint8_t* buffer, size_t valid_size) noexcept {
   if (buffer == nullptr) return;
   Delivery deliveries[kSides];
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(data_mu_);
     for (size_t i = 0; i < kSides; ++i) {
       const Side& s = sides_[i];
       Delivery& d = deliveries[i];
