@@ -193,8 +193,15 @@ CUptiResult CuptiMux::GetNumDroppedRecords(MuxSide which, CUcontext context, uin
   const CUptiResult result =
       real_.cuptiActivityGetNumDroppedRecords(context, stream, &real_dropped);
   if (result != CUPTI_SUCCESS) return result;
-  // CUPTI's own drops (resetting its counter) are every side's loss.
-  for (Side& s : sides_) s.dropped.fetch_add(real_dropped, std::memory_order_relaxed);
+  // CUPTI's own drops (resetting its counter) are the loss of every side that was tracing.
+  if (real_dropped > 0) {
+    std::lock_guard<std::mutex> lock(data_mu_);
+    for (Side& s : sides_) {
+      bool tracing = false;
+      for (const KindWindows& kind : s.kinds) tracing = tracing || kind.count > 0;
+      if (tracing) s.dropped.fetch_add(real_dropped, std::memory_order_relaxed);
+    }
+  }
   *dropped = side(which).dropped.exchange(0, std::memory_order_relaxed);
   return CUPTI_SUCCESS;
 }

@@ -1,9 +1,10 @@
 // The CUPTI multiplexer (inject/cupti/cupti_mux.h) against the fake CUPTI, which enforces CUDA
 // 13.0's one subscriber slot and process-global activity API: the gpuattr side through the shim's
 // table (GpuattrFace), the program side through CUPTI's own exports after InstallProgramFace —
-// called here as a client linked against libcupti calls them (this test links the fake), and
-// looked up with dlsym as Kineto does. Work runs on the simulated driver; each TEST_CASE runs in
-// its own process under ctest (the redirect is for the life of the process).
+// called here as a client linked against libcupti calls them (this test links the fake; a
+// library linked so is also loaded afterwards), and looked up with dlsym as Kineto does. Work runs
+// on the simulated driver; each TEST_CASE runs in its own process under ctest (the redirect is for
+// the life of the process).
 #include "cupti/cupti_mux.h"
 
 #include <cupti.h>
@@ -170,6 +171,12 @@ TEST_CASE("a client that links CUPTI or looks it up with dlsym reaches the progr
   CHECK(reinterpret_cast<void*>(&cuptiSubscribe_v2) == looked_up);
   CHECK(dlsym(RTLD_DEFAULT, "cuptiActivityEnable") ==
         reinterpret_cast<void*>(&cuptiActivityEnable));
+  // A library linked against CUPTI and loaded now binds to the program side too.
+  void* late = dlopen(SIMGPU_LATE_CLIENT_PATH, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(late != nullptr);
+  auto late_address = reinterpret_cast<void* (*)()>(dlsym(late, "LateClientSubscribeAddress"));
+  REQUIRE(late_address != nullptr);
+  CHECK(late_address() == looked_up);
   // Stateless functions stay CUPTI's own.
   CHECK(dlsym(shared.binding.handle, "cuptiActivityGetNextRecord") ==
         reinterpret_cast<void*>(shared.real.cuptiActivityGetNextRecord));
