@@ -16,10 +16,13 @@ constexpr RefusalEntry kCuptiUnavailable{
 
 constexpr RefusalEntry kCuptiSubscriberConflict{
     "cupti_subscriber_conflict",
-    "Another tool (a profiler such as Nsight Systems, Kineto or DCGM) holds CUPTI's single "
-    "subscriber slot in the traced process, so gpuattr could not subscribe.",
-    "Run without the other profiler (e.g. disable torch.profiler or nsys for this run), or let "
-    "that tool produce the trace and use `gpuattr import`."};
+    "Another tool holds CUPTI's single subscriber slot in the traced process (Nsight Systems "
+    "or another NVIDIA tool, or the program's own profiler, such as torch.profiler, already "
+    "tracing when gpuattr attached), so gpuattr could not subscribe.",
+    "Start the program under gpuattr (`gpuattr run`, or `gpuattr run --armed` for later attach "
+    "windows): gpuattr then shares CUPTI with the program's own profiler. Nsight Systems and "
+    "the other NVIDIA tools cannot share it: run without them, or let that tool produce the "
+    "trace and use `gpuattr import`."};
 
 constexpr RefusalEntry kCuptiFatalError{
     "cupti_fatal_error",

@@ -350,9 +350,14 @@ void CuptiMux::ResetSide(MuxSide which) noexcept {
 
 CUptiResult CuptiMux::Finalize(MuxSide which) noexcept {
   if (!bound()) return CUPTI_SUCCESS;
+  bool initialized = false;
+  {
+    std::lock_guard<std::mutex> lock(session_mu_);
+    initialized = real_initialized_;
+  }
   // What the side still has in CUPTI's buffers is its own: deliver it first, as a real
-  // cuptiFinalize flushes (cupti-notes §5).
-  real_.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  // cuptiFinalize flushes (cupti-notes §5). A CUPTI never set up is left alone.
+  if (initialized) real_.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   Teardown teardown;
   {
     std::lock_guard<std::mutex> lock(session_mu_);
