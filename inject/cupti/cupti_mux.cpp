@@ -356,8 +356,15 @@ CUptiResult CuptiMux::Finalize(MuxSide which) noexcept {
     initialized = real_initialized_;
   }
   // What the side still has in CUPTI's buffers is its own: deliver it first, as a real
-  // cuptiFinalize flushes (cupti-notes §5). A CUPTI never set up is left alone.
-  if (initialized) real_.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  // cuptiFinalize flushes (cupti-notes §5). A CUPTI never set up is left alone; while the other
+  // side traces, the program's finalize drains and gpuattr's flushes nothing (Forced flushes).
+  if (initialized) {
+    if (!OtherSideTracing(which)) {
+      real_.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    } else if (which == MuxSide::kProgram) {
+      Drain();
+    }
+  }
   Teardown teardown;
   {
     std::lock_guard<std::mutex> lock(session_mu_);

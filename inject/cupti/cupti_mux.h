@@ -29,6 +29,16 @@
 // windows for its kind (a CUPTI that was off for that side would not have recorded it). Records
 // without a correlation id go to a side whose kind is on when the buffer is delivered.
 //
+// Forced flushes. CUPTI's forced flush hands out the records of work still running with start =
+// end = 0 (cupti-notes §4.5), and CUPTI never reports them again: one side's forced flush would
+// cut the other side's records of its in-flight work. So while the other side traces, the
+// gpuattr side's forced flush drains instead — non-forced flushes, which hand out every buffer
+// whose records are all complete, until each real buffer outstanding when it began has come back,
+// for at most kDrainNs, and only then a forced one — and its finalize flushes nothing (the shim
+// drained on its flush thread just before). The program's forced flush stays forced, as CUPTI
+// alone would do it (torch.profiler synchronizes the device first); its finalize drains, as a
+// real cuptiFinalize synchronizes the device anyway.
+//
 // Clocks. Real records carry the multiplexer's clock. A side whose timestamp callback is that
 // clock gets the times unchanged; a side without one gets CUPTI's default clock (CLOCK_REALTIME),
 // one offset per delivered buffer, as CUPTI converts device times once per buffer; a side with
@@ -62,10 +72,11 @@ enum class MuxSide : uint8_t { kGpuattr = 0, kProgram = 1 };
 class CuptiMux {
  public:
   static constexpr size_t kSides = 2;
-  static constexpr uint32_t kDomains = 8;   // CUpti_CallbackDomain values below this
-  static constexpr uint32_t kCbids = 2048;  // callback ids below this, per domain
-  static constexpr uint32_t kKinds = 128;   // activity kinds below this
-  static constexpr size_t kWindows = 4;     // correlation windows kept per side and kind
+  static constexpr uint32_t kDomains = 8;          // CUpti_CallbackDomain values below this
+  static constexpr uint32_t kCbids = 2048;         // callback ids below this, per domain
+  static constexpr uint32_t kKinds = 128;          // activity kinds below this
+  static constexpr size_t kWindows = 4;            // correlation windows kept per side and kind
+  static constexpr uint64_t kDrainNs = 200000000;  // a drain's limit before it forces
 
   // `real`: CUPTI's own functions. `clock`: the timestamp callback the real session gets.
   void Bind(const CuptiApi& real, CUpti_TimestampCallbackFunc clock) noexcept;
@@ -107,6 +118,7 @@ class CuptiMux {
   void Dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) noexcept;
   void RequestRealBuffer(uint8_t** buffer, size_t* size, size_t* max_records) noexcept;
   void CompleteRealBuffer(uint8_t* buffer, size_t valid_size) noexcept;
+  void DistributeRealBuffer(uint8_t* buffer, size_t valid_size) noexcept;
 
   // For tests and diagnostics: the highest correlation id seen at an API entry.
   uint32_t watermark() const noexcept { return watermark_.load(std::memory_order_acquire); }
@@ -159,6 +171,8 @@ class CuptiMux {
   void ForgetCallbacksLocked(Side& side) noexcept;
   void CloseKindLocked(Side& side, uint32_t kind) noexcept;
   void WaitForOtherThreadsCallbacks() noexcept;
+  bool OtherSideTracing(MuxSide which) noexcept;
+  CUptiResult Drain() noexcept;
   void ResetSide(MuxSide which) noexcept;
 
   std::atomic<bool> bound_{false};
@@ -175,9 +189,12 @@ class CuptiMux {
   // Real buffers come back once distributed; a few are kept for the next request.
   static constexpr size_t kRealBufferBytes = size_t{1} << 20;
   static constexpr size_t kSpareBuffers = 8;
+  static constexpr size_t kMaxOutstanding = 256;
   std::mutex spare_mu_;  // a leaf
   uint8_t* spare_[kSpareBuffers] = {};
   size_t spare_count_ = 0;
+  uint8_t* outstanding_[kMaxOutstanding] = {};  // handed to CUPTI, not yet back (a drain's view)
+  size_t outstanding_count_ = 0;
 
   std::atomic<uint32_t> watermark_{0};
   std::atomic<int64_t> callbacks_running_{0};

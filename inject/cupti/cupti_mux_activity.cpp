@@ -2,8 +2,10 @@
 // buffer into copies for the sides (cupti_mux.h).
 #include <time.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "cupti/cupti_mux.h"
 #include "cupti/mux_records.h"
@@ -11,11 +13,13 @@
 namespace gpuattr::inject {
 namespace {
 
-uint64_t RealtimeNs() {
+uint64_t ClockNs(clockid_t clock) {
   timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
+  clock_gettime(clock, &now);
   return static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec);
 }
+uint64_t RealtimeNs() { return ClockNs(CLOCK_REALTIME); }
+uint64_t MonotonicClock() { return ClockNs(CLOCK_MONOTONIC); }
 
 constexpr uint64_t kMinRateSpanNs = 1000000;  // shorter spans estimate a rate too coarsely
 
@@ -180,10 +184,53 @@ void CuptiMux::CloseKindLocked(Side& s, uint32_t kind) noexcept {
   }
 }
 
-CUptiResult CuptiMux::FlushAll(MuxSide /*which*/, uint32_t flag) noexcept {
+CUptiResult CuptiMux::FlushAll(MuxSide which, uint32_t flag) noexcept {
   // CUPTI's buffers hold both sides' records: flushing them delivers to both, which only makes
-  // the other side's delivery earlier.
+  // the other side's delivery earlier; but forcing would cut the other side's in-flight records
+  // (cupti_mux.h, Forced flushes).
+  if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0 && which == MuxSide::kGpuattr &&
+      OtherSideTracing(which)) {
+    return Drain();
+  }
   return real_.cuptiActivityFlushAll(flag);
+}
+
+bool CuptiMux::OtherSideTracing(MuxSide which) noexcept {
+  std::lock_guard<std::mutex> lock(data_mu_);
+  for (size_t index = 0; index < kSides; ++index) {
+    if (index == static_cast<size_t>(which)) continue;
+    for (const KindWindows& kind : sides_[index].kinds) {
+      if (kind.open()) return true;
+    }
+  }
+  return false;
+}
+
+CUptiResult CuptiMux::Drain() noexcept {
+  uint8_t* waiting[kMaxOutstanding];
+  size_t waiting_count = 0;
+  {
+    std::lock_guard<std::mutex> lock(spare_mu_);
+    waiting_count = outstanding_count_;
+    memcpy(waiting, outstanding_, sizeof(uint8_t*) * waiting_count);
+  }
+  const uint64_t deadline = MonotonicClock() + kDrainNs;
+  for (;;) {
+    const CUptiResult result = real_.cuptiActivityFlushAll(0);
+    if (result != CUPTI_SUCCESS) return result;
+    bool back = true;
+    {
+      std::lock_guard<std::mutex> lock(spare_mu_);
+      for (size_t i = 0; i < waiting_count && back; ++i) {
+        for (size_t j = 0; j < outstanding_count_ && back; ++j)
+          back = outstanding_[j] != waiting[i];
+      }
+    }
+    if (back) return CUPTI_SUCCESS;
+    if (MonotonicClock() > deadline)
+      return real_.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 CUptiResult CuptiMux::GetNumDroppedRecords(MuxSide which, CUcontext context, uint32_t stream,
@@ -214,12 +261,33 @@ void CuptiMux::RequestRealBuffer(uint8_t** buffer, size_t* size, size_t* max_rec
     if (spare_count_ > 0) spare = spare_[--spare_count_];
   }
   if (spare == nullptr) spare = static_cast<uint8_t*>(std::aligned_alloc(8, kRealBufferBytes));
+  if (spare != nullptr) {
+    std::lock_guard<std::mutex> lock(spare_mu_);
+    if (outstanding_count_ < kMaxOutstanding) outstanding_[outstanding_count_++] = spare;
+  }
   *buffer = spare;
   *size = spare != nullptr ? kRealBufferBytes : 0;
 }
 
 void CuptiMux::CompleteRealBuffer(uint8_t* buffer, size_t valid_size) noexcept {
   if (buffer == nullptr) return;
+  DistributeRealBuffer(buffer, valid_size);
+  std::lock_guard<std::mutex> lock(spare_mu_);
+  // Back only now, distributed: a drain waiting for it then finds its records delivered.
+  for (size_t i = 0; i < outstanding_count_; ++i) {
+    if (outstanding_[i] == buffer) {
+      outstanding_[i] = outstanding_[--outstanding_count_];
+      break;
+    }
+  }
+  if (spare_count_ < kSpareBuffers) {
+    spare_[spare_count_++] = buffer;
+  } else {
+    std::free(buffer);
+  }
+}
+
+void CuptiMux::DistributeRealBuffer(uint8_t* buffer, size_t valid_size) noexcept {
   Delivery deliveries[kSides];
   {
     std::lock_guard<std::mutex> lock(data_mu_);
@@ -263,14 +331,6 @@ void CuptiMux::CompleteRealBuffer(uint8_t* buffer, size_t valid_size) noexcept {
       sides_[i].dropped.fetch_add(deliveries[i].dropped, std::memory_order_relaxed);
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(spare_mu_);
-    if (spare_count_ < kSpareBuffers) {
-      spare_[spare_count_++] = buffer;
-      return;
-    }
-  }
-  std::free(buffer);
 }
 
 }  // namespace gpuattr::inject

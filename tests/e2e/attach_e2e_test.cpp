@@ -101,17 +101,23 @@ TEST_CASE_METHOD(DaemonFixture,
   StopDaemon();
 }
 
-TEST_CASE_METHOD(DaemonFixture,
-                 "an attach window opening and closing while the program's own CUPTI client is on "
-                 "takes nothing from the client",
-                 "[attach][e2e]") {
-  // The long-running job with a Kineto-like client on from before the first window to the end.
+// The long-running job with a Kineto-like CUPTI client (the cupti_client op) on from its start
+// to its end; returns the scenario's path.
+std::string WriteClientScenario(const TempDir& dir, const std::string& stop_file) {
   json client_job = LongRunningScenario(stop_file);
   json& ops = client_job["processes"][0]["threads"][0]["ops"];
   ops.insert(ops.begin(), json{{"cupti_client", "start"}, {"kinds", {"kernel", "memcpy"}}});
   ops.push_back(json{{"cupti_client", "stop"}});
-  const std::string client_scenario = dir.File("client_scenario.json");
-  WriteFile(client_scenario, client_job.dump());
+  const std::string path = dir.File("client_scenario.json");
+  WriteFile(path, client_job.dump());
+  return path;
+}
+
+TEST_CASE_METHOD(DaemonFixture,
+                 "an attach window opening and closing while the program's own CUPTI client is on "
+                 "takes nothing from the client",
+                 "[attach][e2e]") {
+  const std::string client_scenario = WriteClientScenario(dir, stop_file);
   const std::string truth_path = dir.File("truth.json");
   Subprocess job({GPUATTR_BIN, "run", "--armed", "--socket", socket, "--", SIMGPU_RUN,
                   client_scenario, "--truth", truth_path});
@@ -295,6 +301,37 @@ TEST_CASE_METHOD(DaemonFixture,
   CHECK_THAT(process["refusals"][0]["cause"].get<std::string>(), Catch::Contains("nsys-like-tool"));
   CHECK(process["totals"]["kernels"].is_null());
 
+  StopDaemon();
+}
+
+TEST_CASE_METHOD(DaemonFixture,
+                 "a late attach into a job whose own CUPTI client is tracing is refused typed, and "
+                 "the client keeps its session",
+                 "[attach][e2e]") {
+  const std::string truth_path = dir.File("truth.json");
+  Subprocess job({SIMGPU_RUN, WriteClientScenario(dir, stop_file), "--truth", truth_path});
+  const std::string out = dir.File("window.json");
+  const ProcessResult result =
+      RunProcess({GPUATTR_BIN, "attach", "--pid", std::to_string(ScenarioProcess(job)),
+                  "--duration", "200ms", "--socket", socket, "-o", out},
+                 {}, 60);
+  INFO("attach: " << result.err);
+  CHECK(ExitStatus(result) == 0);
+  WriteFile(stop_file, "");
+  CHECK(ExitStatus(job.Wait(60)) == 0);
+  REQUIRE(SchemaValid(out));
+  const json report = ReadJson(out);
+  const json& process = OnlyProcess(report);
+  CHECK(process["status"] == "refused");
+  const std::vector<std::string> codes = RefusalCodes(process);
+  REQUIRE_FALSE(codes.empty());
+  CHECK(codes[0] == "cupti_subscriber_conflict");
+  CHECK_THAT(process["refusals"][0]["cause"].get<std::string>(),
+             Catch::Contains("simgpu-cupti-client"));
+  // Its session was never redirected: it got everything, as without the attach.
+  const json truth = ReadJson(truth_path);
+  REQUIRE_FALSE(truth.is_discarded());
+  CheckCuptiClientRecords(truth["processes"][0]);
   StopDaemon();
 }
 

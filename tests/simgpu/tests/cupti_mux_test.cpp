@@ -132,10 +132,10 @@ struct Shared {
     REQUIRE(gpuattr.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS);
   }
 
-  uint32_t Launch() {
+  uint32_t Launch(uint64_t duration_ns = 5000) {
     DeviceWork work;
     work.name = "kernel";
-    work.duration_ns = 5000;
+    work.duration_ns = duration_ns;
     const auto result = driver.Submit(work, CaptureSite{"main", {}});
     REQUIRE(result.correlation_id.has_value());
     return *result.correlation_id;
@@ -275,6 +275,22 @@ TEST_CASE("gpuattr detaching while the program traces takes nothing from the pro
   shared.SyncAndFlush();
   CHECK(Keys(g_gpuattr.kernels) == std::set<uint32_t>{launched[0], rejoined});
   REQUIRE(cuptiUnsubscribe(program) == CUPTI_SUCCESS);
+}
+
+TEST_CASE("gpuattr's forced flush while the program traces cuts none of its running work",
+          "[mux]") {
+  Shared shared;
+  StartProgram();
+  // 50 ms of device work, still running when gpuattr forces a flush (as at a window's close):
+  // CUPTI alone would hand it out with start = end = 0 and never again.
+  const uint32_t running = shared.Launch(50'000'000);
+  REQUIRE(shared.gpuattr.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS);
+  shared.driver.Sync(0, std::nullopt);
+  REQUIRE(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS);
+  REQUIRE(g_program.kernels.count(running) == 1);
+  CHECK(g_program.kernels[running].end - g_program.kernels[running].start == 50'000'000);
+  REQUIRE(g_gpuattr.kernels.count(running) == 1);
+  CHECK(g_gpuattr.kernels[running].end - g_gpuattr.kernels[running].start == 50'000'000);
 }
 
 TEST_CASE("a program flushing on its own thread while gpuattr flushes gets every record once",
