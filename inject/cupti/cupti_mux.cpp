@@ -11,11 +11,13 @@ namespace gpuattr::inject {
 namespace {
 
 constexpr size_t kCallSlotDepth = 64;  // nested API calls per thread with their own slots
+// In CUPTI's slot: the level below, for an EXIT; the shim's own marks use the low bits only.
+constexpr uint64_t kSharedSlotTag = uint64_t{1} << 63;
 
-// Per thread: each side's correlationData slot for every open API call, a stack indexed by the
-// value the multiplexer keeps in its own (real) slot, and how many of the multiplexer's callbacks
-// this thread is inside of (so a side that unsubscribes from inside one does not wait for
-// itself).
+// Per thread, for API calls whose ENTER a program callback saw: each side's correlationData slot
+// for every open call, a stack indexed by the level the multiplexer keeps in CUPTI's own slot
+// (tagged kSharedSlotTag); and how many program callbacks this thread is inside of (so a program
+// that unsubscribes from inside one does not wait for itself).
 struct ThreadCalls {
   uint64_t slots[kCallSlotDepth][CuptiMux::kSides];
   uint32_t depth = 0;
@@ -164,7 +166,9 @@ void CuptiMux::RunTeardown(const Teardown& teardown) noexcept {
 
 void CuptiMux::WaitForOtherThreadsCallbacks() noexcept {
   const int64_t own = t_calls.callbacks;
-  while (callbacks_running_.load(std::memory_order_seq_cst) > own) std::this_thread::yield();
+  while (program_callbacks_running_.load(std::memory_order_seq_cst) > own) {
+    std::this_thread::yield();
+  }
 }
 
 CUptiResult CuptiMux::Subscribe(MuxSide which, CUpti_SubscriberHandle* subscriber,
@@ -293,45 +297,84 @@ CUptiResult CuptiMux::GetCallbackState(MuxSide which, uint32_t* enable,
 
 void CuptiMux::Dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                         const void* data) noexcept {
-  callbacks_running_.fetch_add(1, std::memory_order_seq_cst);
-  ++t_calls.callbacks;
   const bool api = IsApiDomain(domain) && data != nullptr;
   const auto* call = static_cast<const CUpti_CallbackData*>(data);
-  uint32_t level = kCallSlotDepth;  // no slots of its own: beyond the depth, or EXIT unseen
   if (api && call->callbackSite == CUPTI_API_ENTER) {
     uint32_t seen = watermark_.load(std::memory_order_relaxed);
     while (
         call->correlationId > seen &&
         !watermark_.compare_exchange_weak(seen, call->correlationId, std::memory_order_acq_rel)) {
     }
-    if (t_calls.depth < kCallSlotDepth) {
-      level = t_calls.depth++;
-      for (uint64_t& slot : t_calls.slots[level]) slot = 0;
-    }
-    // Level + 1, so that the 0 of a call whose ENTER came before the session reads as unseen.
-    if (call->correlationData != nullptr) *call->correlationData = level + 1;
-  } else if (api && call->correlationData != nullptr && *call->correlationData >= 1 &&
-             *call->correlationData <= kCallSlotDepth) {
-    level = static_cast<uint32_t>(*call->correlationData - 1);
   }
-  for (size_t index = 0; index < kSides; ++index) {
-    Side& s = sides_[index];
-    if (!Wants(s, domain, cbid)) continue;
-    const CUpti_CallbackFunc callback = s.callback.load(std::memory_order_acquire);
-    if (callback == nullptr) continue;
-    void* userdata = s.userdata.load(std::memory_order_relaxed);
-    if (!api) {
-      callback(userdata, domain, cbid, data);
-      continue;
+  Side& gpuattr = side(MuxSide::kGpuattr);
+  Side& program = side(MuxSide::kProgram);
+  // A first look: InvokeProgram looks again once counted (Unsubscribe's handshake).
+  const bool program_wants =
+      Wants(program, domain, cbid) && program.callback.load(std::memory_order_relaxed) != nullptr;
+  const CUpti_CallbackFunc gpuattr_callback =
+      Wants(gpuattr, domain, cbid) ? gpuattr.callback.load(std::memory_order_acquire) : nullptr;
+  uint64_t* slot = api ? call->correlationData : nullptr;
+  // Without a program callback at ENTER, gpuattr's callback gets CUPTI's own data and slot, and
+  // nothing else is done (the launch path's cost, docs/benchmarks.md); an EXIT then finds no
+  // tag in the slot.
+  const bool shared =
+      slot != nullptr &&
+      (call->callbackSite == CUPTI_API_ENTER ? program_wants : (*slot & kSharedSlotTag) != 0);
+  if (!shared) {
+    if (gpuattr_callback != nullptr) gpuattr_callback(gpuattr.userdata.load(), domain, cbid, data);
+    if (program_wants) {
+      // A non-API callback, or an API EXIT whose ENTER the program did not see: slot 0.
+      uint64_t unseen = 0;
+      CUpti_CallbackData own{};
+      if (api) {
+        own = *call;
+        own.correlationData = &unseen;
+      }
+      InvokeProgram(domain, cbid, api ? &own : data);
     }
-    CUpti_CallbackData own = *call;
-    uint64_t unseen = 0;  // an EXIT whose ENTER came before the side could see it
-    own.correlationData = level < kCallSlotDepth ? &t_calls.slots[level][index] : &unseen;
-    callback(userdata, domain, cbid, &own);
+    return;
   }
-  if (api && call->callbackSite == CUPTI_API_EXIT && level < kCallSlotDepth) t_calls.depth = level;
+  ThreadCalls& calls = t_calls;
+  uint32_t level = kCallSlotDepth;  // beyond the depth: no slots of its own
+  if (call->callbackSite == CUPTI_API_ENTER) {
+    if (calls.depth < kCallSlotDepth) {
+      level = calls.depth++;
+      for (uint64_t& side_slot : calls.slots[level]) side_slot = 0;
+    }
+    *slot = kSharedSlotTag | level;
+  } else {
+    level = static_cast<uint32_t>(*slot & ~kSharedSlotTag);
+  }
+  uint64_t unseen[kSides] = {};
+  const auto side_slot = [&](MuxSide which) {
+    const auto index = static_cast<size_t>(which);
+    return level < kCallSlotDepth ? &calls.slots[level][index] : &unseen[index];
+  };
+  CUpti_CallbackData own = *call;
+  if (gpuattr_callback != nullptr) {
+    own.correlationData = side_slot(MuxSide::kGpuattr);
+    gpuattr_callback(gpuattr.userdata.load(), domain, cbid, &own);
+  }
+  if (program_wants) {
+    own.correlationData = side_slot(MuxSide::kProgram);
+    InvokeProgram(domain, cbid, &own);
+  }
+  if (call->callbackSite == CUPTI_API_EXIT && level < kCallSlotDepth) calls.depth = level;
+}
+
+void CuptiMux::InvokeProgram(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                             const void* data) noexcept {
+  // Counted before the callback is read, so that the program's unsubscribe or finalize (which
+  // clears it, then waits for the count) either is waited for or is seen (the shim's callbacks
+  // live as long as the process and need no such wait).
+  program_callbacks_running_.fetch_add(1, std::memory_order_seq_cst);
+  ++t_calls.callbacks;
+  Side& program = side(MuxSide::kProgram);
+  if (const CUpti_CallbackFunc callback = program.callback.load(std::memory_order_seq_cst)) {
+    callback(program.userdata.load(), domain, cbid, data);
+  }
   --t_calls.callbacks;
-  callbacks_running_.fetch_sub(1, std::memory_order_acq_rel);
+  program_callbacks_running_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 void CuptiMux::ResetSide(MuxSide which) noexcept {

@@ -51,8 +51,8 @@
 // complete buffers on the calling thread, but never across the real cuptiUnsubscribe or
 // cuptiFinalize, which wait for callbacks running on other threads); data_mu_ (a leaf) guards
 // what a buffer's distribution reads (windows, clocks), and spare_mu_ (a leaf) the spare real
-// buffers. Unsubscribe and Finalize wait for callbacks running on other threads to return, as the
-// fake CUPTI's do.
+// buffers. The program's Unsubscribe and Finalize wait for its callbacks running on other threads
+// to return, as the fake CUPTI's do; the shim's callbacks are never freed.
 #ifndef GPUATTR_INJECT_CUPTI_CUPTI_MUX_H_
 #define GPUATTR_INJECT_CUPTI_CUPTI_MUX_H_
 
@@ -171,6 +171,7 @@ class CuptiMux {
   void ForgetCallbacksLocked(Side& side) noexcept;
   void CloseKindLocked(Side& side, uint32_t kind) noexcept;
   void WaitForOtherThreadsCallbacks() noexcept;
+  void InvokeProgram(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) noexcept;
   bool OtherSideTracing(MuxSide which) noexcept;
   CUptiResult Drain() noexcept;
   void ResetSide(MuxSide which) noexcept;
@@ -197,7 +198,7 @@ class CuptiMux {
   size_t outstanding_count_ = 0;
 
   std::atomic<uint32_t> watermark_{0};
-  std::atomic<int64_t> callbacks_running_{0};
+  std::atomic<int64_t> program_callbacks_running_{0};
 };
 
 // The process's multiplexer.
