@@ -43,7 +43,12 @@
 // clock gets the times unchanged; a side without one gets CUPTI's default clock (CLOCK_REALTIME),
 // one offset per delivered buffer, as CUPTI converts device times once per buffer; a side with
 // another callback gets a linear map through the (ours, its) pair sampled at registration and one
-// sampled per buffer. Times of record kinds record_copy.h does not know are not converted.
+// sampled per buffer. Times of record kinds mux_records.h does not know are not converted.
+//
+// The launch path. Without a program callback for an API call's ENTER, Dispatch hands CUPTI's own
+// callback data and correlation slot to the shim and keeps nothing (the cost of the shim before
+// the multiplexer, docs/benchmarks.md); with one, each side gets a copy of the data and a slot of
+// its own from a per-thread stack, and the level is kept, tagged, in CUPTI's slot for the EXIT.
 //
 // Threads. Dispatch and the buffer callbacks run on CUPTI's threads with no lock held while any
 // side's callback runs. Locks, outer to inner: session_mu_ serializes the functions that change

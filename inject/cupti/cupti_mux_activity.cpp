@@ -19,7 +19,7 @@ uint64_t ClockNs(clockid_t clock) {
   return static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec);
 }
 uint64_t RealtimeNs() { return ClockNs(CLOCK_REALTIME); }
-uint64_t MonotonicClock() { return ClockNs(CLOCK_MONOTONIC); }
+uint64_t MonotonicNs() { return ClockNs(CLOCK_MONOTONIC); }
 
 constexpr uint64_t kMinRateSpanNs = 1000000;  // shorter spans estimate a rate too coarsely
 
@@ -214,7 +214,7 @@ CUptiResult CuptiMux::Drain() noexcept {
     waiting_count = outstanding_count_;
     memcpy(waiting, outstanding_, sizeof(uint8_t*) * waiting_count);
   }
-  const uint64_t deadline = MonotonicClock() + kDrainNs;
+  const uint64_t deadline = MonotonicNs() + kDrainNs;
   for (;;) {
     const CUptiResult result = real_.cuptiActivityFlushAll(0);
     if (result != CUPTI_SUCCESS) return result;
@@ -227,7 +227,7 @@ CUptiResult CuptiMux::Drain() noexcept {
       }
     }
     if (back) return CUPTI_SUCCESS;
-    if (MonotonicClock() > deadline)
+    if (MonotonicNs() > deadline)
       return real_.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }

@@ -277,19 +277,17 @@ TEST_CASE_METHOD(
   StopDaemon();
 }
 
-TEST_CASE_METHOD(DaemonFixture,
-                 "a late attach into a job whose CUPTI slot another tool holds is refused typed",
-                 "[attach][e2e]") {
-  Subprocess job({SIMGPU_RUN, scenario, "--truth", dir.File("truth.json")},
-                 {{"SIMGPU_CUPTI_MODE", "conflict:nsys-like-tool"}});
-  const std::string out = dir.File("window.json");
+// A 200 ms `attach --pid` into `job`, which another CUPTI subscriber named `holder` holds: the
+// window is refused cupti_subscriber_conflict, naming it; the job is then stopped and exits 0.
+void CheckLateAttachRefusedFor(DaemonFixture& fixture, Subprocess& job, const std::string& holder) {
+  const std::string out = fixture.dir.File("window.json");
   const ProcessResult result =
       RunProcess({GPUATTR_BIN, "attach", "--pid", std::to_string(ScenarioProcess(job)),
-                  "--duration", "200ms", "--socket", socket, "-o", out},
+                  "--duration", "200ms", "--socket", fixture.socket, "-o", out},
                  {}, 60);
   INFO("attach: " << result.err);
   CHECK(ExitStatus(result) == 0);
-  WriteFile(stop_file, "");
+  WriteFile(fixture.stop_file, "");
   CHECK(ExitStatus(job.Wait(60)) == 0);
   REQUIRE(SchemaValid(out));
   const json report = ReadJson(out);
@@ -298,9 +296,16 @@ TEST_CASE_METHOD(DaemonFixture,
   const std::vector<std::string> codes = RefusalCodes(process);
   REQUIRE_FALSE(codes.empty());
   CHECK(codes[0] == "cupti_subscriber_conflict");
-  CHECK_THAT(process["refusals"][0]["cause"].get<std::string>(), Catch::Contains("nsys-like-tool"));
+  CHECK_THAT(process["refusals"][0]["cause"].get<std::string>(), Catch::Contains(holder));
   CHECK(process["totals"]["kernels"].is_null());
+}
 
+TEST_CASE_METHOD(DaemonFixture,
+                 "a late attach into a job whose CUPTI slot another tool holds is refused typed",
+                 "[attach][e2e]") {
+  Subprocess job({SIMGPU_RUN, scenario, "--truth", dir.File("truth.json")},
+                 {{"SIMGPU_CUPTI_MODE", "conflict:nsys-like-tool"}});
+  CheckLateAttachRefusedFor(*this, job, "nsys-like-tool");
   StopDaemon();
 }
 
@@ -310,24 +315,7 @@ TEST_CASE_METHOD(DaemonFixture,
                  "[attach][e2e]") {
   const std::string truth_path = dir.File("truth.json");
   Subprocess job({SIMGPU_RUN, WriteClientScenario(dir, stop_file), "--truth", truth_path});
-  const std::string out = dir.File("window.json");
-  const ProcessResult result =
-      RunProcess({GPUATTR_BIN, "attach", "--pid", std::to_string(ScenarioProcess(job)),
-                  "--duration", "200ms", "--socket", socket, "-o", out},
-                 {}, 60);
-  INFO("attach: " << result.err);
-  CHECK(ExitStatus(result) == 0);
-  WriteFile(stop_file, "");
-  CHECK(ExitStatus(job.Wait(60)) == 0);
-  REQUIRE(SchemaValid(out));
-  const json report = ReadJson(out);
-  const json& process = OnlyProcess(report);
-  CHECK(process["status"] == "refused");
-  const std::vector<std::string> codes = RefusalCodes(process);
-  REQUIRE_FALSE(codes.empty());
-  CHECK(codes[0] == "cupti_subscriber_conflict");
-  CHECK_THAT(process["refusals"][0]["cause"].get<std::string>(),
-             Catch::Contains("simgpu-cupti-client"));
+  CheckLateAttachRefusedFor(*this, job, "simgpu-cupti-client");
   // Its session was never redirected: it got everything, as without the attach.
   const json truth = ReadJson(truth_path);
   REQUIRE_FALSE(truth.is_discarded());
