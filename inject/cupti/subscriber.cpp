@@ -294,7 +294,7 @@ int32_t SubscribeBoundCupti(const char* library) noexcept {
   params.oldSubscriberName = holder;
   params.oldSubscriberSize = sizeof(holder);
   CUptiResult result = api.cuptiSubscribe_v2(&subscriber, &CuptiCallback, nullptr, &params);
-  char cause[256];
+  char cause[512];  // the holder's name (< 128) and the remedy
   if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     snprintf(cause, sizeof(cause),
              "CUPTI is already in use by %s: run without that tool; for the program's own "
