@@ -109,13 +109,14 @@ bool CuptiMux::AnySideWants(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) 
   return WatermarkCbid(domain, cbid);
 }
 
-bool CuptiMux::Idle(const Side& side) const noexcept {
-  if (side.subscribed) return false;
+bool CuptiMux::Tracing(const Side& side) noexcept {
   for (const KindWindows& kind : side.kinds) {
-    if (kind.open()) return false;
+    if (kind.open()) return true;
   }
-  return true;
+  return false;
 }
+
+bool CuptiMux::Idle(const Side& side) const noexcept { return !side.subscribed && !Tracing(side); }
 
 CUptiResult CuptiMux::EnsureRealSessionLocked(char* holder, size_t holder_size) noexcept {
   if (real_subscriber_ != nullptr) return CUPTI_SUCCESS;

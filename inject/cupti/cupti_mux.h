@@ -162,6 +162,7 @@ class CuptiMux {
   CUpti_SubscriberHandle HandleOf(MuxSide which) noexcept;
   bool Wants(const Side& side, CUpti_CallbackDomain domain, CUpti_CallbackId cbid) const noexcept;
   bool AnySideWants(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) const noexcept;
+  static bool Tracing(const Side& side) noexcept;  // some kind open
   bool Idle(const Side& side) const noexcept;
   // What ending the real session leaves to do once session_mu_ is released.
   struct Teardown {

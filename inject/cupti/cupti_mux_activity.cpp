@@ -1,7 +1,5 @@
 // CuptiMux, the activity API: kinds and their windows, clocks, and the distribution of every real
 // buffer into copies for the sides (cupti_mux.h).
-#include <time.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -9,17 +7,10 @@
 
 #include "cupti/cupti_mux.h"
 #include "cupti/mux_records.h"
+#include "runtime/clock.h"
 
 namespace gpuattr::inject {
 namespace {
-
-uint64_t ClockNs(clockid_t clock) {
-  timespec now{};
-  clock_gettime(clock, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec);
-}
-uint64_t RealtimeNs() { return ClockNs(CLOCK_REALTIME); }
-uint64_t MonotonicNs() { return ClockNs(CLOCK_MONOTONIC); }
 
 constexpr uint64_t kMinRateSpanNs = 1000000;  // shorter spans estimate a rate too coarsely
 
@@ -198,10 +189,7 @@ CUptiResult CuptiMux::FlushAll(MuxSide which, uint32_t flag) noexcept {
 bool CuptiMux::OtherSideTracing(MuxSide which) noexcept {
   std::lock_guard<std::mutex> lock(data_mu_);
   for (size_t index = 0; index < kSides; ++index) {
-    if (index == static_cast<size_t>(which)) continue;
-    for (const KindWindows& kind : sides_[index].kinds) {
-      if (kind.open()) return true;
-    }
+    if (index != static_cast<size_t>(which) && Tracing(sides_[index])) return true;
   }
   return false;
 }

@@ -9,7 +9,6 @@
 
 #include <cupti.h>
 #include <dlfcn.h>
-#include <time.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -23,6 +22,7 @@
 #include "cupti/cupti_api.h"
 #include "cupti/mux_faces.h"
 #include "driver.h"
+#include "runtime/clock.h"
 
 namespace {
 
@@ -35,12 +35,6 @@ using gpuattr::inject::Mux;
 using gpuattr::simgpu::CaptureSite;
 using gpuattr::simgpu::DeviceWork;
 using gpuattr::simgpu::Driver;
-
-uint64_t CUPTIAPI MonotonicClock() {
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec);
-}
 
 struct Kernel {
   uint64_t start;
@@ -118,14 +112,15 @@ struct Shared {
     binding = BindCupti(&real);
     REQUIRE(binding.ok);
     g_real = &real;
-    Mux().Bind(real, &MonotonicClock);
+    Mux().Bind(real, &gpuattr::inject::MonotonicNs);
     REQUIRE(InstallProgramFace(binding.handle).ok);
     gpuattr = GpuattrFace(real);
     g_gpuattr.slot_mark = 1000000;
     g_program.slot_mark = 2000000;
     REQUIRE(gpuattr.cuptiSubscribe_v2(&gpuattr_subscriber, &OnCallback, &g_gpuattr, nullptr) ==
             CUPTI_SUCCESS);
-    REQUIRE(gpuattr.cuptiActivityRegisterTimestampCallback(&MonotonicClock) == CUPTI_SUCCESS);
+    REQUIRE(gpuattr.cuptiActivityRegisterTimestampCallback(&gpuattr::inject::MonotonicNs) ==
+            CUPTI_SUCCESS);
     REQUIRE(gpuattr.cuptiActivityRegisterCallbacks(&Request, &CompleteGpuattr) == CUPTI_SUCCESS);
     REQUIRE(gpuattr.cuptiEnableCallback(1, gpuattr_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
                                         kLaunchCbid) == CUPTI_SUCCESS);
