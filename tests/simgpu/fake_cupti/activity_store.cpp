@@ -43,6 +43,18 @@ void ActivityStore::RegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested
   std::lock_guard<std::mutex> lock(mu_);
   requested_ = requested;
   completed_ = completed;
+  requested_v2_ = nullptr;
+  completed_v2_ = nullptr;
+  EnsureWorker();
+}
+
+void ActivityStore::RegisterCallbacksV2(cupti_v2::RequestFunc requested,
+                                        cupti_v2::CompleteFunc completed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  requested_ = nullptr;
+  completed_ = nullptr;
+  requested_v2_ = requested;
+  completed_v2_ = completed;
   EnsureWorker();
 }
 
@@ -91,7 +103,7 @@ void ActivityStore::FlushAll(bool forced) {
   std::unique_lock<std::mutex> lock(mu_);
   DrainPending(lock);
   std::vector<Buffer*> ready = TakeDeliverable(forced ? Take::kEverything : Take::kComplete);
-  CUpti_BuffersCallbackCompleteFunc completed = completed_;
+  const Completion completed = CompletionLocked();
   const uint64_t worker_batches = worker_batches_taken_;
   lock.unlock();
   Deliver(ready, completed);
@@ -118,7 +130,7 @@ size_t ActivityStore::TakeDropped() {
 
 void ActivityStore::Reset() {
   std::vector<Buffer*> ready;
-  CUpti_BuffersCallbackCompleteFunc completed = nullptr;
+  Completion completed;
   Worker* worker = nullptr;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -126,7 +138,7 @@ void ActivityStore::Reset() {
     for (auto& kind : enabled_) kind.store(false);
     DrainPending(lock);
     ready = TakeDeliverable(Take::kEverything);
-    completed = completed_;
+    completed = CompletionLocked();
     worker = worker_;
     worker_ = nullptr;
     if (worker != nullptr) worker->stop = true;
@@ -134,6 +146,8 @@ void ActivityStore::Reset() {
     placed_cv_.notify_all();
     requested_ = nullptr;
     completed_ = nullptr;
+    requested_v2_ = nullptr;
+    completed_v2_ = nullptr;
     dropped_ = 0;
     flush_period_ms_ = 0;
   }
@@ -175,13 +189,18 @@ ActivityStore::Buffer* ActivityStore::BufferFor(uint64_t owner, size_t record_si
     closed_.push_back(buffer);
     current_.erase(it);
   }
-  if (requested_ == nullptr) {
+  if (requested_ == nullptr && requested_v2_ == nullptr) {
     ++dropped_;
     return nullptr;
   }
   auto buffer = std::make_unique<Buffer>();
   // Called with mu_ held, as the real library calls it under its internal lock (see header).
-  requested_(&buffer->data, &buffer->size, &buffer->max_records);
+  if (requested_ != nullptr) {
+    requested_(&buffer->data, &buffer->size, &buffer->max_records);
+  } else {
+    cupti_v2::BufferRequestInfo info{sizeof(info)};
+    requested_v2_(&buffer->data, &buffer->size, &buffer->max_records, &info);
+  }
   if (buffer->data == nullptr) {
     ++dropped_;
     return nullptr;
@@ -235,7 +254,7 @@ void ActivityStore::PlacePending(uint64_t owner) {
 
 int64_t ActivityStore::CuptiOffset() const {
   const uint64_t device_now = DeviceClockNs();
-  const int64_t offset = static_cast<int64_t>(cupti_now_() - device_now);
+  const int64_t offset = static_cast<int64_t>(cupti_now_.load()() - device_now);
   return offset > -1000000 && offset < 1000000 ? 0 : offset;
 }
 
@@ -302,12 +321,14 @@ void ActivityStore::EnsureWorker() {
   worker_ = worker;
 }
 
-void ActivityStore::Deliver(const std::vector<Buffer*>& buffers,
-                            CUpti_BuffersCallbackCompleteFunc completed) {
+void ActivityStore::Deliver(const std::vector<Buffer*>& buffers, Completion completion) {
   for (Buffer* buffer : buffers) {
+    const size_t valid = buffer->rejected ? 0 : buffer->used;
     // ctx = NULL and streamId = 0: buffers are global since CUDA 6.0.
-    if (completed != nullptr) {
-      completed(nullptr, 0, buffer->data, buffer->size, buffer->rejected ? 0 : buffer->used);
+    if (completion.v1 != nullptr) completion.v1(nullptr, 0, buffer->data, buffer->size, valid);
+    if (completion.v2 != nullptr) {
+      cupti_v2::BufferCompleteInfo info{sizeof(info), ThreadKey(), nullptr, 0};
+      completion.v2(buffer->data, buffer->size, valid, &info);
     }
     delete buffer;
   }
@@ -324,7 +345,7 @@ void ActivityStore::WorkerMain(Worker* self) {
     // Periodic delivery, with or without cuptiActivityFlushPeriod: full and complete buffers only.
     std::vector<Buffer*> ready = TakeDeliverable(Take::kFullAndComplete);
     if (!ready.empty()) {
-      CUpti_BuffersCallbackCompleteFunc completed = completed_;
+      const Completion completed = CompletionLocked();
       ++worker_batches_taken_;
       lock.unlock();
       Deliver(ready, completed);

@@ -52,6 +52,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cupti/cupti_v2_abi.h"
+
 namespace gpuattr::simgpu {
 
 // A record whose timestamps are written only when the device work completes.
@@ -74,6 +76,8 @@ class ActivityStore {
 
   void RegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
                          CUpti_BuffersCallbackCompleteFunc completed);
+  // A subscriber's buffer callbacks (cuptiActivityRegisterCallbacks_v2): they replace the V1 pair.
+  void RegisterCallbacksV2(cupti_v2::RequestFunc requested, cupti_v2::CompleteFunc completed);
   void SetEnabled(uint32_t kind, bool enabled);
   bool IsEnabled(uint32_t kind) const;
 
@@ -89,6 +93,14 @@ class ActivityStore {
   // cuptiActivityFlushAll: delivers synchronously on the calling thread before returning.
   void FlushAll(bool forced);
   void SetFlushPeriodMs(uint32_t ms);
+
+  // The CUPTI clock of this store's records (a subscriber's timestamp callback, multi-subscriber
+  // mode), and the thread-id type of its API records.
+  void SetClock(uint64_t (*cupti_now)()) { cupti_now_.store(cupti_now); }
+  uint64_t (*clock() const)() { return cupti_now_.load(); }
+  uint64_t CuptiNow() const { return cupti_now_.load()(); }
+  void SetThreadIdType(uint32_t type) { thread_id_type_.store(type); }
+  uint32_t thread_id_type() const { return thread_id_type_.load(); }
 
   // Returns and resets the dropped-record counter (takes mu_, like the real library).
   size_t TakeDropped();
@@ -138,11 +150,17 @@ class ActivityStore {
   void EnsureWorker();
 
   // Runs with mu_ released.
-  static void Deliver(const std::vector<Buffer*>& buffers,
-                      CUpti_BuffersCallbackCompleteFunc completed);
+  // The completion callback of either API, as it was when a batch was taken.
+  struct Completion {
+    CUpti_BuffersCallbackCompleteFunc v1 = nullptr;
+    cupti_v2::CompleteFunc v2 = nullptr;
+  };
+  Completion CompletionLocked() const { return {completed_, completed_v2_}; }
+  static void Deliver(const std::vector<Buffer*>& buffers, Completion completion);
   void WorkerMain(Worker* self);  // Runs on: the fake's worker thread ("Cupti_Worker").
 
-  uint64_t (*cupti_now_)();
+  std::atomic<uint64_t (*)()> cupti_now_;
+  std::atomic<uint32_t> thread_id_type_{CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT};
   const bool shuffle_;
 
   mutable std::mutex mu_;
@@ -153,6 +171,8 @@ class ActivityStore {
   uint64_t worker_batches_delivered_ = 0;
   CUpti_BuffersCallbackRequestFunc requested_ = nullptr;
   CUpti_BuffersCallbackCompleteFunc completed_ = nullptr;
+  cupti_v2::RequestFunc requested_v2_ = nullptr;
+  cupti_v2::CompleteFunc completed_v2_ = nullptr;
   std::array<std::atomic<bool>, CUPTI_ACTIVITY_KIND_COUNT> enabled_{};
   std::unordered_map<uint64_t, Buffer*> current_;  // owner (thread key) -> open buffer
   std::vector<Buffer*> closed_;                    // full or rejected, not yet delivered
