@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "cupti/cupti_mux.h"
+#include "cupti/v2_bridge.h"
 
 namespace gpuattr::inject {
 namespace {
@@ -69,6 +70,50 @@ struct Face {
 using GpuattrSide = Face<MuxSide::kGpuattr>;
 using ProgramSide = Face<MuxSide::kProgram>;
 
+template <MuxSide kSide>
+struct BridgeFace {
+  static CUptiResult CUPTIAPI SubscribeV2(CUpti_SubscriberHandle* subscriber,
+                                          CUpti_CallbackFunc callback, void* userdata,
+                                          CUpti_SubscriberParams* /*params*/) {
+    return Bridge().Subscribe(kSide, subscriber, callback, userdata);
+  }
+  static CUptiResult CUPTIAPI Unsubscribe(CUpti_SubscriberHandle subscriber) {
+    return Bridge().Unsubscribe(kSide, subscriber);
+  }
+  static CUptiResult CUPTIAPI SetThreadIdType(CUpti_ActivityThreadIdType type) {
+    return Bridge().SetThreadIdType(kSide, type);
+  }
+  static CUptiResult CUPTIAPI RegisterTimestampCallback(CUpti_TimestampCallbackFunc clock) {
+    return Bridge().RegisterTimestampCallback(kSide, clock);
+  }
+  static CUptiResult CUPTIAPI GetTimestamp(uint64_t* timestamp) {
+    return Bridge().GetTimestamp(kSide, timestamp);
+  }
+  static CUptiResult CUPTIAPI RegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                                CUpti_BuffersCallbackCompleteFunc complete) {
+    return Bridge().RegisterBufferCallbacks(kSide, request, complete);
+  }
+  static CUptiResult CUPTIAPI Enable(CUpti_ActivityKind kind) {
+    return Bridge().Enable(kSide, kind);
+  }
+  static CUptiResult CUPTIAPI Disable(CUpti_ActivityKind kind) {
+    return Bridge().Disable(kSide, kind);
+  }
+  static CUptiResult CUPTIAPI FlushAll(uint32_t flag) { return Bridge().FlushAll(kSide, flag); }
+  static CUptiResult CUPTIAPI GetNextRecord(uint8_t* buffer, size_t valid_size,
+                                            CUpti_Activity** record) {
+    return Bridge().GetNextRecord(kSide, buffer, valid_size, record);
+  }
+  static CUptiResult CUPTIAPI GetNumDroppedRecords(CUcontext context, uint32_t stream,
+                                                   size_t* dropped) {
+    return Bridge().GetNumDroppedRecords(kSide, context, stream, dropped);
+  }
+  static CUptiResult CUPTIAPI Finalize() { return Bridge().Finalize(kSide); }
+};
+
+using BridgeGpuattrSide = BridgeFace<MuxSide::kGpuattr>;
+using BridgeProgramSide = BridgeFace<MuxSide::kProgram>;
+
 void* Address(auto function) { return reinterpret_cast<void*>(function); }
 
 }  // namespace
@@ -108,6 +153,39 @@ RedirectOutcome InstallProgramFace(void* library) noexcept {
       {"cuptiActivityFlushAll", Address(&ProgramSide::FlushAll)},
       {"cuptiActivityGetNumDroppedRecords", Address(&ProgramSide::GetNumDroppedRecords)},
       {"cuptiFinalize", Address(&ProgramSide::Finalize)},
+  };
+  return RedirectExports(library, redirects, std::size(redirects));
+}
+
+CuptiApi BridgeGpuattrFace(const CuptiApi& real) noexcept {
+  CuptiApi face = real;
+  face.cuptiSubscribe_v2 = &BridgeGpuattrSide::SubscribeV2;
+  face.cuptiUnsubscribe = &BridgeGpuattrSide::Unsubscribe;
+  face.cuptiSetThreadIdType = &BridgeGpuattrSide::SetThreadIdType;
+  face.cuptiActivityRegisterTimestampCallback = &BridgeGpuattrSide::RegisterTimestampCallback;
+  face.cuptiActivityRegisterCallbacks = &BridgeGpuattrSide::RegisterCallbacks;
+  face.cuptiActivityEnable = &BridgeGpuattrSide::Enable;
+  face.cuptiActivityDisable = &BridgeGpuattrSide::Disable;
+  face.cuptiActivityFlushAll = &BridgeGpuattrSide::FlushAll;
+  face.cuptiActivityGetNextRecord = &BridgeGpuattrSide::GetNextRecord;
+  face.cuptiActivityGetNumDroppedRecords = &BridgeGpuattrSide::GetNumDroppedRecords;
+  face.cuptiFinalize = &BridgeGpuattrSide::Finalize;
+  return face;
+}
+
+RedirectOutcome InstallBridgeProgramFace(void* library) noexcept {
+  ExportRedirect redirects[] = {
+      {"cuptiSetThreadIdType", Address(&BridgeProgramSide::SetThreadIdType)},
+      {"cuptiActivityRegisterTimestampCallback",
+       Address(&BridgeProgramSide::RegisterTimestampCallback)},
+      {"cuptiGetTimestamp", Address(&BridgeProgramSide::GetTimestamp)},
+      {"cuptiActivityRegisterCallbacks", Address(&BridgeProgramSide::RegisterCallbacks)},
+      {"cuptiActivityEnable", Address(&BridgeProgramSide::Enable)},
+      {"cuptiActivityDisable", Address(&BridgeProgramSide::Disable)},
+      {"cuptiActivityFlushAll", Address(&BridgeProgramSide::FlushAll)},
+      {"cuptiActivityGetNextRecord", Address(&BridgeProgramSide::GetNextRecord)},
+      {"cuptiActivityGetNumDroppedRecords", Address(&BridgeProgramSide::GetNumDroppedRecords)},
+      {"cuptiFinalize", Address(&BridgeProgramSide::Finalize)},
   };
   return RedirectExports(library, redirects, std::size(redirects));
 }

@@ -13,7 +13,10 @@
 // bound CUPTI. Everything else (external correlation, attributes, flush period, the profiling and
 // PC sampling APIs) stays CUPTI's own and is shared as CUPTI shares it.
 //
-// Both run once, at setup, after Mux().Bind.
+// Both run once, at setup, after Mux().Bind. Where CUPTI offers several subscribers (v2_bridge.h),
+// the bridge's faces replace them: BridgeGpuattrFace sends the shim's activity calls to its own
+// V2 subscriber, and InstallBridgeProgramFace redirects only the V1 activity functions (subscribe
+// and the callback API stay CUPTI's own, per subscriber there).
 #ifndef GPUATTR_INJECT_CUPTI_MUX_FACES_H_
 #define GPUATTR_INJECT_CUPTI_MUX_FACES_H_
 
@@ -26,6 +29,9 @@ CuptiApi GpuattrFace(const CuptiApi& real) noexcept;
 
 // `library`: the dlopen handle CUPTI was bound through.
 RedirectOutcome InstallProgramFace(void* library) noexcept;
+
+CuptiApi BridgeGpuattrFace(const CuptiApi& real) noexcept;
+RedirectOutcome InstallBridgeProgramFace(void* library) noexcept;
 
 }  // namespace gpuattr::inject
 

@@ -8,7 +8,9 @@
 
 #include "cupti/cbid_table.h"
 #include "cupti/cupti_mux.h"
+#include "cupti/cupti_v2.h"
 #include "cupti/mux_faces.h"
+#include "cupti/v2_bridge.h"
 #include "runtime/clock.h"
 #include "runtime/shim_log.h"
 #include "runtime/shim_state.h"
@@ -383,8 +385,10 @@ namespace {
 
 std::mutex g_bind_mu;  // a leaf: binding runs once, from cuInit or the flush thread
 
-// Binds CUPTI (dlopen) and shares it: the multiplexer gets CUPTI's own functions, the shim the
-// gpuattr face, every other client in the process the program face (cupti_mux.h, mux_faces.h).
+// Binds CUPTI (dlopen) and shares it: where CUPTI allows several subscribers, gpuattr and the
+// program each get one through the V2 bridge (v2_bridge.h); elsewhere the multiplexer gets CUPTI's
+// own functions, the shim the gpuattr face, every other client in the process the program face
+// (cupti_mux.h, mux_faces.h).
 // `probe`: another client may already hold CUPTI (a late attach), so the real session is opened
 // first and the program face installed only if it could be: redirecting a holder's calls would
 // take its session from it. False when no CUPTI could be loaded (a refusal, when `report`).
@@ -403,6 +407,20 @@ bool BindAndShare(bool probe, bool report) noexcept {
     return false;
   }
   g_library = binding.library;
+  if (CuptiV2Api v2; BindCuptiV2(binding.handle, &v2) && Bridge().Open(api, v2, &CuptiCallback)) {
+    // CUPTI keeps the two apart itself (v2_bridge.h). A late attach after another client
+    // subscribed leaves its calls as they are: redirecting them mid-session would take its kinds.
+    if (probe && Bridge().others_before()) {
+      ShimLog("CUPTI allows several subscribers: gpuattr has its own");
+    } else if (const RedirectOutcome shared = InstallBridgeProgramFace(binding.handle); shared.ok) {
+      ShimLog("CUPTI allows several subscribers: %zu V1 exports bridged to the program's own",
+              shared.symbols_redirected);
+    } else {
+      ShimLog("CUPTI's V1 activity calls not bridged for other clients: %s", shared.error);
+    }
+    UseCuptiTable(BridgeGpuattrFace(api));
+    return true;
+  }
   Mux().Bind(api, &CuptiTimestamp);
   const CUptiResult opened = probe ? Mux().OpenRealSession() : CUPTI_SUCCESS;
   if (opened != CUPTI_SUCCESS) {

@@ -51,6 +51,19 @@ TEST_CASE("a second CUPTI client started mid-run leaves gpuattr's report equal t
   CheckAgainstTruth(report, truth);
   // CUDA 13.0 has one subscriber slot, which gpuattr holds: the client gets CUPTI through
   // gpuattr's multiplexer, exactly what it would get alone.
+  CHECK(truth["processes"][0]["cupti_client"]["old_subscriber"] == "");
+  CheckCuptiClientRecords(truth["processes"][0]);
+}
+
+TEST_CASE("on CUDA 13.3+ a client started mid-run gets a subscriber of its own beside gpuattr",
+          "[e2e]") {
+  TempDir dir;
+  const auto [report, truth] = RunScenario(dir, GPUATTR_SCENARIO_DIR "/cupti_client_midrun.json",
+                                           {{"SIMGPU_CUPTI_MODE", "multi_subscriber"}});
+  CheckAgainstTruth(report, truth);
+  // CUPTI itself let the client in, naming gpuattr as the first subscriber: the shim subscribed
+  // with allowMultipleSubscribers. The client's V1 activity calls reached its own V2 subscriber.
+  CHECK(truth["processes"][0]["cupti_client"]["old_subscriber"] == "gpuattr");
   CheckCuptiClientRecords(truth["processes"][0]);
 }
 
@@ -60,6 +73,16 @@ TEST_CASE("a second CUPTI client that finalizes CUPTI mid-run leaves gpuattr's r
   const auto [report, truth] = RunScenario(dir, GPUATTR_SCENARIO_DIR "/cupti_client_finalize.json");
   // Every step, those after the client's cuptiFinalize included, equals the truth.
   CheckAgainstTruth(report, truth);
+  CheckCuptiClientRecords(truth["processes"][0]);
+}
+
+TEST_CASE("on CUDA 13.3+ a client that finalizes CUPTI mid-run leaves gpuattr's report whole",
+          "[e2e]") {
+  TempDir dir;
+  const auto [report, truth] = RunScenario(dir, GPUATTR_SCENARIO_DIR "/cupti_client_finalize.json",
+                                           {{"SIMGPU_CUPTI_MODE", "multi_subscriber"}});
+  CheckAgainstTruth(report, truth);
+  CHECK(truth["processes"][0]["cupti_client"]["old_subscriber"] == "gpuattr");
   CheckCuptiClientRecords(truth["processes"][0]);
 }
 

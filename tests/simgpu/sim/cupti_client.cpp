@@ -135,9 +135,13 @@ bool CuptiClient::Start(const std::vector<std::string>& kinds, std::string* erro
   CUpti_SubscriberParams params{};
   params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
   params.subscriberName = "simgpu-cupti-client";
+  char old_subscriber[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {};
+  params.oldSubscriberName = old_subscriber;
+  params.oldSubscriberSize = sizeof(old_subscriber);
   CUpti_SubscriberHandle subscriber = nullptr;
   const CUptiResult subscribed = api_->subscribe(&subscriber, IgnoreCallback, nullptr, &params);
   subscribe_result_ = subscribed;
+  old_subscriber_ = old_subscriber;
   if (subscribed != CUPTI_SUCCESS) return true;  // as Kineto: no activities without CUPTI
   subscriber_ = subscriber;
   api_->register_callbacks(RequestBuffer, CompleteBuffer);
@@ -191,6 +195,7 @@ nlohmann::json CuptiClient::ToJson() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!subscribe_result_) return nullptr;
   return {{"subscribe_result", *subscribe_result_},
+          {"old_subscriber", old_subscriber_},
           {"records", records_},
           {"launched_while_on", launched_while_on_}};
 }

@@ -53,6 +53,7 @@ class CuptiClient {
   std::mutex mu_;
   const Api* api_ = nullptr;
   std::optional<int> subscribe_result_;
+  std::string old_subscriber_;  // the first subscriber CUPTI named when it let this one in
   void* subscriber_ = nullptr;  // CUpti_SubscriberHandle while subscribed
   std::vector<uint32_t> enabled_;
   std::vector<std::string> started_kinds_;  // between start and stop, whatever CUPTI said
