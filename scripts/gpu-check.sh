@@ -170,8 +170,12 @@ done
 # torch.profiler inside a traced program (issue 43): the lesson model with its own profiler
 # session, under gpuattr run. Both must be complete: its key_averages against the profiled run
 # above (without gpuattr), gpuattr's module rows against its key_averages of the same steps.
-traced torch_profiler_inside 120 "$torch_cupti" "$py" torch_modules.py --model lesson \
+# GPUATTR_LOG: the shim says how it shared CUPTI (CUPTI 13.3+'s own several subscribers through
+# the V2 bridge, or the multiplexer), the first real-CUPTI evidence of either path.
+GPUATTR_LOG=1 traced torch_profiler_inside 120 "$torch_cupti" "$py" torch_modules.py --model lesson \
   --steps 20 --warmup 5 --torch-profiler "$out/torch_profiler_inside.torch_trace.json"
+grep -hE "CUPTI (allows several|shared|not shared|.s V1)" "$out/torch_profiler_inside.stderr" |
+  sed 's/^/   /' || true
 
 # The demo's GPT (issue 40: checkpointed blocks, F.cross_entropy, AdamW, clipping) on the device:
 # bare, under gpuattr run, and torch.compile'd under gpuattr run (compiled_demo.py prints dynamo's

@@ -10,109 +10,77 @@
 namespace gpuattr::inject {
 namespace {
 
-template <MuxSide kSide>
+// CUPTI's signatures bound to one side of a backend: the multiplexer (Mux) or the V2 bridge
+// (Bridge), whose functions of the same name take the same arguments after the side. A member
+// is instantiated only where a face below takes its address.
+template <auto kBackend, MuxSide kSide>
 struct Face {
   static CUptiResult CUPTIAPI Subscribe(CUpti_SubscriberHandle* subscriber,
                                         CUpti_CallbackFunc callback, void* userdata) {
-    return Mux().Subscribe(kSide, subscriber, callback, userdata, nullptr);
+    return kBackend().Subscribe(kSide, subscriber, callback, userdata, nullptr);
   }
   static CUptiResult CUPTIAPI SubscribeV2(CUpti_SubscriberHandle* subscriber,
                                           CUpti_CallbackFunc callback, void* userdata,
                                           CUpti_SubscriberParams* params) {
-    return Mux().Subscribe(kSide, subscriber, callback, userdata, params);
+    return kBackend().Subscribe(kSide, subscriber, callback, userdata, params);
   }
   static CUptiResult CUPTIAPI Unsubscribe(CUpti_SubscriberHandle subscriber) {
-    return Mux().Unsubscribe(kSide, subscriber);
+    return kBackend().Unsubscribe(kSide, subscriber);
   }
   static CUptiResult CUPTIAPI EnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
                                              CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
-    return Mux().EnableCallback(kSide, enable, subscriber, domain, cbid);
+    return kBackend().EnableCallback(kSide, enable, subscriber, domain, cbid);
   }
   static CUptiResult CUPTIAPI EnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
                                            CUpti_CallbackDomain domain) {
-    return Mux().EnableDomain(kSide, enable, subscriber, domain);
+    return kBackend().EnableDomain(kSide, enable, subscriber, domain);
   }
   static CUptiResult CUPTIAPI EnableAllDomains(uint32_t enable, CUpti_SubscriberHandle subscriber) {
-    return Mux().EnableAllDomains(kSide, enable, subscriber);
+    return kBackend().EnableAllDomains(kSide, enable, subscriber);
   }
   static CUptiResult CUPTIAPI GetCallbackState(uint32_t* enable, CUpti_SubscriberHandle subscriber,
                                                CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
-    return Mux().GetCallbackState(kSide, enable, subscriber, domain, cbid);
+    return kBackend().GetCallbackState(kSide, enable, subscriber, domain, cbid);
   }
   static CUptiResult CUPTIAPI SetThreadIdType(CUpti_ActivityThreadIdType type) {
-    return Mux().SetThreadIdType(kSide, type);
+    return kBackend().SetThreadIdType(kSide, type);
   }
   static CUptiResult CUPTIAPI GetThreadIdType(CUpti_ActivityThreadIdType* type) {
-    return Mux().GetThreadIdType(kSide, type);
+    return kBackend().GetThreadIdType(kSide, type);
   }
   static CUptiResult CUPTIAPI RegisterTimestampCallback(CUpti_TimestampCallbackFunc clock) {
-    return Mux().RegisterTimestampCallback(kSide, clock);
+    return kBackend().RegisterTimestampCallback(kSide, clock);
   }
   static CUptiResult CUPTIAPI GetTimestamp(uint64_t* timestamp) {
-    return Mux().GetTimestamp(kSide, timestamp);
+    return kBackend().GetTimestamp(kSide, timestamp);
   }
   static CUptiResult CUPTIAPI RegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
                                                 CUpti_BuffersCallbackCompleteFunc complete) {
-    return Mux().RegisterBufferCallbacks(kSide, request, complete);
-  }
-  static CUptiResult CUPTIAPI Enable(CUpti_ActivityKind kind) { return Mux().Enable(kSide, kind); }
-  static CUptiResult CUPTIAPI Disable(CUpti_ActivityKind kind) {
-    return Mux().Disable(kSide, kind);
-  }
-  static CUptiResult CUPTIAPI FlushAll(uint32_t flag) { return Mux().FlushAll(kSide, flag); }
-  static CUptiResult CUPTIAPI GetNumDroppedRecords(CUcontext context, uint32_t stream,
-                                                   size_t* dropped) {
-    return Mux().GetNumDroppedRecords(kSide, context, stream, dropped);
-  }
-  static CUptiResult CUPTIAPI Finalize() { return Mux().Finalize(kSide); }
-};
-
-using GpuattrSide = Face<MuxSide::kGpuattr>;
-using ProgramSide = Face<MuxSide::kProgram>;
-
-template <MuxSide kSide>
-struct BridgeFace {
-  static CUptiResult CUPTIAPI SubscribeV2(CUpti_SubscriberHandle* subscriber,
-                                          CUpti_CallbackFunc callback, void* userdata,
-                                          CUpti_SubscriberParams* /*params*/) {
-    return Bridge().Subscribe(kSide, subscriber, callback, userdata);
-  }
-  static CUptiResult CUPTIAPI Unsubscribe(CUpti_SubscriberHandle subscriber) {
-    return Bridge().Unsubscribe(kSide, subscriber);
-  }
-  static CUptiResult CUPTIAPI SetThreadIdType(CUpti_ActivityThreadIdType type) {
-    return Bridge().SetThreadIdType(kSide, type);
-  }
-  static CUptiResult CUPTIAPI RegisterTimestampCallback(CUpti_TimestampCallbackFunc clock) {
-    return Bridge().RegisterTimestampCallback(kSide, clock);
-  }
-  static CUptiResult CUPTIAPI GetTimestamp(uint64_t* timestamp) {
-    return Bridge().GetTimestamp(kSide, timestamp);
-  }
-  static CUptiResult CUPTIAPI RegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
-                                                CUpti_BuffersCallbackCompleteFunc complete) {
-    return Bridge().RegisterBufferCallbacks(kSide, request, complete);
+    return kBackend().RegisterBufferCallbacks(kSide, request, complete);
   }
   static CUptiResult CUPTIAPI Enable(CUpti_ActivityKind kind) {
-    return Bridge().Enable(kSide, kind);
+    return kBackend().Enable(kSide, kind);
   }
   static CUptiResult CUPTIAPI Disable(CUpti_ActivityKind kind) {
-    return Bridge().Disable(kSide, kind);
+    return kBackend().Disable(kSide, kind);
   }
-  static CUptiResult CUPTIAPI FlushAll(uint32_t flag) { return Bridge().FlushAll(kSide, flag); }
-  static CUptiResult CUPTIAPI GetNextRecord(uint8_t* buffer, size_t valid_size,
-                                            CUpti_Activity** record) {
-    return Bridge().GetNextRecord(kSide, buffer, valid_size, record);
-  }
+  static CUptiResult CUPTIAPI FlushAll(uint32_t flag) { return kBackend().FlushAll(kSide, flag); }
   static CUptiResult CUPTIAPI GetNumDroppedRecords(CUcontext context, uint32_t stream,
                                                    size_t* dropped) {
-    return Bridge().GetNumDroppedRecords(kSide, context, stream, dropped);
+    return kBackend().GetNumDroppedRecords(kSide, context, stream, dropped);
   }
-  static CUptiResult CUPTIAPI Finalize() { return Bridge().Finalize(kSide); }
+  static CUptiResult CUPTIAPI GetNextRecord(uint8_t* buffer, size_t valid_size,
+                                            CUpti_Activity** record) {
+    return kBackend().GetNextRecord(kSide, buffer, valid_size, record);
+  }
+  static CUptiResult CUPTIAPI Finalize() { return kBackend().Finalize(kSide); }
 };
 
-using BridgeGpuattrSide = BridgeFace<MuxSide::kGpuattr>;
-using BridgeProgramSide = BridgeFace<MuxSide::kProgram>;
+using GpuattrSide = Face<&Mux, MuxSide::kGpuattr>;
+using ProgramSide = Face<&Mux, MuxSide::kProgram>;
+
+using BridgeGpuattrSide = Face<&Bridge, MuxSide::kGpuattr>;
+using BridgeProgramSide = Face<&Bridge, MuxSide::kProgram>;
 
 void* Address(auto function) { return reinterpret_cast<void*>(function); }
 

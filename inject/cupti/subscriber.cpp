@@ -407,7 +407,8 @@ bool BindAndShare(bool probe, bool report) noexcept {
     return false;
   }
   g_library = binding.library;
-  if (CuptiV2Api v2; BindCuptiV2(binding.handle, &v2) && Bridge().Open(api, v2, &CuptiCallback)) {
+  if (CuptiV2Api v2;
+      BindCuptiV2(binding.handle, &v2) && Bridge().Open(api, v2, &CuptiCallback, nullptr)) {
     // CUPTI keeps the two apart itself (v2_bridge.h). A late attach after another client
     // subscribed leaves its calls as they are: redirecting them mid-session would take its kinds.
     if (probe && Bridge().others_before()) {

@@ -26,14 +26,14 @@ struct BufferCallbacks {
 
 }  // namespace
 
-bool V2Bridge::Open(const CuptiApi& real, const CuptiV2Api& v2,
-                    CUpti_CallbackFunc gpuattr_callback) noexcept {
+bool V2Bridge::Open(const CuptiApi& real, const CuptiV2Api& v2, CUpti_CallbackFunc gpuattr_callback,
+                    void* gpuattr_userdata) noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   real_ = real;
   v2_ = v2;
   CUpti_SubscriberHandle gpuattr = nullptr;
   char first[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {};
-  if (SubscribeV2("gpuattr", gpuattr_callback, nullptr, &gpuattr, first, sizeof(first)) !=
+  if (SubscribeV2("gpuattr", gpuattr_callback, gpuattr_userdata, &gpuattr, first, sizeof(first)) !=
       CUPTI_SUCCESS) {
     return false;
   }
@@ -86,7 +86,8 @@ CUpti_SubscriberHandle V2Bridge::SubscriberOf(MuxSide which) noexcept {
 }
 
 CUptiResult V2Bridge::Subscribe(MuxSide which, CUpti_SubscriberHandle* subscriber,
-                                CUpti_CallbackFunc callback, void* userdata) noexcept {
+                                CUpti_CallbackFunc callback, void* userdata,
+                                CUpti_SubscriberParams* /*params*/) noexcept {
   if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   Side& s = side(which);
   std::lock_guard<std::mutex> lock(mu_);

@@ -45,15 +45,17 @@ class V2Bridge {
   static constexpr uint64_t kDrainNs = 200000000;  // a drain's limit before it forces
 
   // Detects the mode (see above) and keeps gpuattr's subscriber, with `gpuattr_callback`.
-  bool Open(const CuptiApi& real, const CuptiV2Api& v2,
-            CUpti_CallbackFunc gpuattr_callback) noexcept;
+  bool Open(const CuptiApi& real, const CuptiV2Api& v2, CUpti_CallbackFunc gpuattr_callback,
+            void* gpuattr_userdata) noexcept;
   bool open() const noexcept { return open_.load(std::memory_order_acquire); }
   // Whether another client had subscribed before Open (CUPTI named it the first subscriber).
   bool others_before() const noexcept { return others_before_; }
 
   // V1 functions, per side.
+  // `params` is not read: gpuattr's subscriber is always "gpuattr", allowing several.
   CUptiResult Subscribe(MuxSide side, CUpti_SubscriberHandle* subscriber,
-                        CUpti_CallbackFunc callback, void* userdata) noexcept;
+                        CUpti_CallbackFunc callback, void* userdata,
+                        CUpti_SubscriberParams* params) noexcept;
   CUptiResult Unsubscribe(MuxSide side, CUpti_SubscriberHandle subscriber) noexcept;
   CUptiResult RegisterBufferCallbacks(MuxSide side, CUpti_BuffersCallbackRequestFunc request,
                                       CUpti_BuffersCallbackCompleteFunc complete) noexcept;

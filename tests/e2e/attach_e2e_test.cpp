@@ -117,10 +117,14 @@ TEST_CASE_METHOD(DaemonFixture,
                  "an attach window opening and closing while the program's own CUPTI client is on "
                  "takes nothing from the client",
                  "[attach][e2e]") {
+  // CUDA 13.0's one subscriber (the multiplexer), and 13.3+'s several (the V2 bridge).
+  const std::string cupti_mode = GENERATE(as<std::string>{}, "", "multi_subscriber");
+  INFO("SIMGPU_CUPTI_MODE=" << cupti_mode);
   const std::string client_scenario = WriteClientScenario(dir, stop_file);
   const std::string truth_path = dir.File("truth.json");
   Subprocess job({GPUATTR_BIN, "run", "--armed", "--socket", socket, "--", SIMGPU_RUN,
-                  client_scenario, "--truth", truth_path});
+                  client_scenario, "--truth", truth_path},
+                 {{"SIMGPU_CUPTI_MODE", cupti_mode}});
 
   const std::string window = dir.File("window.json");
   const ProcessResult attached = Attach(socket, window, {"--all", "--steps", "2"});
@@ -137,6 +141,8 @@ TEST_CASE_METHOD(DaemonFixture,
   REQUIRE(SchemaValid(window));
   CheckWindow(ReadJson(window), truth, 1, 2);
   CheckCuptiClientRecords(truth["processes"][0]);
+  CHECK(truth["processes"][0]["cupti_client"]["old_subscriber"] ==
+        (cupti_mode.empty() ? "" : "gpuattr"));
   StopDaemon();
 }
 

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "cupti_client_check.h"
 #include "scenario_check.h"
@@ -44,46 +45,36 @@ TEST_CASE("a kernel launched outside any range agrees with the truth", "[e2e]") 
   CheckScenario("launch_outside_range");
 }
 
-TEST_CASE("a second CUPTI client started mid-run leaves gpuattr's report equal to the truth",
-          "[e2e]") {
+// A scenario with a second CUPTI client under `gpuattr run`, on CUDA 13.0's rules (one subscriber
+// slot, which gpuattr holds: the client gets CUPTI through gpuattr's multiplexer, exactly what it
+// would get alone, and no first subscriber is named) and on 13.3+'s (CUPTI lets the client in
+// itself, naming gpuattr, which subscribed with allowMultipleSubscribers; the client's V1
+// activity calls reach a V2 subscriber of its own through the bridge). gpuattr's report equals
+// the truth either way.
+void CheckScenarioWithCuptiClient(const std::string& scenario) {
+  const std::string cupti_mode = GENERATE(as<std::string>{}, "", "multi_subscriber");
+  INFO("SIMGPU_CUPTI_MODE=" << cupti_mode);
   TempDir dir;
-  const auto [report, truth] = RunScenario(dir, GPUATTR_SCENARIO_DIR "/cupti_client_midrun.json");
+  const auto [report, truth] = RunScenario(dir, scenario, {{"SIMGPU_CUPTI_MODE", cupti_mode}});
   CheckAgainstTruth(report, truth);
-  // CUDA 13.0 has one subscriber slot, which gpuattr holds: the client gets CUPTI through
-  // gpuattr's multiplexer, exactly what it would get alone.
-  CHECK(truth["processes"][0]["cupti_client"]["old_subscriber"] == "");
+  CHECK(truth["processes"][0]["cupti_client"]["old_subscriber"] ==
+        (cupti_mode.empty() ? "" : "gpuattr"));
   CheckCuptiClientRecords(truth["processes"][0]);
 }
 
-TEST_CASE("on CUDA 13.3+ a client started mid-run gets a subscriber of its own beside gpuattr",
-          "[e2e]") {
-  TempDir dir;
-  const auto [report, truth] = RunScenario(dir, GPUATTR_SCENARIO_DIR "/cupti_client_midrun.json",
-                                           {{"SIMGPU_CUPTI_MODE", "multi_subscriber"}});
-  CheckAgainstTruth(report, truth);
-  // CUPTI itself let the client in, naming gpuattr as the first subscriber: the shim subscribed
-  // with allowMultipleSubscribers. The client's V1 activity calls reached its own V2 subscriber.
-  CHECK(truth["processes"][0]["cupti_client"]["old_subscriber"] == "gpuattr");
-  CheckCuptiClientRecords(truth["processes"][0]);
+TEST_CASE(
+    "a second CUPTI client started mid-run leaves gpuattr's report equal to the truth "
+    "on CUDA 13.0 and 13.3+",
+    "[e2e]") {
+  CheckScenarioWithCuptiClient(GPUATTR_SCENARIO_DIR "/cupti_client_midrun.json");
 }
 
-TEST_CASE("a second CUPTI client that finalizes CUPTI mid-run leaves gpuattr's report whole",
-          "[e2e]") {
-  TempDir dir;
-  const auto [report, truth] = RunScenario(dir, GPUATTR_SCENARIO_DIR "/cupti_client_finalize.json");
+TEST_CASE(
+    "a second CUPTI client that finalizes CUPTI mid-run leaves gpuattr's report whole "
+    "on CUDA 13.0 and 13.3+",
+    "[e2e]") {
   // Every step, those after the client's cuptiFinalize included, equals the truth.
-  CheckAgainstTruth(report, truth);
-  CheckCuptiClientRecords(truth["processes"][0]);
-}
-
-TEST_CASE("on CUDA 13.3+ a client that finalizes CUPTI mid-run leaves gpuattr's report whole",
-          "[e2e]") {
-  TempDir dir;
-  const auto [report, truth] = RunScenario(dir, GPUATTR_SCENARIO_DIR "/cupti_client_finalize.json",
-                                           {{"SIMGPU_CUPTI_MODE", "multi_subscriber"}});
-  CheckAgainstTruth(report, truth);
-  CHECK(truth["processes"][0]["cupti_client"]["old_subscriber"] == "gpuattr");
-  CheckCuptiClientRecords(truth["processes"][0]);
+  CheckScenarioWithCuptiClient(GPUATTR_SCENARIO_DIR "/cupti_client_finalize.json");
 }
 
 TEST_CASE("a child forked without exec is its own process and leaves the parent intact", "[e2e]") {

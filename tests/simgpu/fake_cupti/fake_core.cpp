@@ -122,7 +122,11 @@ Fake& Fake::Get() {
 // --- subscription ---------------------------------------------------------------------------
 
 Subscriber* Fake::LiveLocked(CUpti_SubscriberHandle handle) {
-  return handle != nullptr && handle->live ? handle : nullptr;
+  // Only handles this library made are looked at: a client may pass any pointer.
+  for (const auto& subscriber : subscribers_) {
+    if (subscriber.get() == handle) return subscriber->live ? subscriber.get() : nullptr;
+  }
+  return nullptr;
 }
 
 size_t Fake::LiveCountLocked() const {
@@ -358,10 +362,12 @@ CUptiResult Fake::GetAttribute(uint32_t attr, size_t* size, void* value) {
 }
 
 bool Fake::Finalize() {
+  std::vector<ActivityStore*> subscriber_stores;
   {
     std::unique_lock<std::mutex> lock(cb_mu_);
     if (LiveCountLocked() > 1) return false;
     for (auto& subscriber : subscribers_) {
+      if (subscriber->store != nullptr) subscriber_stores.push_back(subscriber->store.get());
       subscriber->live = false;
       subscriber->domain_all.fill(false);
       subscriber->overrides.clear();
@@ -378,9 +384,7 @@ bool Fake::Finalize() {
   }
   // The forced flush converts device times with the client's clock, so it is reset after.
   store_.Reset();
-  for (auto& subscriber : subscribers_) {
-    if (subscriber->store != nullptr) subscriber->store->Reset();
-  }
+  for (ActivityStore* store : subscriber_stores) store->Reset();
   family_.store(ActivityFamily::kNone);
   SetTimestampCallback(nullptr);
   thread_id_type_.store(CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT);

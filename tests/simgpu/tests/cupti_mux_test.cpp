@@ -1,6 +1,9 @@
 // The CUPTI multiplexer (inject/cupti/cupti_mux.h) against the fake CUPTI, which enforces CUDA
 // 13.0's one subscriber slot and process-global activity API: the gpuattr side through the shim's
 // table (GpuattrFace), the program side through CUPTI's own exports after InstallProgramFace —
+// and, built again with SIMGPU_TEST_V2_BRIDGE, the V2 bridge (inject/cupti/v2_bridge.h) against
+// the fake's multi-subscriber mode (CUDA 13.3+), through BridgeGpuattrFace and
+// InstallBridgeProgramFace, where the same cases must hold —
 // called here as a client linked against libcupti calls them (this test links the fake; a
 // library linked so is also loaded afterwards), and looked up with dlsym as Kineto does. Work runs
 // on the simulated driver; each TEST_CASE runs in its own process under ctest (the redirect is for
@@ -16,11 +19,14 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "cupti/cupti_api.h"
+#include "cupti/cupti_v2.h"
 #include "cupti/mux_faces.h"
+#include "cupti/v2_bridge.h"
 #include "driver.h"
 #include "runtime/clock.h"
 
@@ -112,11 +118,19 @@ struct Shared {
     binding = BindCupti(&real);
     REQUIRE(binding.ok);
     g_real = &real;
+    g_gpuattr.slot_mark = 1000000;
+    g_program.slot_mark = 2000000;
+#ifdef SIMGPU_TEST_V2_BRIDGE
+    gpuattr::inject::CuptiV2Api v2;
+    REQUIRE(gpuattr::inject::BindCuptiV2(binding.handle, &v2));
+    REQUIRE(gpuattr::inject::Bridge().Open(real, v2, &OnCallback, &g_gpuattr));
+    REQUIRE(gpuattr::inject::InstallBridgeProgramFace(binding.handle).ok);
+    gpuattr = gpuattr::inject::BridgeGpuattrFace(real);
+#else
     Mux().Bind(real, &gpuattr::inject::MonotonicNs);
     REQUIRE(InstallProgramFace(binding.handle).ok);
     gpuattr = GpuattrFace(real);
-    g_gpuattr.slot_mark = 1000000;
-    g_program.slot_mark = 2000000;
+#endif
     REQUIRE(gpuattr.cuptiSubscribe_v2(&gpuattr_subscriber, &OnCallback, &g_gpuattr, nullptr) ==
             CUPTI_SUCCESS);
     REQUIRE(gpuattr.cuptiActivityRegisterTimestampCallback(&gpuattr::inject::MonotonicNs) ==
@@ -159,6 +173,30 @@ std::set<uint32_t> Keys(const std::map<uint32_t, Kernel>& kernels) {
   return keys;
 }
 
+#ifdef SIMGPU_TEST_V2_BRIDGE
+TEST_CASE("a V1 client gets a subscriber of its own from CUPTI beside gpuattr's", "[mux]") {
+  Shared shared;
+  // The V1 activity functions reach the bridge, however the client bound them; subscribe and
+  // the callback API stay CUPTI's own.
+  void* enable = dlsym(shared.binding.handle, "cuptiActivityEnable");
+  CHECK(enable != reinterpret_cast<void*>(shared.real.cuptiActivityEnable));
+  CHECK(reinterpret_cast<void*>(&cuptiActivityEnable) == enable);
+  CHECK(dlsym(shared.binding.handle, "cuptiSubscribe_v2") ==
+        reinterpret_cast<void*>(shared.real.cuptiSubscribe_v2));
+  // CUPTI lets the program in, naming gpuattr, the first subscriber, which allowed several.
+  char first[64] = {};
+  CUpti_SubscriberParams params{};
+  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.subscriberName = "program";
+  params.oldSubscriberName = first;
+  params.oldSubscriberSize = sizeof(first);
+  CUpti_SubscriberHandle program = nullptr;
+  REQUIRE(cuptiSubscribe_v2(&program, &OnCallback, &g_program, &params) == CUPTI_SUCCESS);
+  CHECK(std::string(first) == "gpuattr");
+  CHECK(program != shared.gpuattr_subscriber);
+  REQUIRE(cuptiUnsubscribe(program) == CUPTI_SUCCESS);
+}
+#else
 TEST_CASE("a client that links CUPTI or looks it up with dlsym reaches the program side", "[mux]") {
   Shared shared;
   void* looked_up = dlsym(shared.binding.handle, "cuptiSubscribe_v2");
@@ -192,6 +230,8 @@ TEST_CASE("a client that links CUPTI or looks it up with dlsym reaches the progr
   CHECK(cuptiUnsubscribe(first) == CUPTI_SUCCESS);
   CHECK(subscribe_v2(&second, &OnCallback, &g_program, &params) == CUPTI_SUCCESS);
 }
+
+#endif
 
 TEST_CASE("each side gets exactly what was launched while it was on, with its own callbacks",
           "[mux]") {
@@ -229,9 +269,12 @@ TEST_CASE("each side gets exactly what was launched while it was on, with its ow
 
 TEST_CASE("a program that finalizes CUPTI mid-run leaves gpuattr's session whole", "[mux]") {
   Shared shared;
-  StartProgram();
+  CUpti_SubscriberHandle program = StartProgram();
   std::vector<uint32_t> launched{shared.Launch(), shared.Launch()};
   shared.driver.Sync(0, std::nullopt);
+  // As Kineto's teardown (TEARDOWN_CUPTI=1): unsubscribe, then finalize, so that gpuattr's is the
+  // only subscriber CUPTI still has.
+  REQUIRE(cuptiUnsubscribe(program) == CUPTI_SUCCESS);
   REQUIRE(cuptiFinalize() == CUPTI_SUCCESS);
   CHECK(Keys(g_program.kernels) == std::set<uint32_t>(launched.begin(), launched.end()));
   launched.push_back(shared.Launch());
