@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <iterator>
 #include <thread>
 
 #include "runtime/clock.h"
@@ -49,7 +48,6 @@ bool V2Bridge::Open(const CuptiApi& real, const CuptiV2Api& v2, CUpti_CallbackFu
   side(MuxSide::kGpuattr).subscriber.store(gpuattr, std::memory_order_release);
   // CUPTI names the first subscriber when several are allowed: someone else subscribed before.
   others_before_ = first[0] != '\0' && std::strcmp(first, "gpuattr") != 0;
-  open_.store(true, std::memory_order_release);
   return true;
 }
 
@@ -225,12 +223,28 @@ CUptiResult V2Bridge::GetTimestamp(MuxSide which, uint64_t* timestamp) noexcept 
 }
 
 CUptiResult V2Bridge::Finalize(MuxSide which) noexcept {
-  // A side's own activity ends here. CUPTI finalizes only once a single subscriber is left, and
-  // that one would be the other side's: its session is not this side's to end.
+  // A side's own activity ends here. CUPTI would finalize with one subscriber left, and that one
+  // is someone else's (the other side's, or a client's own): its session is not this side's to
+  // end. Only a process with no other subscriber is finalized.
   Drop(which);
   const MuxSide other = which == MuxSide::kGpuattr ? MuxSide::kProgram : MuxSide::kGpuattr;
-  if (side(other).subscriber.load(std::memory_order_acquire) != nullptr) return CUPTI_SUCCESS;
+  if (side(other).subscriber.load(std::memory_order_acquire) != nullptr || OthersSubscribed()) {
+    return CUPTI_SUCCESS;
+  }
   return real_.cuptiFinalize();
+}
+
+bool V2Bridge::OthersSubscribed() noexcept {
+  // CUPTI names the first subscriber to a later one where several are allowed, and refuses the
+  // later one where they are not.
+  constexpr const char* kProbe = "gpuattr probe";
+  CUpti_SubscriberHandle probe = nullptr;
+  char first[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {};
+  if (SubscribeV2(kProbe, nullptr, nullptr, &probe, first, sizeof(first)) != CUPTI_SUCCESS) {
+    return true;
+  }
+  real_.cuptiUnsubscribe(probe);
+  return first[0] != '\0' && std::strcmp(first, kProbe) != 0;
 }
 
 void V2Bridge::Request(MuxSide which, uint8_t** buffer, size_t* size,

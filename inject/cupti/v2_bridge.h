@@ -16,6 +16,11 @@
 // A V2 client in the program keeps calling CUPTI directly and gets a subscriber of its own from
 // CUPTI. The callback API is per subscriber in CUPTI already and is not bridged.
 //
+// Finalize ends the side's own activity and subscriber; CUPTI itself is finalized only when no
+// other subscriber is left (the other side's, or one a client made directly: a probe subscriber
+// finds out, as CUPTI names the first subscriber to a later one), since with one left CUPTI would
+// finalize it too.
+//
 // What CUPTI still shares: cuptiActivityFlushAll flushes every subscriber's buffers with the same
 // flag. A forced flush hands out the records of work still running as start = end = 0, so a
 // side's forced flush drains instead while the other side traces (non-forced flushes until the
@@ -47,7 +52,6 @@ class V2Bridge {
   // Detects the mode (see above) and keeps gpuattr's subscriber, with `gpuattr_callback`.
   bool Open(const CuptiApi& real, const CuptiV2Api& v2, CUpti_CallbackFunc gpuattr_callback,
             void* gpuattr_userdata) noexcept;
-  bool open() const noexcept { return open_.load(std::memory_order_acquire); }
   // Whether another client had subscribed before Open (CUPTI named it the first subscriber).
   bool others_before() const noexcept { return others_before_; }
 
@@ -97,9 +101,10 @@ class V2Bridge {
   void Drop(MuxSide which) noexcept;
   CUptiResult SetAttribute(MuxSide which, uint32_t attribute, void* value, size_t size) noexcept;
   CUptiResult Drain(const Side& side) noexcept;
+  // Whether CUPTI has a subscriber this bridge did not make (a probe subscribes and leaves).
+  bool OthersSubscribed() noexcept;
 
-  std::atomic<bool> open_{false};
-  bool others_before_ = false;  // written by Open, before open_
+  bool others_before_ = false;  // written by Open
   CuptiApi real_;
   CuptiV2Api v2_;
   std::mutex mu_;

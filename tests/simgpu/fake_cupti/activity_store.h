@@ -1,4 +1,7 @@
-// ActivityStore: the fake CUPTI's activity buffers, its worker thread and its global lock.
+// ActivityStore: the fake CUPTI's activity buffers, its worker thread and its global lock. There
+// is one for the process (CUDA 13.0's activity API), and in the multi-subscriber mode one per
+// subscriber besides (fake_core.h), each with its own buffer callbacks (V1, or V2 with an info
+// struct), kinds, drops and CUPTI clock.
 //
 // It reproduces the buffer behaviours of the real 13.0 library that a client must survive
 // (cupti-notes §4.5, §8.3):
@@ -96,8 +99,9 @@ class ActivityStore {
 
   // The CUPTI clock of this store's records (a subscriber's timestamp callback, multi-subscriber
   // mode), and the thread-id type of its API records.
-  void SetClock(uint64_t (*cupti_now)()) { cupti_now_.store(cupti_now); }
-  uint64_t (*clock() const)() { return cupti_now_.load(); }
+  using Clock = uint64_t (*)();
+  void SetClock(Clock cupti_now) { cupti_now_.store(cupti_now); }
+  Clock clock() const { return cupti_now_.load(); }
   uint64_t CuptiNow() const { return cupti_now_.load()(); }
   void SetThreadIdType(uint32_t type) { thread_id_type_.store(type); }
   uint32_t thread_id_type() const { return thread_id_type_.load(); }
@@ -159,7 +163,7 @@ class ActivityStore {
   static void Deliver(const std::vector<Buffer*>& buffers, Completion completion);
   void WorkerMain(Worker* self);  // Runs on: the fake's worker thread ("Cupti_Worker").
 
-  std::atomic<uint64_t (*)()> cupti_now_;
+  std::atomic<Clock> cupti_now_;
   std::atomic<uint32_t> thread_id_type_{CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT};
   const bool shuffle_;
 

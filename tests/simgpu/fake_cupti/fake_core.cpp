@@ -146,14 +146,17 @@ CUptiResult Fake::Subscribe(CUpti_SubscriberHandle* handle, CUpti_CallbackFunc c
   for (const auto& subscriber : subscribers_) {
     if (subscriber->live && first == nullptr) first = subscriber.get();
   }
+  // The name CUPTI gives the first subscriber: to a refused one, and to a later one that was let
+  // in (several allowed).
+  std::string first_name;
+  if (first != nullptr) first_name = first->name.empty() ? "CUPTI" : first->name;
   std::string holder;
   if (mode_ == Mode::kConflict) holder = conflict_name_;
   const bool joins = live > 0 && multiple_allowed_ && live < kMaxSubscribers;
-  if (live > 0 && !joins) holder = first->name.empty() ? "CUPTI" : first->name;
-  const bool report_first = joins && first != nullptr;
-  if ((!holder.empty() || report_first) && params != nullptr &&
-      params->oldSubscriberName != nullptr && params->oldSubscriberSize > 0) {
-    const std::string& name = holder.empty() ? first->name : holder;
+  if (live > 0 && !joins) holder = first_name;
+  if ((!holder.empty() || joins) && params != nullptr && params->oldSubscriberName != nullptr &&
+      params->oldSubscriberSize > 0) {
+    const std::string& name = holder.empty() ? first_name : holder;
     std::snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s", name.c_str());
   }
   if (!holder.empty()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;

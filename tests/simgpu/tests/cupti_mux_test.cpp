@@ -315,6 +315,23 @@ TEST_CASE("gpuattr detaching while the program traces takes nothing from the pro
   REQUIRE(cuptiUnsubscribe(program) == CUPTI_SUCCESS);
 }
 
+TEST_CASE("gpuattr detaching leaves alone a program that has only subscribed its callbacks",
+          "[mux]") {
+  Shared shared;
+  CUpti_SubscriberHandle program = nullptr;
+  REQUIRE(cuptiSubscribe(&program, &OnCallback, &g_program) == CUPTI_SUCCESS);
+  REQUIRE(cuptiEnableCallback(1, program, CUPTI_CB_DOMAIN_RUNTIME_API, kLaunchCbid) ==
+          CUPTI_SUCCESS);
+  // The shim's detach: forced flush, unsubscribe, finalize. CUPTI is the program's alone after.
+  REQUIRE(shared.gpuattr.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS);
+  REQUIRE(shared.gpuattr.cuptiUnsubscribe(shared.gpuattr_subscriber) == CUPTI_SUCCESS);
+  REQUIRE(shared.gpuattr.cuptiFinalize() == CUPTI_SUCCESS);
+  const uint32_t after = shared.Launch();
+  CHECK(g_program.enters == std::multiset<uint32_t>{after});
+  CHECK(g_program.slot_mismatches == 0);
+  REQUIRE(cuptiUnsubscribe(program) == CUPTI_SUCCESS);
+}
+
 TEST_CASE("gpuattr's forced flush while the program traces cuts none of its running work",
           "[mux]") {
   Shared shared;
