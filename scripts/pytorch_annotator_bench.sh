@@ -4,8 +4,10 @@
 # that makes an autograd node and is backpropagated (the claim of its node, and the node's hooks
 # with their context and leaf ranges), and the wall time of a small real training step, each
 # with --pytorch modules against --pytorch off, side by side in one run; and per aten op and per
-# training step, --flops (the FLOP counter, issue 22) against --pytorch modules. Not a test: results go
-# in docs/benchmarks.md §Python annotator.
+# training step, --flops (the FLOP counter, issue 22) against --pytorch modules; and the same
+# program bare under torch.profiler(activities=[CPU], with_modules=True), the tool users compare
+# gpuattr with (issue 44), against `--pytorch off`. Not a test: results go in docs/benchmarks.md
+# §Python annotator.
 #   scripts/pytorch_annotator_bench.sh [GPUATTR] [PYTHON]
 #   defaults: build/collector/gpuattr, /usr/bin/python3 (Debian's, which has torch)
 set -euo pipefail
@@ -16,11 +18,17 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 cat >"$work/bench.py" <<'PY'
+import os
+import sys
 import time
 import torch
 import torch.nn as nn
 
 torch.set_num_threads(1)
+if os.environ.get("GPUATTR_BENCH_TORCH_PROFILER") == "1":
+    # Left running to the end: its events are processed only when it stops, after the timings.
+    torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                           with_modules=True).__enter__()
 # 1 + 20 module calls per call of `chain`, each doing almost nothing (nn.Identity).
 chain = nn.Sequential(*[nn.Identity() for _ in range(20)])
 x = torch.zeros(1)
@@ -82,6 +90,9 @@ for _ in range(op_calls):
     adds(small)
 per_op = (time.perf_counter_ns() - start) / (op_calls * 100)
 print("%.1f %.1f %.1f %.1f" % (per_module_call, per_graph_module_call, per_step, per_op))
+if os.environ.get("GPUATTR_BENCH_TORCH_PROFILER") == "1":
+    sys.stdout.flush()
+    os._exit(0)  # without processing the profiler's events, which the timings do not include
 PY
 
 # keep_best TABLE MODE VALUE: TABLE[MODE] becomes the smaller of itself and VALUE (best of rounds).
@@ -94,11 +105,15 @@ keep_best() {
 # that counts every aten op, issue 22).
 declare -A module_ns graph_ns step_ns op_ns
 for round in 1 2 3; do
-  for mode in off modules flops; do
-    flags=(--pytorch "$mode")
-    [[ "$mode" == flops ]] && flags=(--pytorch modules --flops)
-    taskset -c 0 "$gpuattr" run -q --force-overwrite "${flags[@]}" -o "$work/r.json" -- \
-      "$python" "$work/bench.py" >"$work/out"
+  for mode in off modules flops profiler; do
+    if [[ "$mode" == profiler ]]; then
+      GPUATTR_BENCH_TORCH_PROFILER=1 taskset -c 0 "$python" "$work/bench.py" >"$work/out"
+    else
+      flags=(--pytorch "$mode")
+      [[ "$mode" == flops ]] && flags=(--pytorch modules --flops)
+      taskset -c 0 "$gpuattr" run -q --force-overwrite "${flags[@]}" -o "$work/r.json" -- \
+        "$python" "$work/bench.py" >"$work/out"
+    fi
     read -r m g s o <"$work/out"
     keep_best module_ns "$mode" "$m"
     keep_best graph_ns "$mode" "$g"
@@ -116,3 +131,8 @@ awk -v om="${op_ns[modules]}" -v of="${op_ns[flops]}" -v sm="${step_ns[modules]}
   -v sf="${step_ns[flops]}" 'BEGIN{
   printf "aten op (x + 1.0 on 16 floats): modules %.2f us, flops %.2f us, FLOP counter %.2f us per op\n", om/1e3, of/1e3, (of-om)/1e3
   printf "training step: modules %.1f us, flops %.1f us, %.2fx\n", sm/1e3, sf/1e3, sf/sm }'
+awk -v mo="${module_ns[off]}" -v mp="${module_ns[profiler]}" -v go="${graph_ns[off]}" \
+  -v gp="${graph_ns[profiler]}" -v so="${step_ns[off]}" -v sp="${step_ns[profiler]}" \
+  -v sm="${step_ns[modules]}" 'BEGIN{
+  printf "torch.profiler (CPU, with_modules, bare) against --pytorch off: module call %.2f us, with its node %.2f us, training step %.1f us, %.2fx\n", (mp-mo)/1e3, (gp-go)/1e3, sp/1e3, sp/so
+  printf "added time per training step: gpuattr %.1f us, torch.profiler %.1f us, ratio %.2f\n", (sm-so)/1e3, (sp-so)/1e3, (sm-so)/(sp-so) }'
