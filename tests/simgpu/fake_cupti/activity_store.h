@@ -98,7 +98,8 @@ class ActivityStore {
   void SetFlushPeriodMs(uint32_t ms);
 
   // The CUPTI clock of this store's records (a subscriber's timestamp callback, multi-subscriber
-  // mode), and the thread-id type of its API records.
+  // mode), and the thread-id type of its API records (cuptiSetThreadIdType for the process's
+  // store, the attribute for a subscriber's).
   using Clock = uint64_t (*)();
   void SetClock(Clock cupti_now) { cupti_now_.store(cupti_now); }
   Clock clock() const { return cupti_now_.load(); }

@@ -336,7 +336,7 @@ uint8_t Fake::MultipleSubscriberState() {
 CUptiResult Fake::SetThreadIdType(uint32_t type) {
   if (mode_ == Mode::kNoDriver) return CUPTI_ERROR_UNKNOWN;
   if (type >= CUPTI_ACTIVITY_THREAD_ID_TYPE_SIZE) return CUPTI_ERROR_INVALID_PARAMETER;
-  thread_id_type_.store(type);
+  store_.SetThreadIdType(type);
   return CUPTI_SUCCESS;
 }
 
@@ -390,7 +390,7 @@ bool Fake::Finalize() {
   for (ActivityStore* store : subscriber_stores) store->Reset();
   family_.store(ActivityFamily::kNone);
   SetTimestampCallback(nullptr);
-  thread_id_type_.store(CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT);
+  store_.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT);
   std::lock_guard<std::mutex> lock(objects_mu_);
   attributes_ = DefaultAttributes();
   return true;

@@ -146,10 +146,12 @@ class Fake {
   CUptiResult ClaimFamily(ActivityFamily family);
   // The store of a live subscriber in multi-subscriber mode, null otherwise.
   ActivityStore* StoreOf(CUpti_SubscriberHandle handle);
-  // Calls `visit` with the process-wide store and every live subscriber's.
+  // Calls `visit` with the process-wide store and every live subscriber's (the multi-subscriber
+  // mode has them; the others look at none: this runs at every API exit and device record).
   template <typename Visit>
   void ForEachStore(Visit&& visit) {
     visit(store_);
+    if (mode_ != Mode::kMultiSubscriber) return;
     for (auto& slot : subscriber_stores_) {
       if (ActivityStore* store = slot.load()) visit(*store);
     }
@@ -159,7 +161,6 @@ class Fake {
 
   // --- clock, thread ids, attributes ------------------------------------------------------------
   CUptiResult SetThreadIdType(uint32_t type);
-  uint32_t thread_id_type() const { return thread_id_type_.load(); }
   CUptiResult SetAttribute(uint32_t attr, size_t* size, const void* value);
   CUptiResult GetAttribute(uint32_t attr, size_t* size, void* value);
 
@@ -193,7 +194,6 @@ class Fake {
   std::string conflict_name_;
   NestedDriver nested_ = NestedDriver::kSameId;
   std::atomic<uint32_t> next_correlation_id_{1};
-  std::atomic<uint32_t> thread_id_type_{CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT};
   std::atomic<ActivityFamily> family_{ActivityFamily::kNone};
 
   // What Fire reads: the subscribers' callbacks and enables, never changed once published.

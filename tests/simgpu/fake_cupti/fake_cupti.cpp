@@ -122,7 +122,7 @@ CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
 
 CUptiResult CUPTIAPI cuptiGetThreadIdType(CUpti_ActivityThreadIdType* type) {
   if (type == nullptr) return Result(CUPTI_ERROR_INVALID_PARAMETER);
-  *type = static_cast<CUpti_ActivityThreadIdType>(Fake::Get().thread_id_type());
+  *type = static_cast<CUpti_ActivityThreadIdType>(Fake::Get().store().thread_id_type());
   return CUPTI_SUCCESS;
 }
 

@@ -101,17 +101,15 @@ void AppendDeviceRecord(uint32_t device) {
 void AppendApiRecord(const CallSide& side, uint64_t end_ns, int return_value) {
   const uint32_t kind = side.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_ACTIVITY_KIND_RUNTIME
                                                                    : CUPTI_ACTIVITY_KIND_DRIVER;
-  Fake& fake = Fake::Get();
-  fake.ForEachStore([&](ActivityStore& store) {
+  Fake::Get().ForEachStore([&](ActivityStore& store) {
     if (!store.IsEnabled(kind)) return;
-    const uint32_t type = &store == &fake.store() ? fake.thread_id_type() : store.thread_id_type();
     CUpti_ActivityAPI record{};
     record.kind = static_cast<CUpti_ActivityKind>(kind);
     record.cbid = side.cbid;
     record.start = side.start_ns;
     record.end = end_ns;
     record.processId = static_cast<uint32_t>(getpid());
-    record.threadId = CurrentThreadId(type);
+    record.threadId = CurrentThreadId(store.thread_id_type());
     record.correlationId = side.correlation_id;
     record.returnValue = static_cast<uint32_t>(return_value);
     store.AppendHostRecord(&record, sizeof(record));
@@ -123,10 +121,34 @@ CUctx_st* InnermostContext() {
                            : Fake::Get().ExistingContext(tls_calls.back()->device);
 }
 
+// The fields every device record has, from the simulated activity.
 template <typename Record>
-void FillGraph(Record& record, const SimgpuActivity& a) {
-  record.graphId = a.graph_id;
-  record.graphNodeId = a.graph_node_id;
+void FillCommon(Record& r, const SimgpuActivity& a, uint32_t context_id) {
+  r.deviceId = a.device;
+  r.contextId = context_id;
+  r.streamId = a.stream;
+  r.correlationId = a.correlation_id;
+  r.graphId = a.graph_id;
+  r.graphNodeId = a.graph_node_id;
+}
+
+// The fields both memcpy records have.
+template <typename Record>
+void FillCopy(Record& r, const SimgpuActivity& a, uint32_t context_id) {
+  FillCommon(r, a, context_id);
+  r.copyKind = a.copy_kind;
+  r.srcKind = a.src_kind;
+  r.dstKind = a.dst_kind;
+  r.bytes = a.bytes;
+}
+
+// `r` as the store keeps it until the work completes: its bytes, and where its times go.
+template <typename Record>
+void Place(const Record& r, DeviceRecord* out) {
+  std::memcpy(out->bytes.data(), &r, sizeof(r));
+  out->size = sizeof(r);
+  out->start_offset = offsetof(Record, start);
+  out->end_offset = offsetof(Record, end);
 }
 
 // The record `a` becomes in `store`; false when its kind is off there.
@@ -143,9 +165,7 @@ bool BuildDeviceRecord(const SimgpuActivity& a, const ActivityStore& store, Devi
       if (!store.IsEnabled(kind)) return false;
       CUpti_ActivityKernel10 r{};
       r.kind = static_cast<CUpti_ActivityKind>(kind);
-      r.deviceId = a.device;
-      r.contextId = context_id;
-      r.streamId = a.stream;
+      FillCommon(r, a, context_id);
       r.gridX = a.grid[0];
       r.gridY = a.grid[1];
       r.gridZ = a.grid[2];
@@ -155,84 +175,49 @@ bool BuildDeviceRecord(const SimgpuActivity& a, const ActivityStore& store, Devi
       r.staticSharedMemory = a.static_shared_memory;
       r.dynamicSharedMemory = a.dynamic_shared_memory;
       r.registersPerThread = a.registers_per_thread;
-      r.correlationId = a.correlation_id;
       r.name = fake.Intern(a.name);
       r.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
-      FillGraph(r, a);
-      std::memcpy(out->bytes.data(), &r, sizeof(r));
-      out->size = sizeof(r);
-      out->start_offset = offsetof(CUpti_ActivityKernel10, start);
-      out->end_offset = offsetof(CUpti_ActivityKernel10, end);
+      Place(r, out);
       out->completed_offset = offsetof(CUpti_ActivityKernel10, completed);
-      break;
+      return true;
     }
     case SIMGPU_ACTIVITY_MEMCPY: {
       if (a.copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP &&
           store.IsEnabled(CUPTI_ACTIVITY_KIND_MEMCPY2)) {
         CUpti_ActivityMemcpyPtoP4 r{};
         r.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
-        r.copyKind = a.copy_kind;
-        r.srcKind = a.src_kind;
-        r.dstKind = a.dst_kind;
-        r.bytes = a.bytes;
-        r.deviceId = a.device;
-        r.contextId = context_id;
-        r.streamId = a.stream;
+        FillCopy(r, a, context_id);
         r.srcDeviceId = a.device;
         r.srcContextId = context_id;
         r.dstDeviceId = a.peer_device;
         CUctx_st* peer = fake.ExistingContext(a.peer_device);
         r.dstContextId = peer != nullptr ? peer->id : 0;
-        r.correlationId = a.correlation_id;
-        FillGraph(r, a);
-        std::memcpy(out->bytes.data(), &r, sizeof(r));
-        out->size = sizeof(r);
-        out->start_offset = offsetof(CUpti_ActivityMemcpyPtoP4, start);
-        out->end_offset = offsetof(CUpti_ActivityMemcpyPtoP4, end);
-        break;
+        Place(r, out);
+        return true;
       }
       if (!store.IsEnabled(CUPTI_ACTIVITY_KIND_MEMCPY)) return false;
       CUpti_ActivityMemcpy6 r{};
       r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-      r.copyKind = a.copy_kind;
-      r.srcKind = a.src_kind;
-      r.dstKind = a.dst_kind;
-      r.bytes = a.bytes;
-      r.deviceId = a.device;
-      r.contextId = context_id;
-      r.streamId = a.stream;
-      r.correlationId = a.correlation_id;
+      FillCopy(r, a, context_id);
       r.runtimeCorrelationId = a.correlation_id;
       r.copyCount = 1;
-      FillGraph(r, a);
-      std::memcpy(out->bytes.data(), &r, sizeof(r));
-      out->size = sizeof(r);
-      out->start_offset = offsetof(CUpti_ActivityMemcpy6, start);
-      out->end_offset = offsetof(CUpti_ActivityMemcpy6, end);
-      break;
+      Place(r, out);
+      return true;
     }
     case SIMGPU_ACTIVITY_MEMSET: {
       if (!store.IsEnabled(CUPTI_ACTIVITY_KIND_MEMSET)) return false;
       CUpti_ActivityMemset4 r{};
       r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+      FillCommon(r, a, context_id);
       r.value = a.memset_value;
       r.bytes = a.bytes;
-      r.deviceId = a.device;
-      r.contextId = context_id;
-      r.streamId = a.stream;
-      r.correlationId = a.correlation_id;
       r.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-      FillGraph(r, a);
-      std::memcpy(out->bytes.data(), &r, sizeof(r));
-      out->size = sizeof(r);
-      out->start_offset = offsetof(CUpti_ActivityMemset4, start);
-      out->end_offset = offsetof(CUpti_ActivityMemset4, end);
-      break;
+      Place(r, out);
+      return true;
     }
     default:
       return false;
   }
-  return true;
 }
 
 }  // namespace
