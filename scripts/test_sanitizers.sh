@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The sanitizer tiers CI runs after the main test command (issue 8), each in its own build tree:
 #   - tsan (build-tsan/): the shim's rings, flush thread and transport tests, the fake CUPTI's
-#     dispatch and detach tests, and the CUPTI multiplexer's, with ThreadSanitizer
-#     (halt_on_error=1);
+#     dispatch and detach tests, and the CUPTI multiplexer's and V2 bridge's, with
+#     ThreadSanitizer (halt_on_error=1);
 #   - asan-ubsan (build-asan/): the unit, component, golden and e2e tests with AddressSanitizer
 #     and UndefinedBehaviorSanitizer; any report fails the test (-fno-sanitize-recover=all).
 # The presets (CMakePresets.json) carry the sanitizer options. Usage: scripts/test_sanitizers.sh

@@ -10,6 +10,7 @@ namespace gpuattr::inject {
 namespace {
 
 constexpr const char* kProgramSubscriberName = "the program's V1 client (via gpuattr)";
+constexpr const char* kProbeName = "gpuattr probe";
 
 template <MuxSide kSide>
 struct BufferCallbacks {
@@ -31,23 +32,28 @@ bool V2Bridge::Open(const CuptiApi& real, const CuptiV2Api& v2, CUpti_CallbackFu
   real_ = real;
   v2_ = v2;
   CUpti_SubscriberHandle gpuattr = nullptr;
-  char first[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {};
-  if (SubscribeV2("gpuattr", gpuattr_callback, gpuattr_userdata, &gpuattr, first, sizeof(first)) !=
+  if (SubscribeV2("gpuattr", gpuattr_callback, gpuattr_userdata, &gpuattr, nullptr, 0) !=
       CUPTI_SUCCESS) {
     return false;
   }
-  CUpti_SubscriberHandle probe = nullptr;
-  const bool several =
-      SubscribeV2("gpuattr probe", nullptr, nullptr, &probe, nullptr, 0) == CUPTI_SUCCESS;
-  if (probe != nullptr) real_.cuptiUnsubscribe(probe);
+  char first[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {};
   uint64_t timestamp = 0;
-  if (!several || v2_.get_timestamp(gpuattr, &timestamp) != CUPTI_SUCCESS) {
+  if (!Probe(first, sizeof(first)) || v2_.get_timestamp(gpuattr, &timestamp) != CUPTI_SUCCESS) {
     real_.cuptiUnsubscribe(gpuattr);
     return false;
   }
   side(MuxSide::kGpuattr).subscriber.store(gpuattr, std::memory_order_release);
-  // CUPTI names the first subscriber when several are allowed: someone else subscribed before.
+  // The first subscriber is gpuattr unless someone subscribed before it.
   others_before_ = first[0] != '\0' && std::strcmp(first, "gpuattr") != 0;
+  return true;
+}
+
+bool V2Bridge::Probe(char* first, size_t first_size) noexcept {
+  CUpti_SubscriberHandle probe = nullptr;
+  if (SubscribeV2(kProbeName, nullptr, nullptr, &probe, first, first_size) != CUPTI_SUCCESS) {
+    return false;
+  }
+  real_.cuptiUnsubscribe(probe);
   return true;
 }
 
@@ -235,16 +241,10 @@ CUptiResult V2Bridge::Finalize(MuxSide which) noexcept {
 }
 
 bool V2Bridge::OthersSubscribed() noexcept {
-  // CUPTI names the first subscriber to a later one where several are allowed, and refuses the
-  // later one where they are not.
-  constexpr const char* kProbe = "gpuattr probe";
-  CUpti_SubscriberHandle probe = nullptr;
+  // A refused probe means someone holds CUPTI alone; a probe let in hears of another first one.
   char first[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {};
-  if (SubscribeV2(kProbe, nullptr, nullptr, &probe, first, sizeof(first)) != CUPTI_SUCCESS) {
-    return true;
-  }
-  real_.cuptiUnsubscribe(probe);
-  return first[0] != '\0' && std::strcmp(first, kProbe) != 0;
+  if (!Probe(first, sizeof(first))) return true;
+  return first[0] != '\0' && std::strcmp(first, kProbeName) != 0;
 }
 
 void V2Bridge::Request(MuxSide which, uint8_t** buffer, size_t* size,

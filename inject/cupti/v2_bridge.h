@@ -101,7 +101,10 @@ class V2Bridge {
   void Drop(MuxSide which) noexcept;
   CUptiResult SetAttribute(MuxSide which, uint32_t attribute, void* value, size_t size) noexcept;
   CUptiResult Drain(const Side& side) noexcept;
-  // Whether CUPTI has a subscriber this bridge did not make (a probe subscribes and leaves).
+  // Subscribes a probe and unsubscribes it: false when CUPTI refused it. `first` gets the name
+  // CUPTI gives the first subscriber (to a later one, where several are allowed).
+  bool Probe(char* first, size_t first_size) noexcept;
+  // Whether CUPTI has a subscriber this bridge did not make.
   bool OthersSubscribed() noexcept;
 
   bool others_before_ = false;  // written by Open

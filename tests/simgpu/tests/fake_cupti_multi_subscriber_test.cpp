@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cupti/cupti_v2_abi.h"
+#include "cupti/cupti_v2.h"
 #include "fake_cupti_client.h"
 
 namespace {
@@ -16,30 +16,11 @@ using gpuattr::simgpu::testing::Fake;
 using gpuattr::simgpu::testing::FakeCupti;
 namespace v2 = gpuattr::cupti_v2;
 
-struct V2Functions {
-  v2::SubscribeFn subscribe = nullptr;
-  v2::EnableFn enable = nullptr;
-  v2::EnableFn disable = nullptr;
-  v2::RegisterCallbacksFn register_callbacks = nullptr;
-  v2::GetNextRecordFn next_record = nullptr;
-};
-
-template <typename Function>
-Function Symbol(void* handle, const char* name) {
-  auto function = reinterpret_cast<Function>(dlsym(handle, name));
-  REQUIRE(function != nullptr);
-  return function;
-}
-
-V2Functions BindV2(void* handle) {
-  V2Functions functions;
-  functions.subscribe = Symbol<v2::SubscribeFn>(handle, "cuptiSubscribe_v2");
-  functions.enable = Symbol<v2::EnableFn>(handle, "cuptiActivityEnable_v2");
-  functions.disable = Symbol<v2::EnableFn>(handle, "cuptiActivityDisable_v2");
-  functions.register_callbacks =
-      Symbol<v2::RegisterCallbacksFn>(handle, "cuptiActivityRegisterCallbacks_v2");
-  functions.next_record = Symbol<v2::GetNextRecordFn>(handle, "cuptiActivityGetNextRecord_v2");
-  return functions;
+// The fake's V2 functions, bound as the shim binds them (cupti_v2.h).
+gpuattr::inject::CuptiV2Api BindV2(void* handle) {
+  gpuattr::inject::CuptiV2Api api;
+  REQUIRE(gpuattr::inject::BindCuptiV2(handle, &api));
+  return api;
 }
 
 // The kinds each subscriber's completion callback received, in order.
@@ -104,7 +85,7 @@ void LaunchKernelAndMemset() {
 TEST_CASE("multi-subscriber mode: the first subscriber lets others in, each with its own records",
           "[simgpu][modes]") {
   FakeCupti& f = Fake();
-  const V2Functions api = BindV2(f.handle);
+  const gpuattr::inject::CuptiV2Api api = BindV2(f.handle);
   uint32_t version = 0;
   REQUIRE(f.cuptiGetVersion(&version) == CUPTI_SUCCESS);
   CHECK(version >= 130300);
