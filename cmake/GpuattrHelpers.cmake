@@ -1,11 +1,11 @@
 # gpuattr_add_test(NAME name SRCS ... [DEPS ...] LABELS ... [ENVIRONMENT VAR=value ...] [RUN_SERIAL]
-#                  [VARIANTS label=VAR=value ...])
+#                  [VARIANTS label=VAR=value[|VAR2=value2] ...])
 # One Catch2 executable whose TEST_CASEs are registered with ctest one by one (catch_discover_tests),
 # each carrying every one of LABELS (unit, component, e2e, golden, fuzz-smoke, gpu) and ENVIRONMENT
 # (generator expressions allowed). RUN_SERIAL keeps ctest -j from running them beside other tests:
 # for tests that run whole traced processes and compare their timing with a simulator's.
 # VARIANTS registers every TEST_CASE once per variant, named `NAME:label:case`, with the variant's
-# VAR=value added to its environment: the PyTorch tier runs once per torch it found
+# VAR=value (several: VAR=value|VAR2=value2) added to its environment: the PyTorch tier runs once per torch it found
 # (tests/e2e/CMakeLists.txt), and its test names say which torch ran.
 #
 # Catch2 is v2 on Debian 12 and v3 on Debian 13. The tests are written against v2's single header;
@@ -76,6 +76,7 @@ function(gpuattr_add_test)
     string(SUBSTRING "${_variant}" 0 ${_split} _label)
     math(EXPR _split "${_split} + 1")
     string(SUBSTRING "${_variant}" ${_split} -1 _variant_environment)
+    string(REPLACE "|" ";" _variant_environment "${_variant_environment}")
     set(_prefix "${ARG_NAME}:")
     set(_tests ${ARG_NAME}_TESTS)
     set(_suite_name "")

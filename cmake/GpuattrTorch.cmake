@@ -37,3 +37,18 @@ endif()
 if(NOT GPUATTR_TORCH2_VARIANTS)
   set(GPUATTR_TORCH2_VARIANTS "torch2-missing=GPUATTR_TORCH_PYTHON=")
 endif()
+# The annotator has two paths (issue 44): its compiled core (python/CMakeLists.txt), the default,
+# and the pure-Python fallback. Each torch's tests run on both, the fallback's named
+# `torch-<version>-python` (GPUATTR_PYTORCH_CORE=python). The sanitizer builds run the compiled
+# path only: it is the new code, and the fallback is the Python that the main build tests.
+if(TARGET gpuattr_python_core AND NOT GPUATTR_SANITIZE)
+  foreach(_list GPUATTR_TORCH_VARIANTS GPUATTR_TORCH2_VARIANTS)
+    set(_both "")
+    foreach(_variant IN LISTS ${_list})
+      string(REGEX REPLACE "^([^=]*)=(.*)$" "\\1-python=\\2|GPUATTR_PYTORCH_CORE=python"
+             _python_variant "${_variant}")
+      list(APPEND _both "${_variant}" "${_python_variant}")
+    endforeach()
+    set(${_list} "${_both}")
+  endforeach()
+endif()

@@ -99,3 +99,7 @@ target_compile_definitions(gpuattr_collector_ingest
 add_executable(gpuattr main.cpp)
 target_link_libraries(gpuattr PRIVATE gpuattr_collector_ingest)
 target_compile_options(gpuattr PRIVATE ${GPUATTR_WARNINGS})
+# `gpuattr run` serves the annotator's compiled core (python/CMakeLists.txt) where it is built.
+if(TARGET gpuattr_python_core)
+  add_dependencies(gpuattr gpuattr_python_core)
+endif()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fails when a tracked C++ or CUDA source is not clang-format clean (.clang-format: Google style,
+# Fails when a tracked C, C++ or CUDA source is not clang-format clean (.clang-format: Google style,
 # 100 columns). The clang-format is Debian's clang-format 14 (scripts/setup.sh installs it), the
 # version .clang-format is written for. Usage: scripts/check_format.sh [--fix]
 set -euo pipefail
@@ -9,7 +9,7 @@ if [[ -z "${formatter}" ]]; then
   echo "check_format: clang-format (14) not found; scripts/setup.sh installs it" >&2
   exit 1
 fi
-mapfile -t sources < <(git ls-files '*.cpp' '*.h' '*.cu')
+mapfile -t sources < <(git ls-files '*.cpp' '*.h' '*.c' '*.cu')
 if [[ "${1:-}" == "--fix" ]]; then
   "${formatter}" -i "${sources[@]}"
   exit 0

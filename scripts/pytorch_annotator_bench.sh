@@ -101,18 +101,21 @@ keep_best() {
   if [[ -z "${table[$2]:-}" ]] || awk "BEGIN{exit !($3 < ${table[$2]})}"; then table[$2]=$3; fi
 }
 
-# Modes: the annotator off, on (modules), and on with the FLOP counter (--flops: a dispatch mode
-# that counts every aten op, issue 22).
+# Modes: the annotator off, on (modules: its compiled core where built), on its pure-Python path
+# (python: GPUATTR_PYTORCH_CORE=python, issue 44), and on with the FLOP counter (--flops: a
+# dispatch mode that counts every aten op, issue 22).
 declare -A module_ns graph_ns step_ns op_ns
 for round in 1 2 3; do
-  for mode in off modules flops profiler; do
+  for mode in off modules python flops profiler; do
     if [[ "$mode" == profiler ]]; then
       GPUATTR_BENCH_TORCH_PROFILER=1 taskset -c 0 "$python" "$work/bench.py" >"$work/out"
     else
       flags=(--pytorch "$mode")
+      core=""
       [[ "$mode" == flops ]] && flags=(--pytorch modules --flops)
-      taskset -c 0 "$gpuattr" run -q --force-overwrite "${flags[@]}" -o "$work/r.json" -- \
-        "$python" "$work/bench.py" >"$work/out"
+      [[ "$mode" == python ]] && flags=(--pytorch modules) && core=python
+      GPUATTR_PYTORCH_CORE="$core" taskset -c 0 "$gpuattr" run -q --force-overwrite \
+        "${flags[@]}" -o "$work/r.json" -- "$python" "$work/bench.py" >"$work/out"
     fi
     read -r m g s o <"$work/out"
     keep_best module_ns "$mode" "$m"
@@ -127,6 +130,9 @@ awk -v mo="${module_ns[off]}" -v mm="${module_ns[modules]}" -v go="${graph_ns[of
   printf "module call (nn.Identity): off %.2f us, modules %.2f us, annotator cost %.2f us per call\n", mo/1e3, mm/1e3, (mm-mo)/1e3
   printf "module call with its node, forward + backward (x * 1.0): off %.2f us, modules %.2f us, annotator cost %.2f us per call\n", go/1e3, gm/1e3, (gm-go)/1e3
   printf "training step (conv, relu, linear, loss, SGD): off %.1f us, modules %.1f us, %.2fx\n", so/1e3, sm/1e3, sm/so }'
+awk -v mo="${module_ns[off]}" -v mp="${module_ns[python]}" -v go="${graph_ns[off]}" \
+  -v gp="${graph_ns[python]}" -v so="${step_ns[off]}" -v sp="${step_ns[python]}" 'BEGIN{
+  printf "the pure-Python path (GPUATTR_PYTORCH_CORE=python): module call %.2f us, with its node %.2f us, training step %.2fx\n", (mp-mo)/1e3, (gp-go)/1e3, sp/so }'
 awk -v om="${op_ns[modules]}" -v of="${op_ns[flops]}" -v sm="${step_ns[modules]}" \
   -v sf="${step_ns[flops]}" 'BEGIN{
   printf "aten op (x + 1.0 on 16 floats): modules %.2f us, flops %.2f us, FLOP counter %.2f us per op\n", om/1e3, of/1e3, (of-om)/1e3

@@ -3,7 +3,8 @@
 # sitecustomize calls install() right after the program's own `import torch`.
 #
 # Its rooms, each with its unit tests (tests/unit/pytorch):
-#   nvtx       the NVTX binding and its Capabilities
+#   nvtx       the NVTX binding (the compiled core's, python/core, else ctypes) and its
+#              Capabilities
 #   compat     what the running torch offers, by feature (torch 1.13 to 2.x)
 #   ranges     each thread's open ranges, and the Guard every hook body runs under
 #   steps      ProfilerStep#N
@@ -28,7 +29,7 @@ from .backward import Claims
 from .compiled_graphs import MAPS_ENV, CompiledGraphs
 from .kernel_map_cache import KernelMapCache, default_directory
 from .modules import ModuleHooks
-from .nvtx import Nvtx
+from . import nvtx as nvtx_binding
 from .op_mode import OpMode, flop_counter
 from .patches import Patches
 from .ranges import Guard, Ranges
@@ -75,7 +76,8 @@ def install(torch):
     global _annotator
     if _annotator is not None:
         return
-    nvtx = Nvtx(torch)
+    nvtx, path_mark = nvtx_binding.bind(torch)
+    nvtx.mark(path_mark)
     annotator = Annotator(torch, nvtx, op_ranges=os.environ.get("GPUATTR_PYTORCH") == "ops",
                           counter=flop_counter(torch, nvtx),
                           maps_dir=os.environ.get(MAPS_ENV))

@@ -1,6 +1,11 @@
 # The annotator's NVTX binding: push/pop/mark, context ranges and marks with a payload, and a
 # Capabilities object that says which of them this process has.
 #
+# bind() takes the compiled core's binding where it loads (_gpuattr_core, python/core: NVTX3
+# called directly, every capability, no library needed), else the pure-Python one below, and
+# returns the mark that names the path taken and, for the pure-Python one, why
+# (GPUATTR_PYTORCH_CORE=python asks for it).
+#
 # The CUDA toolkit's libnvtx3interop through ctypes (GPUATTR_NVTX_LIBRARY, set by `gpuattr run`)
 # has all of them. When it cannot be loaded, torch's own binding (a torch built with CUDA) has
 # push/pop/mark only: no domains, hence no context ranges (no backward by module) and no marks
@@ -11,6 +16,8 @@
 # range of their own.
 # Runs on: whichever thread the annotator's hooks run on; each name is encoded or registered once.
 import ctypes
+import glob
+import importlib.util
 import os
 import threading
 
@@ -18,6 +25,11 @@ CONTEXT_DOMAIN = b"gpuattr.context"
 _NVTX_MESSAGE_TYPE_REGISTERED = 3
 _NVTX_PAYLOAD_TYPE_UNSIGNED_INT64 = 1
 DEFAULT_LIBRARY = "libnvtx3interop.so.1"
+CORE_ENV = "GPUATTR_PYTORCH_CORE"  # "python": the pure-Python path even where the core is built
+CORE_MODULE = "_gpuattr_core"
+CORE_SOURCE = "gpuattr core (NVTX3)"
+CORE_MARK = "gpuattr.pytorch: core: "
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 class EventAttributes(ctypes.Structure):
@@ -161,3 +173,42 @@ class Nvtx:
             mark(domains[domain_name], ctypes.byref(attributes))
 
         self.domain_mark = domain_mark
+
+
+class CoreNvtx:
+    """The compiled core's binding: its Nvtx methods, called directly, and every capability."""
+
+    def __init__(self, core):
+        native = core.Nvtx()
+        self.push, self.pop, self.mark = native.push, native.pop, native.mark
+        self.push_context, self.pop_context = native.push_context, native.pop_context
+        self.domain_mark = native.domain_mark
+        self.capabilities = Capabilities(CORE_SOURCE, True, True)
+
+
+def load_core(directory=_PACKAGE_DIR):
+    """(the compiled core, None) when `directory` has one that loads, else (None, why not)."""
+    if os.environ.get(CORE_ENV) == "python":
+        return None, CORE_ENV + "=python"
+    paths = sorted(glob.glob(os.path.join(directory, CORE_MODULE + ".*so")))
+    if not paths:
+        return None, "not built: no %s in %s" % (CORE_MODULE, directory)
+    try:
+        spec = importlib.util.spec_from_file_location(__package__ + "." + CORE_MODULE, paths[0])
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except Exception as error:  # ImportError, OSError: a broken or foreign build
+        return None, "%s: %s" % (type(error).__name__, error)
+    return module, None
+
+
+def bind(torch, directory=_PACKAGE_DIR):
+    """(binding, mark): the compiled core's binding where it loads and works, else the
+    pure-Python one (Nvtx: AttributeError without any NVTX); the mark names which, and why."""
+    core, why_not = load_core(directory)
+    if core is not None:
+        try:
+            return CoreNvtx(core), CORE_MARK + "compiled"
+        except Exception as error:
+            why_not = "%s: %s" % (type(error).__name__, error)
+    return Nvtx(torch), CORE_MARK + "python (" + why_not + ")"

@@ -1,14 +1,19 @@
-# The NVTX binding: which library it binds, and the Capabilities it reports for each.
+# The NVTX binding: which library it binds, and the Capabilities it reports for each; the
+# compiled core's binding where it is built (GPUATTR_TEST_CORE_DIR), and the fallback from it.
 import ctypes
 import os
+import tempfile
 import types
 import unittest
+from unittest import mock
 
 import torch
 
-from gpuattr_pytorch.nvtx import Capabilities, EventAttributes, Nvtx
+from gpuattr_pytorch.nvtx import (CORE_ENV, CORE_SOURCE, Capabilities, CoreNvtx, EventAttributes,
+                                  Nvtx, bind, load_core)
 
 _TOOLKIT_LIBRARY = os.environ.get("GPUATTR_TEST_NVTX_LIBRARY", "")
+_CORE_DIR = os.environ.get("GPUATTR_TEST_CORE_DIR", "")
 
 
 def _torch_with_binding(calls):
@@ -59,6 +64,66 @@ class NvtxBindingTest(unittest.TestCase):
 
     def test_capabilities_say_what_they_are(self):
         self.assertIn("context_ranges=True", repr(Capabilities("lib", True, False)))
+
+
+class CoreLoadingTest(unittest.TestCase):
+    """load_core and bind: the compiled core where it loads, else why not, in the mark."""
+
+    def setUp(self):
+        patcher = mock.patch.dict(os.environ, {CORE_ENV: ""})
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        self.directory = tempfile.TemporaryDirectory()
+        self.addCleanup(self.directory.cleanup)
+
+    def test_a_directory_without_the_core_says_it_is_not_built(self):
+        core, why_not = load_core(self.directory.name)
+        self.assertIsNone(core)
+        self.assertEqual(why_not, "not built: no _gpuattr_core in " + self.directory.name)
+
+    def test_a_broken_core_falls_back_to_pure_python_and_the_mark_says_why(self):
+        path = os.path.join(self.directory.name, "_gpuattr_core.abi3.so")
+        with open(path, "w") as broken:
+            broken.write("not an ELF file\n")
+        calls = []
+        nvtx, mark = bind(_torch_with_binding(calls), self.directory.name)
+        self.assertIsInstance(nvtx, Nvtx)
+        self.assertTrue(mark.startswith("gpuattr.pytorch: core: python (ImportError: "), mark)
+        self.assertIn(path, mark)
+
+    def test_asking_for_pure_python_is_named_as_the_reason(self):
+        os.environ[CORE_ENV] = "python"
+        self.assertEqual(load_core(_CORE_DIR or self.directory.name), (None, CORE_ENV + "=python"))
+        _, mark = bind(_torch_with_binding([]), _CORE_DIR or self.directory.name)
+        self.assertEqual(mark, "gpuattr.pytorch: core: python (GPUATTR_PYTORCH_CORE=python)")
+
+    @unittest.skipUnless(_CORE_DIR, "the compiled core is not built in this tree")
+    def test_the_built_core_binds_with_every_capability(self):
+        nvtx, mark = bind(torch, _CORE_DIR)
+        self.assertEqual(mark, "gpuattr.pytorch: core: compiled")
+        self.assertIsInstance(nvtx, CoreNvtx)
+        self.assertEqual(nvtx.capabilities.source, CORE_SOURCE)
+        self.assertTrue(nvtx.capabilities.context_ranges)
+        self.assertTrue(nvtx.capabilities.domain_marks)
+        # No tool is injected here: NVTX3 makes each call a no-op; each name is cached once.
+        for _ in range(2):
+            self.assertIsNone(nvtx.push("nn.Module: layer1 \udcff"))
+            self.assertIsNone(nvtx.push_context("nn.Module: Net_0"))
+            self.assertIsNone(nvtx.pop_context())
+            self.assertIsNone(nvtx.pop())
+            self.assertIsNone(nvtx.mark("gpuattr.pytorch: a mark"))
+            self.assertIsNone(nvtx.domain_mark(b"gpuattr.flops", "aten::mm float32", 2 ** 40))
+            self.assertIsNone(nvtx.domain_mark(b"gpuattr.flops", "counting", None))
+
+    @unittest.skipUnless(_CORE_DIR, "the compiled core is not built in this tree")
+    def test_the_built_core_raises_on_wrong_arguments(self):
+        nvtx, _ = bind(torch, _CORE_DIR)
+        with self.assertRaises(TypeError):
+            nvtx.domain_mark(b"gpuattr.flops", "aten::mm float32")
+        with self.assertRaises(TypeError):
+            nvtx.push(b"not a str")
+        with self.assertRaises(OverflowError):
+            nvtx.domain_mark(b"gpuattr.flops", "aten::mm float32", -1)
 
 
 if __name__ == "__main__":
