@@ -29,6 +29,11 @@ if os.environ.get("GPUATTR_BENCH_TORCH_PROFILER") == "1":
     # Left running to the end: its events are processed only when it stops, after the timings.
     torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
                            with_modules=True).__enter__()
+if os.environ.get("GPUATTR_BENCH_NOOP_HOOKS") == "1":
+    # What torch's own dispatch of global module hooks costs, with bodies that do nothing: the
+    # floor of any annotator built on them (issue 44).
+    torch.nn.modules.module.register_module_forward_pre_hook(lambda module, inputs: None)
+    torch.nn.modules.module.register_module_forward_hook(lambda module, inputs, outputs: None)
 # 1 + 20 module calls per call of `chain`, each doing almost nothing (nn.Identity).
 chain = nn.Sequential(*[nn.Identity() for _ in range(20)])
 x = torch.zeros(1)
@@ -103,12 +108,17 @@ keep_best() {
 
 # Modes: the annotator off, on (modules: its compiled core where built), on its pure-Python path
 # (python: GPUATTR_PYTORCH_CORE=python, issue 44), and on with the FLOP counter (--flops: a
-# dispatch mode that counts every aten op, issue 22).
+# dispatch mode that counts every aten op, issue 22); and, bare of the annotator, the program
+# under torch.profiler and with empty global module hooks (noop_hooks: torch's own dispatch of
+# the hooks the annotator is built on).
 declare -A module_ns graph_ns step_ns op_ns
 for round in 1 2 3; do
-  for mode in off modules python flops profiler; do
+  for mode in off modules python flops profiler noop_hooks; do
     if [[ "$mode" == profiler ]]; then
       GPUATTR_BENCH_TORCH_PROFILER=1 taskset -c 0 "$python" "$work/bench.py" >"$work/out"
+    elif [[ "$mode" == noop_hooks ]]; then
+      GPUATTR_BENCH_NOOP_HOOKS=1 taskset -c 0 "$gpuattr" run -q --force-overwrite \
+        --pytorch off -o "$work/r.json" -- "$python" "$work/bench.py" >"$work/out"
     else
       flags=(--pytorch "$mode")
       core=""
@@ -133,6 +143,8 @@ awk -v mo="${module_ns[off]}" -v mm="${module_ns[modules]}" -v go="${graph_ns[of
 awk -v mo="${module_ns[off]}" -v mp="${module_ns[python]}" -v go="${graph_ns[off]}" \
   -v gp="${graph_ns[python]}" -v so="${step_ns[off]}" -v sp="${step_ns[python]}" 'BEGIN{
   printf "the pure-Python path (GPUATTR_PYTORCH_CORE=python): module call %.2f us, with its node %.2f us, training step %.2fx\n", (mp-mo)/1e3, (gp-go)/1e3, sp/so }'
+awk -v mo="${module_ns[off]}" -v mn="${module_ns[noop_hooks]}" 'BEGIN{
+  printf "torch'"'"'s dispatch of global module hooks with empty bodies (--pytorch off): module call %.2f us\n", (mn-mo)/1e3 }'
 awk -v om="${op_ns[modules]}" -v of="${op_ns[flops]}" -v sm="${step_ns[modules]}" \
   -v sf="${step_ns[flops]}" 'BEGIN{
   printf "aten op (x + 1.0 on 16 floats): modules %.2f us, flops %.2f us, FLOP counter %.2f us per op\n", om/1e3, of/1e3, (of-om)/1e3

@@ -32,7 +32,7 @@ from .modules import ModuleHooks
 from . import nvtx as nvtx_binding
 from .op_mode import OpMode, flop_counter
 from .patches import Patches
-from .ranges import Guard, Ranges
+from .ranges import Guard, make_ranges
 from .steps import Steps
 
 _annotator = None
@@ -41,15 +41,17 @@ _annotator = None
 class Annotator:
     """The rooms, composed over one torch and one NVTX binding."""
 
-    def __init__(self, torch, nvtx, op_ranges=False, counter=None, maps_dir=None):
-        self.ranges = Ranges(nvtx)
+    def __init__(self, torch, nvtx, op_ranges=False, counter=None, maps_dir=None, core=None):
+        """`core`: the compiled core (nvtx.load_core), whose Ranges and grad_nodes then serve
+        the hot path; None: the pure-Python path."""
+        self.ranges = make_ranges(nvtx, core)
         self.guard = Guard(nvtx, self.ranges, compat.find_is_compiling(torch))
         self.steps = Steps(self.ranges)
         self.claims = Claims(torch, self.ranges, self.guard, self.steps)
         self.op_mode = (OpMode(torch, self.ranges, self.guard, op_ranges, counter)
                         if op_ranges or counter is not None else None)
         self.module_hooks = ModuleHooks(torch, self.ranges, self.guard, self.steps, self.claims,
-                                        self.op_mode)
+                                        self.op_mode, core)
         self.patches = Patches(torch, self.ranges, self.guard, self.steps, self.claims,
                                self.module_hooks, self.op_mode)
         self.compiled_graphs = None
@@ -76,10 +78,10 @@ def install(torch):
     global _annotator
     if _annotator is not None:
         return
-    nvtx, path_mark = nvtx_binding.bind(torch)
+    nvtx, core, path_mark = nvtx_binding.bind(torch)
     nvtx.mark(path_mark)
     annotator = Annotator(torch, nvtx, op_ranges=os.environ.get("GPUATTR_PYTORCH") == "ops",
                           counter=flop_counter(torch, nvtx),
-                          maps_dir=os.environ.get(MAPS_ENV))
+                          maps_dir=os.environ.get(MAPS_ENV), core=core)
     annotator.install()
     _annotator = annotator

@@ -40,6 +40,12 @@ def grad_nodes(value, tensor_type, found=None, depth=0):
     return found
 
 
+def grad_nodes_of(core):
+    """grad_nodes(value, tensor_type): the compiled core's (the same walk, in C) where `core` is
+    given, else the function above."""
+    return grad_nodes if core is None else core.grad_nodes
+
+
 class NodeFrame:
     """One autograd node a thread runs: how many context ranges it pushed, and how deep the
     thread's names, module calls and roots were when it started."""

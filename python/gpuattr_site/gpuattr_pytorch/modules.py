@@ -17,7 +17,7 @@ import itertools
 import threading
 
 from . import compat
-from .backward import grad_nodes
+from .backward import grad_nodes_of
 from .ranges import MODULE_PREFIX
 
 
@@ -96,8 +96,9 @@ class ModuleNames:
 class ModuleHooks:
     """The global forward pre-hook and forward hook of every module call."""
 
-    def __init__(self, torch, ranges, guard, steps, claims, op_mode):
+    def __init__(self, torch, ranges, guard, steps, claims, op_mode, core=None):
         self._torch = torch
+        self._grad_nodes = grad_nodes_of(core)  # core: the compiled core, or None
         self._ranges = ranges
         self._guard = guard
         self._steps = steps
@@ -134,7 +135,7 @@ class ModuleHooks:
         self._ranges.push(name)
         path = (stack.modules[-1].path if stack.modules else ()) + (name,)
         # The nodes the inputs came from were made before this call: its claim stops there.
-        boundary = (tuple(grad_nodes(inputs, self._tensor_type))
+        boundary = (tuple(self._grad_nodes(inputs, self._tensor_type))
                     if self._claims.enabled and self._grad_enabled() else None)
         stack.modules.append(ModuleCall(name, is_root, next(self._call_numbers), boundary, path,
                                         id(module), isinstance(module, self._loss_type)))
@@ -158,11 +159,11 @@ class ModuleHooks:
             stack.roots.pop()
         self._ranges.pop_to(call.name)
         if call.boundary is not None and self._claims.enabled:
-            nodes = grad_nodes(outputs, self._tensor_type)
+            nodes = self._grad_nodes(outputs, self._tensor_type)
             if nodes:
                 boundary = call.boundary
                 if kwargs:
-                    boundary += tuple(grad_nodes(kwargs, self._tensor_type))
+                    boundary += tuple(self._grad_nodes(kwargs, self._tensor_type))
                 self._claims.claim(nodes, call.number, boundary, call.path)
         if call.is_root and not stack.modules and not self._steps.optimizer_seen:
             self._steps.close()

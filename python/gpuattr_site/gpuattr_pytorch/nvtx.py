@@ -203,12 +203,13 @@ def load_core(directory=_PACKAGE_DIR):
 
 
 def bind(torch, directory=_PACKAGE_DIR):
-    """(binding, mark): the compiled core's binding where it loads and works, else the
-    pure-Python one (Nvtx: AttributeError without any NVTX); the mark names which, and why."""
+    """(binding, core, mark): the compiled core and its binding where it loads and works, else
+    the pure-Python binding (Nvtx: AttributeError without any NVTX) and None; the mark names
+    the path, and why the pure-Python one."""
     core, why_not = load_core(directory)
     if core is not None:
         try:
-            return CoreNvtx(core), CORE_MARK + "compiled"
+            return CoreNvtx(core), core, CORE_MARK + "compiled"
         except Exception as error:
             why_not = "%s: %s" % (type(error).__name__, error)
-    return Nvtx(torch), CORE_MARK + "python (" + why_not + ")"
+    return Nvtx(torch), None, CORE_MARK + "python (" + why_not + ")"

@@ -61,6 +61,14 @@ class Ranges:
                     break
 
 
+def make_ranges(nvtx, core=None):
+    """Ranges over `nvtx` and a new ThreadStack: the compiled core's (the same calls, in C) where
+    `core` is given, else the class above."""
+    if core is None:
+        return Ranges(nvtx)
+    return core.Ranges(nvtx, ThreadStack())
+
+
 class Guard:
     """Whether the annotator may emit now, and hook bodies that disable it at their first error."""
 

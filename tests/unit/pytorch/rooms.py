@@ -1,25 +1,27 @@
 # The annotator's rooms composed over a recording NVTX, without the patches (which change torch
-# for the whole process): for the tests of module hooks and backward claims. close() removes the
-# global module hooks again.
+# for the whole process): for the tests of module hooks and backward claims, over the compiled
+# core's Ranges and grad_nodes where this build has the core (core_for_tests), as the annotator
+# takes them. close() removes the global module hooks again.
 import torch
 
+from core_for_tests import CORE
 from fake_nvtx import RecordingNvtx
 from gpuattr_pytorch import compat
 from gpuattr_pytorch.backward import Claims
 from gpuattr_pytorch.modules import ModuleHooks
-from gpuattr_pytorch.ranges import Guard, Ranges
+from gpuattr_pytorch.ranges import Guard, make_ranges
 from gpuattr_pytorch.steps import Steps
 
 
 class Rooms:
     def __init__(self, context_ranges=True):
         self.nvtx = RecordingNvtx(context_ranges=context_ranges)
-        self.ranges = Ranges(self.nvtx)
+        self.ranges = make_ranges(self.nvtx, CORE)
         self.guard = Guard(self.nvtx, self.ranges, compat.find_is_compiling(torch))
         self.steps = Steps(self.ranges)
         self.claims = Claims(torch, self.ranges, self.guard, self.steps)
         self.module_hooks = ModuleHooks(torch, self.ranges, self.guard, self.steps, self.claims,
-                                        None)
+                                        None, CORE)
         self.forward_hook = self.module_hooks.install()
 
     def close(self):

@@ -1,12 +1,14 @@
 # Backward by module: each autograd node runs under the module path of the call that made it, a
 # leaf's accumulator is `backward_unlinked`, nodes on another thread than the step's run inside
 # the step, and without context ranges or node hooks nothing is claimed.
+import collections
 import threading
 import types
 import unittest
 
 import torch
 
+from core_for_tests import CORE, NO_CORE
 from fake_nvtx import open_paths
 from gpuattr_pytorch.backward import CLAIM_KEY, grad_nodes
 from rooms import Rooms
@@ -23,20 +25,47 @@ def _leaf_paths(events):
 
 
 class GradNodesTest(unittest.TestCase):
+    grad_nodes = staticmethod(grad_nodes)
+
     def test_tensors_in_lists_tuples_and_dicts_that_need_a_gradient(self):
         leaf = torch.ones(1, requires_grad=True)
         made = leaf * 2
         nested = [made, (made + 1, {"x": made - 1, "no grad": torch.ones(1)}), leaf]
-        self.assertEqual([type(node).__name__ for node in grad_nodes(nested, torch.Tensor)],
+        self.assertEqual([type(node).__name__ for node in self.grad_nodes(nested, torch.Tensor)],
                          ["MulBackward0", "AddBackward0", "SubBackward0"])
 
     def test_only_a_few_levels_deep(self):
         deep = leaf = torch.ones(1, requires_grad=True) * 2
         for _ in range(5):
             deep = [deep]
-        self.assertEqual(grad_nodes(deep, torch.Tensor), [])
-        self.assertEqual(len(grad_nodes(deep[0], torch.Tensor)), 1)
-        self.assertIs(grad_nodes(leaf, torch.Tensor)[0], leaf.grad_fn)
+        self.assertEqual(self.grad_nodes(deep, torch.Tensor), [])
+        self.assertEqual(len(self.grad_nodes(deep[0], torch.Tensor)), 1)
+        self.assertIs(self.grad_nodes(leaf, torch.Tensor)[0], leaf.grad_fn)
+
+    def test_subclasses_of_tuples_and_dicts_and_other_objects(self):
+        made = torch.ones(1, requires_grad=True) * 3
+        pair = types.SimpleNamespace(tensor=made)  # not walked: neither a container nor a tensor
+        value = (torch.return_types.max((made + 1, made.long())),
+                 collections.OrderedDict(a=made - 1, b=pair), "text", None, 3)
+        self.assertEqual([type(node).__name__ for node in self.grad_nodes(value, torch.Tensor)],
+                         ["AddBackward0", "SubBackward0"])
+
+    def test_what_a_property_raises_is_raised(self):
+        class Broken(torch.Tensor):
+            @property
+            def requires_grad(self):
+                raise RuntimeError("no flag")
+
+        broken = torch.ones(1).as_subclass(Broken)
+        with self.assertRaisesRegex(RuntimeError, "no flag"):
+            self.grad_nodes([broken], torch.Tensor)
+
+
+@unittest.skipUnless(CORE, NO_CORE)
+class CoreGradNodesTest(GradNodesTest):
+    """The same cases for the compiled core's grad_nodes."""
+
+    grad_nodes = staticmethod(CORE.grad_nodes if CORE else None)
 
 
 class ClaimsTest(unittest.TestCase):

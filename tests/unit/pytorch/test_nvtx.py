@@ -86,7 +86,8 @@ class CoreLoadingTest(unittest.TestCase):
         with open(path, "w") as broken:
             broken.write("not an ELF file\n")
         calls = []
-        nvtx, mark = bind(_torch_with_binding(calls), self.directory.name)
+        nvtx, core, mark = bind(_torch_with_binding(calls), self.directory.name)
+        self.assertIsNone(core)
         self.assertIsInstance(nvtx, Nvtx)
         self.assertTrue(mark.startswith("gpuattr.pytorch: core: python (ImportError: "), mark)
         self.assertIn(path, mark)
@@ -94,13 +95,14 @@ class CoreLoadingTest(unittest.TestCase):
     def test_asking_for_pure_python_is_named_as_the_reason(self):
         os.environ[CORE_ENV] = "python"
         self.assertEqual(load_core(_CORE_DIR or self.directory.name), (None, CORE_ENV + "=python"))
-        _, mark = bind(_torch_with_binding([]), _CORE_DIR or self.directory.name)
+        _, _, mark = bind(_torch_with_binding([]), _CORE_DIR or self.directory.name)
         self.assertEqual(mark, "gpuattr.pytorch: core: python (GPUATTR_PYTORCH_CORE=python)")
 
     @unittest.skipUnless(_CORE_DIR, "the compiled core is not built in this tree")
     def test_the_built_core_binds_with_every_capability(self):
-        nvtx, mark = bind(torch, _CORE_DIR)
+        nvtx, core, mark = bind(torch, _CORE_DIR)
         self.assertEqual(mark, "gpuattr.pytorch: core: compiled")
+        self.assertEqual(core.__name__, "gpuattr_pytorch._gpuattr_core")
         self.assertIsInstance(nvtx, CoreNvtx)
         self.assertEqual(nvtx.capabilities.source, CORE_SOURCE)
         self.assertTrue(nvtx.capabilities.context_ranges)
@@ -117,7 +119,7 @@ class CoreLoadingTest(unittest.TestCase):
 
     @unittest.skipUnless(_CORE_DIR, "the compiled core is not built in this tree")
     def test_the_built_core_raises_on_wrong_arguments(self):
-        nvtx, _ = bind(torch, _CORE_DIR)
+        nvtx, _, _ = bind(torch, _CORE_DIR)
         with self.assertRaises(TypeError):
             nvtx.domain_mark(b"gpuattr.flops", "aten::mm float32")
         with self.assertRaises(TypeError):

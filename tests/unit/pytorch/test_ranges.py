@@ -4,8 +4,9 @@
 import threading
 import unittest
 
+from core_for_tests import CORE, NO_CORE
 from fake_nvtx import RecordingNvtx
-from gpuattr_pytorch.ranges import Guard, Ranges
+from gpuattr_pytorch.ranges import Guard, Ranges, make_ranges
 
 
 class _Handle:
@@ -17,9 +18,11 @@ class _Handle:
 
 
 class RangesTest(unittest.TestCase):
+    core = None
+
     def setUp(self):
         self.nvtx = RecordingNvtx()
-        self.ranges = Ranges(self.nvtx)
+        self.ranges = make_ranges(self.nvtx, self.core)
 
     def test_calls_that_nest_pop_one_range_each(self):
         self.ranges.push("a")
@@ -49,6 +52,33 @@ class RangesTest(unittest.TestCase):
         thread.start()
         thread.join()
         self.assertEqual(seen, [[]])
+
+
+    def test_it_has_the_binding_and_the_stack(self):
+        self.assertIs(self.ranges.nvtx, self.nvtx)
+        self.ranges.push("a")
+        self.assertEqual(self.ranges.stack.names, ["a"])
+
+    def test_an_error_of_the_binding_is_raised_with_the_name_kept(self):
+        def failing_pop():
+            raise ValueError("pop failed")
+
+        self.nvtx.pop = failing_pop
+        self.ranges.push("a")
+        with self.assertRaisesRegex(ValueError, "pop failed"):
+            self.ranges.pop_to("a")
+        self.assertEqual(self.ranges.stack.names, [])
+
+
+@unittest.skipUnless(CORE, NO_CORE)
+class CoreRangesTest(RangesTest):
+    """The same cases for the compiled core's Ranges."""
+
+    core = CORE
+
+    def test_it_is_the_cores(self):
+        self.assertIsInstance(self.ranges, CORE.Ranges)
+        self.assertNotIsInstance(self.ranges, Ranges)
 
 
 class GuardTest(unittest.TestCase):
