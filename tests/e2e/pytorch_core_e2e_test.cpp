@@ -52,11 +52,17 @@ std::vector<std::string> CoreMarks(const json& report) {
   return names;
 }
 
-std::vector<std::string> PassNames(const json& report) {
-  std::vector<std::string> names;
-  ForEachPass(report["processes"][0]["passes"],
-              [&](const json& node) { names.push_back(node["name"].get<std::string>()); });
-  return names;
+// The paths of the report's pass tree, sorted: siblings that start at the same time (a backward
+// leaf and the accumulator's) may be listed in either order.
+std::vector<std::string> PassPaths(const json& report) {
+  std::vector<std::string> paths;
+  ForEachPass(report["processes"][0]["passes"], [&](const json& node) {
+    std::string path;
+    for (const json& name : node["path"]) path += name.get<std::string>() + " / ";
+    paths.push_back(path);
+  });
+  std::sort(paths.begin(), paths.end());
+  return paths;
 }
 
 json RunSmallTraining(const TempDir& dir, const std::string& name,
@@ -86,9 +92,10 @@ TEST_CASE("the report names the annotator's path: the compiled core, or pure Pyt
   const std::string expected = std::string(kCoreMarkPrefix) +
                                (pure_python ? "python (GPUATTR_PYTORCH_CORE=python)" : "compiled");
   CHECK(CoreMarks(report) == std::vector<std::string>{expected});
-  const std::vector<std::string> names = PassNames(report);
-  CHECK(std::count(names.begin(), names.end(), "nn.Module: Sequential_0") >= 1);
-  CHECK(std::count(names.begin(), names.end(), "nn.Module: 0") >= 1);
+  const std::vector<std::string> paths = PassPaths(report);
+  CHECK(std::count(paths.begin(), paths.end(), "ProfilerStep#* / nn.Module: Sequential_0 / ") == 1);
+  CHECK(std::count(paths.begin(), paths.end(),
+                   "ProfilerStep#* / nn.Module: Sequential_0 / nn.Module: 0 / ") == 1);
 }
 
 TEST_CASE("a broken compiled core falls back to pure Python, says why, and gives the same rows",
@@ -111,7 +118,7 @@ TEST_CASE("a broken compiled core falls back to pure Python, says why, and gives
   INFO(fallback_marks[0]);
   CHECK(fallback_marks[0].rfind("gpuattr.pytorch: core: python (ImportError: ", 0) == 0);
   CHECK(fallback_marks[0].find("_gpuattr_core.abi3.so") != std::string::npos);
-  CHECK(PassNames(fallback) == PassNames(with_core));
+  CHECK(PassPaths(fallback) == PassPaths(with_core));
 }
 
 }  // namespace
