@@ -5,8 +5,9 @@
 # (generator expressions allowed). RUN_SERIAL keeps ctest -j from running them beside other tests:
 # for tests that run whole traced processes and compare their timing with a simulator's.
 # VARIANTS registers every TEST_CASE once per variant, named `NAME:label:case`, with the variant's
-# VAR=value (several: VAR=value|VAR2=value2) added to its environment: the PyTorch tier runs once per torch it found
-# (tests/e2e/CMakeLists.txt), and its test names say which torch ran.
+# VAR=value (several: VAR=value|VAR2=value2) added to its environment: the PyTorch tier runs once
+# per torch it found and annotator path (tests/e2e/CMakeLists.txt, cmake/GpuattrTorch.cmake), and
+# its test names say which.
 #
 # Catch2 is v2 on Debian 12 and v3 on Debian 13. The tests are written against v2's single header;
 # with v3, cmake/catch2_v3_compat/ maps its names onto v3's, and v3's own main is linked.

@@ -25,11 +25,11 @@ import os
 import warnings
 
 from . import compat
+from . import nvtx as nvtx_binding
 from .backward import Claims
 from .compiled_graphs import MAPS_ENV, CompiledGraphs
 from .kernel_map_cache import KernelMapCache, default_directory
 from .modules import ModuleHooks
-from . import nvtx as nvtx_binding
 from .op_mode import OpMode, flop_counter
 from .patches import Patches
 from .ranges import Guard, make_ranges
