@@ -38,11 +38,14 @@ if(NOT GPUATTR_TORCH2_VARIANTS)
   set(GPUATTR_TORCH2_VARIANTS "torch2-missing=GPUATTR_TORCH_PYTHON=")
 endif()
 # The annotator has two paths (issue 44): its compiled core (python/CMakeLists.txt), the default,
-# and the pure-Python fallback. Each torch's tests run on both, the fallback's named
+# and the pure-Python fallback. The e2e tier runs each torch's cases on both
+# (GPUATTR_TORCH_E2E_VARIANTS, GPUATTR_TORCH2_E2E_VARIANTS), the fallback's named
 # `torch-<version>-python` (GPUATTR_PYTORCH_CORE=python). The sanitizer builds run the compiled
 # path only: it is the new code, and the fallback is the Python that the main build tests.
+set(GPUATTR_TORCH_E2E_VARIANTS ${GPUATTR_TORCH_VARIANTS})
+set(GPUATTR_TORCH2_E2E_VARIANTS ${GPUATTR_TORCH2_VARIANTS})
 if(TARGET gpuattr_python_core AND NOT GPUATTR_SANITIZE)
-  foreach(_list GPUATTR_TORCH_VARIANTS GPUATTR_TORCH2_VARIANTS)
+  foreach(_list GPUATTR_TORCH_E2E_VARIANTS GPUATTR_TORCH2_E2E_VARIANTS)
     set(_both "")
     foreach(_variant IN LISTS ${_list})
       string(REGEX REPLACE "^([^=]*)=(.*)$" "\\1-python=\\2|GPUATTR_PYTORCH_CORE=python"

@@ -379,7 +379,7 @@ TEST_CASE(
   // Beside the mark that names the annotator's path (pytorch_core_e2e_test.cpp), only this one.
   std::vector<json> disabled;
   for (const json& mark : report["processes"][0]["marks"]) {
-    if (mark["name"].get<std::string>().rfind("gpuattr.pytorch: core: ", 0) != 0) {
+    if (mark["name"].get<std::string>().rfind(kCoreMarkPrefix, 0) != 0) {
       disabled.push_back(mark);
     }
   }

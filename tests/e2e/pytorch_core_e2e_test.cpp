@@ -27,8 +27,6 @@ using test_support::ReadJson;
 using test_support::TempDir;
 using test_support::WriteFile;
 
-constexpr char kCoreMarkPrefix[] = "gpuattr.pytorch: core: ";
-
 // Three steps of a two-module model, forward and backward.
 const std::vector<std::string>& SmallTrainingCommand() {
   static const std::vector<std::string> command = {

@@ -24,6 +24,10 @@ inline const std::string kPython = [] {
   return std::string(python == nullptr ? "" : python);
 }();
 
+// The prefix of the mark that names the annotator's path (compiled core or pure Python), one in
+// every annotated process's report (pytorch_core_e2e_test.cpp).
+inline constexpr char kCoreMarkPrefix[] = "gpuattr.pytorch: core: ";
+
 // Every case starts here: without torch there is nothing to test, and that is a failure
 // (scripts/setup.sh installs torch in .venv and python3-torch), never a skip.
 inline void RequireTorch() {

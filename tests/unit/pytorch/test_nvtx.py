@@ -1,5 +1,5 @@
 # The NVTX binding: which library it binds, and the Capabilities it reports for each; the
-# compiled core's binding where it is built (GPUATTR_TEST_CORE_DIR), and the fallback from it.
+# compiled core's binding where it is built (GPUATTR_TESTCORE_DIR), and the fallback from it.
 import ctypes
 import os
 import tempfile
@@ -9,11 +9,11 @@ from unittest import mock
 
 import torch
 
+from core_for_tests import CORE_DIR, NO_CORE
 from gpuattr_pytorch.nvtx import (CORE_ENV, CORE_SOURCE, Capabilities, CoreNvtx, EventAttributes,
                                   Nvtx, bind, load_core)
 
 _TOOLKIT_LIBRARY = os.environ.get("GPUATTR_TEST_NVTX_LIBRARY", "")
-_CORE_DIR = os.environ.get("GPUATTR_TEST_CORE_DIR", "")
 
 
 def _torch_with_binding(calls):
@@ -94,13 +94,13 @@ class CoreLoadingTest(unittest.TestCase):
 
     def test_asking_for_pure_python_is_named_as_the_reason(self):
         os.environ[CORE_ENV] = "python"
-        self.assertEqual(load_core(_CORE_DIR or self.directory.name), (None, CORE_ENV + "=python"))
-        _, _, mark = bind(_torch_with_binding([]), _CORE_DIR or self.directory.name)
+        self.assertEqual(load_core(CORE_DIR or self.directory.name), (None, CORE_ENV + "=python"))
+        _, _, mark = bind(_torch_with_binding([]), CORE_DIR or self.directory.name)
         self.assertEqual(mark, "gpuattr.pytorch: core: python (GPUATTR_PYTORCH_CORE=python)")
 
-    @unittest.skipUnless(_CORE_DIR, "the compiled core is not built in this tree")
+    @unittest.skipUnless(CORE_DIR, NO_CORE)
     def test_the_built_core_binds_with_every_capability(self):
-        nvtx, core, mark = bind(torch, _CORE_DIR)
+        nvtx, core, mark = bind(torch, CORE_DIR)
         self.assertEqual(mark, "gpuattr.pytorch: core: compiled")
         self.assertEqual(core.__name__, "gpuattr_pytorch._gpuattr_core")
         self.assertIsInstance(nvtx, CoreNvtx)
@@ -117,9 +117,9 @@ class CoreLoadingTest(unittest.TestCase):
             self.assertIsNone(nvtx.domain_mark(b"gpuattr.flops", "aten::mm float32", 2 ** 40))
             self.assertIsNone(nvtx.domain_mark(b"gpuattr.flops", "counting", None))
 
-    @unittest.skipUnless(_CORE_DIR, "the compiled core is not built in this tree")
+    @unittest.skipUnless(CORE_DIR, NO_CORE)
     def test_the_built_core_raises_on_wrong_arguments(self):
-        nvtx, _, _ = bind(torch, _CORE_DIR)
+        nvtx, _, _ = bind(torch, CORE_DIR)
         with self.assertRaises(TypeError):
             nvtx.domain_mark(b"gpuattr.flops", "aten::mm float32")
         with self.assertRaises(TypeError):
