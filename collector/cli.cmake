@@ -83,6 +83,7 @@ foreach(_site_file sitecustomize.py gpuattr_step_timer.py gpuattr_pytorch/__init
                    gpuattr_pytorch/kernel_map_cache.py
                    gpuattr_pytorch/flops.py
                    gpuattr_pytorch/flop_rules.json gpuattr_pytorch/modules.py
+                   gpuattr_pytorch/module_calls.py
                    gpuattr_pytorch/nvtx.py gpuattr_pytorch/op_mode.py gpuattr_pytorch/patches.py
                    gpuattr_pytorch/ranges.py gpuattr_pytorch/steps.py)
   configure_file(${PROJECT_SOURCE_DIR}/python/gpuattr_site/${_site_file}

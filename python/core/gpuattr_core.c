@@ -8,7 +8,10 @@
 //                   loader finds the tool NVTX_INJECTION64_PATH names (the shim, which fills each
 //                   module's table: inject/nvtx), so no NVTX library is needed;
 //   hot_path.c      `Ranges` (ranges.Ranges) and `grad_nodes` (backward.grad_nodes), call for
-//                   call; the Python versions stay as the fallback, and the unit tests run both.
+//                   call;
+//   module_calls.c  `ModuleCall` (modules.ModuleCall) and `ModuleCalls`, the enter and leave of
+//                   module_calls.ModuleCalls for the usual submodule call.
+// The Python versions stay as the fallback, and the unit tests run both.
 //
 // Built with the stable ABI of CPython 3.10 and later (Py_LIMITED_API) and without torch: one
 // build serves every torch. A missing or broken build is not an error: the annotator falls back to
@@ -17,19 +20,41 @@
 // caches (dicts); NVTX calls are made holding it (they only record).
 #include "core.h"
 
-// Adds the type made from `spec` to `module` as `name`: 0, or -1 with an exception set.
-static int AddType(PyObject* module, const char* name, PyType_Spec* spec) {
+// Adds the type made from `spec` to `module` as `name`: the type (borrowed: the module holds
+// it), or NULL with an exception set.
+static PyObject* AddType(PyObject* module, const char* name, PyType_Spec* spec) {
   PyObject* type = PyType_FromSpec(spec);
+  if (type == NULL) return NULL;
+  if (PyModule_AddObject(module, name, type) != 0) {
+    Py_DECREF(type);
+    return NULL;
+  }
+  return type;
+}
+
+PyObject* gpuattr_nvtx_type;
+PyObject* gpuattr_ranges_type;
+PyObject* gpuattr_module_call_type;
+
+// AddType, and the type held in `*held` for as long as the process (the core's callers check an
+// object's type against it; a module loaded again replaces it): 0, or -1 with an exception set.
+static int AddHeldType(PyObject* module, const char* name, PyType_Spec* spec, PyObject** held) {
+  PyObject* type = AddType(module, name, spec);
   if (type == NULL) return -1;
-  const int failed = PyModule_AddObject(module, name, type);
-  if (failed != 0) Py_DECREF(type);
-  return failed;
+  Py_INCREF(type);
+  *held = type;
+  return 0;
 }
 
 static int CoreExec(PyObject* module) {
-  if (gpuattr_hot_path_init() != 0) return -1;
-  if (AddType(module, "Nvtx", &gpuattr_nvtx_spec) != 0) return -1;
-  return AddType(module, "Ranges", &gpuattr_ranges_spec);
+  if (gpuattr_hot_path_init() != 0 || gpuattr_module_calls_init() != 0) return -1;
+  if (AddHeldType(module, "Nvtx", &gpuattr_nvtx_spec, &gpuattr_nvtx_type) != 0 ||
+      AddHeldType(module, "Ranges", &gpuattr_ranges_spec, &gpuattr_ranges_type) != 0 ||
+      AddHeldType(module, "ModuleCall", &gpuattr_module_call_spec, &gpuattr_module_call_type) !=
+          0) {
+    return -1;
+  }
+  return AddType(module, "ModuleCalls", &gpuattr_module_calls_spec) == NULL ? -1 : 0;
 }
 
 static PyModuleDef_Slot kCoreSlots[] = {

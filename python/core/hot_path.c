@@ -46,10 +46,23 @@ static int CollectFromSequence(PyObject* items, PyObject* tensor_type, PyObject*
   return PyErr_Occurred() != NULL ? -1 : 0;
 }
 
+// isinstance(value, tensor_type), for a tensor type whose metaclass keeps type.__instancecheck__
+// (torch.Tensor's): a subtype is one; an object of an exact builtin type, whose __class__ is its
+// type, is not; anything else asks isinstance (a __class__ may claim a type). 1, 0, or -1.
+static int IsTensor(PyObject* value, PyObject* tensor_type) {
+  if (PyObject_TypeCheck(value, (PyTypeObject*)tensor_type)) return 1;
+  if (value == Py_None || PyTuple_CheckExact(value) || PyList_CheckExact(value) ||
+      PyDict_CheckExact(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value) ||
+      PyBool_Check(value) || PyUnicode_CheckExact(value)) {
+    return 0;
+  }
+  return PyObject_IsInstance(value, tensor_type);
+}
+
 // Appends to `found` the grad_fn of each tensor in `value` that requires a gradient (tensors, and
 // lists, tuples and dicts of them, kNestingLimit levels deep), in backward.grad_nodes' order.
 static int CollectGradNodes(PyObject* value, PyObject* tensor_type, PyObject* found, int depth) {
-  const int is_tensor = PyObject_IsInstance(value, tensor_type);
+  const int is_tensor = IsTensor(value, tensor_type);
   if (is_tensor < 0) return -1;
   if (is_tensor) {
     PyObject* requires_grad = PyObject_GetAttr(value, g_requires_grad_attribute);
@@ -77,10 +90,22 @@ static int CollectGradNodes(PyObject* value, PyObject* tensor_type, PyObject* fo
   return 0;
 }
 
+int gpuattr_collect_grad_nodes(PyObject* value, PyObject* tensor_type, PyObject* found) {
+  if (!PyType_Check(tensor_type)) {
+    PyErr_SetString(PyExc_TypeError, "grad_nodes: tensor_type must be a type");
+    return -1;
+  }
+  return CollectGradNodes(value, tensor_type, found, 0);
+}
+
 static PyObject* GradNodes(PyObject* module, PyObject* const* args, Py_ssize_t count) {
   (void)module;
   if (count != 2) {
     PyErr_SetString(PyExc_TypeError, "grad_nodes(value, tensor_type)");
+    return NULL;
+  }
+  if (!PyType_Check(args[1])) {
+    PyErr_SetString(PyExc_TypeError, "grad_nodes: tensor_type must be a type");
     return NULL;
   }
   PyObject* found = PyList_New(0);
@@ -131,8 +156,13 @@ static void RangesDealloc(PyObject* self_object) {
 }
 
 // nvtx.<method>(argument), or nvtx.<method>() where `argument` is NULL, its result dropped:
-// 0, or -1 with an exception set.
+// 0, or -1 with an exception set. The core's own Nvtx is called directly.
 static int CallNvtx(RangesObject* self, PyObject* method, PyObject* argument) {
+  if (Py_TYPE(self->nvtx) == (PyTypeObject*)gpuattr_nvtx_type) {
+    if (argument != NULL) return gpuattr_nvtx_push(self->nvtx, argument);
+    gpuattr_nvtx_pop();
+    return 0;
+  }
   PyObject* bound = PyObject_GetAttr(self->nvtx, method);
   if (bound == NULL) return -1;
   PyObject* result = argument == NULL ? PyObject_CallNoArgs(bound)
@@ -198,6 +228,15 @@ static int PopThrough(RangesObject* self, PyObject* names, PyObject* name) {
     if (found != 0) return found < 0 ? -1 : 0;
   }
   return 0;
+}
+
+int gpuattr_ranges_push(PyObject* ranges, PyObject* names, PyObject* name) {
+  if (PyList_Append(names, name) != 0) return -1;
+  return CallNvtx((RangesObject*)ranges, g_push_attribute, name);
+}
+
+int gpuattr_ranges_pop_to(PyObject* ranges, PyObject* names, PyObject* name) {
+  return PopThrough((RangesObject*)ranges, names, name);
 }
 
 // pop_to(name): pops through the innermost `name` (ranges an exception left open above it too).

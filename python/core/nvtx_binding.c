@@ -79,6 +79,14 @@ static PyObject* NvtxPush(PyObject* self_object, PyObject* name) {
   Py_RETURN_NONE;
 }
 
+int gpuattr_nvtx_push(PyObject* nvtx, PyObject* name) {
+  PyObject* result = NvtxPush(nvtx, name);
+  Py_XDECREF(result);
+  return result == NULL ? -1 : 0;
+}
+
+void gpuattr_nvtx_pop(void) { nvtxRangePop(); }
+
 static PyObject* NvtxPop(PyObject* self_object, PyObject* unused) {
   (void)self_object;
   (void)unused;

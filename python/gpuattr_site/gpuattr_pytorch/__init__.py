@@ -8,7 +8,8 @@
 #   compat     what the running torch offers, by feature (torch 1.13 to 2.x)
 #   ranges     each thread's open ranges, and the Guard every hook body runs under
 #   steps      ProfilerStep#N
-#   modules    module range names and the global forward hooks
+#   modules    module range names
+#   module_calls  every module call entered and left (an interposer on nn.Module.__call__)
 #   backward   autograd nodes claimed by the module calls that made them (backward by module)
 #   patches    backward, optimizers, data loaders, functional losses, gradient clipping
 #   op_mode    op ranges (--pytorch ops) and FLOP marks (--flops), with flops.py's counter
@@ -22,14 +23,13 @@
 # NVTX mark names it in the report). Inside torch.compile'd regions nothing is emitted.
 # Runs on: the thread that first imports torch (install).
 import os
-import warnings
 
 from . import compat
 from . import nvtx as nvtx_binding
 from .backward import Claims
 from .compiled_graphs import MAPS_ENV, CompiledGraphs
 from .kernel_map_cache import KernelMapCache, default_directory
-from .modules import ModuleHooks
+from .module_calls import ModuleCalls
 from .op_mode import OpMode, flop_counter
 from .patches import Patches
 from .ranges import Guard, make_ranges
@@ -50,23 +50,18 @@ class Annotator:
         self.claims = Claims(torch, self.ranges, self.guard, self.steps)
         self.op_mode = (OpMode(torch, self.ranges, self.guard, op_ranges, counter)
                         if op_ranges or counter is not None else None)
-        self.module_hooks = ModuleHooks(torch, self.ranges, self.guard, self.steps, self.claims,
+        self.module_calls = ModuleCalls(torch, self.ranges, self.guard, self.steps, self.claims,
                                         self.op_mode, core)
         self.patches = Patches(torch, self.ranges, self.guard, self.steps, self.claims,
-                               self.module_hooks, self.op_mode)
+                               self.module_calls, self.op_mode)
         self.compiled_graphs = None
         if hasattr(torch, "compile"):
             self.compiled_graphs = CompiledGraphs(self.ranges, self.guard,
-                                                  self.module_hooks.names, maps_dir,
+                                                  self.module_calls.names, maps_dir,
                                                   KernelMapCache(default_directory()))
 
     def install(self):
-        # torch.compile(module) warns once when global module hooks exist (they fire for the
-        # OptimizedModule too): the warning would be gpuattr's, printed into the program's stderr.
-        warnings.filterwarnings("ignore", category=UserWarning,
-                                message=r"Using `torch\.compile\(module\)` when there are global "
-                                        r"hooks on modules")
-        self.module_hooks.install()
+        self.module_calls.install()
         self.patches.install()
         if self.compiled_graphs is not None:
             self.compiled_graphs.install()

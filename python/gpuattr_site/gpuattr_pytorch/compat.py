@@ -3,15 +3,17 @@
 #
 #   is_compiling          torch.compiler.is_compiling (>= 2.3), dynamo's once the program loaded
 #                         it (2.0-2.2), None on 1.13 (no dynamo)
-#   global forward hook   with kwargs (>= 2.0) and always_call (>= 2.1: it also runs when the
-#                         call raised), each where the running torch takes it
+#   dynamo's frame callback  set while a compiled region runs, its eager parts included
+#                         (torch._C's getter, loaded with torch: >= 2.0)
 #   autograd nodes        pre-hooks and metadata (>= 1.13) and AccumulateGrad's type: backward
 #                         by module needs all three
 #   dispatch modes        TorchDispatchMode (>= 1.13): op ranges and FLOP counting need it
 #
 # Never imports torch._dynamo: importing it changes the program (with it, torch 2.13's gloo
-# process group can deadlock at exit, joining a thread that waits for the GIL).
+# process group can deadlock at exit, joining a thread that waits for the GIL). What needs a
+# module of the program's waits for its import (after_import).
 # Runs on: the thread that imports torch (install), then the hooks' threads (is_compiling).
+import importlib.machinery
 import sys
 
 
@@ -31,32 +33,16 @@ def find_is_compiling(torch):
     return dynamo_is_compiling
 
 
-class ForwardHook:
-    """A registered global forward hook: its handle, and whether torch passes it the call's
-    keyword arguments (hook(module, args, kwargs, output)) and runs it when the call raised."""
-
-    __slots__ = ("handle", "with_kwargs", "always_call")
-
-    def __init__(self, handle, with_kwargs, always_call):
-        self.handle = handle
-        self.with_kwargs = with_kwargs
-        self.always_call = always_call
+def find_dynamo_frame_callback(torch):
+    """A function returning dynamo's frame callback (None while no compiled region runs), or one
+    that always returns None where torch has no such getter."""
+    native = getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None)
+    getter = getattr(native, "get_eval_frame_callback", None)
+    return getter if callable(getter) else _no_callback
 
 
-def register_global_forward_hook(torch, hook_with_kwargs, hook_without):
-    """Registers the global forward hook with as much as this torch offers: keyword arguments
-    and always_call, else one of them, else neither (hook_without(module, args, output))."""
-    register = torch.nn.modules.module.register_module_forward_hook
-    for with_kwargs, always_call in ((True, True), (True, False), (False, True)):
-        options = {"with_kwargs": True} if with_kwargs else {}
-        if always_call:
-            options["always_call"] = True
-        try:
-            handle = register(hook_with_kwargs if with_kwargs else hook_without, **options)
-        except TypeError:
-            continue
-        return ForwardHook(handle, with_kwargs, always_call)
-    return ForwardHook(register(hook_without), False, False)
+def _no_callback():
+    return None
 
 
 def autograd_node_support(torch, node):
@@ -78,3 +64,42 @@ def dispatch_mode_base(torch):
         return None, "torch %s has no dispatch modes (torch >= 1.13 has): %s" % (
             torch.__version__, error)
     return TorchDispatchMode, None
+
+
+def after_import(names, callback):
+    """callback() once every module of `names` is loaded: now if they are, else once the last of
+    them the program imports finished loading (not merely began: one may import the other).
+    callback must not raise: it runs inside the program's import."""
+    if all(name in sys.modules for name in names):
+        callback()
+    else:
+        sys.meta_path.insert(0, ImportWatcher(names, callback))
+
+
+class ImportWatcher:
+    """A meta-path finder that answers only for `names`: it finds each one's real spec, and once
+    the last of them finished loading calls the callback and removes itself."""
+
+    def __init__(self, names, callback):
+        self._names = frozenset(names)
+        self._callback = callback
+        self._loaded = {name for name in names if name in sys.modules}
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in self._names:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        original_exec = spec.loader.exec_module
+        watcher = self
+
+        def exec_then_call(module):
+            original_exec(module)
+            watcher._loaded.add(fullname)
+            if watcher._loaded == watcher._names and watcher in sys.meta_path:
+                sys.meta_path.remove(watcher)
+                watcher._callback()
+
+        spec.loader.exec_module = exec_then_call
+        return spec

@@ -25,21 +25,20 @@
 # class as modules.py names roots.
 # Runs on: the thread that imports Inductor (install), the compiling thread (maps), and any thread
 # that calls a compiled graph (its range).
-import importlib.machinery
 import json
 import os
 import sys
 import threading
 
-from . import compiled
+from . import compat, compiled
 
 MAPS_ENV = "GPUATTR_KERNEL_MAPS"
 MAP_FORMAT = "gpuattr.kernel_map/1"
 GRAPH_RANGE_PREFIX = "torch.compile: "
 PROFILER_RANGE = "## Call CompiledFxGraph %s ##"  # Inductor's record_function per graph call
 _WATCHED = ("torch._inductor.codecache", "torch._inductor.debug")
-UNMAPPED_MARK = ("gpuattr.pytorch: compiled graph %s has no kernel map: Inductor loaded it from its "
-                 "cache, compiled before gpuattr saw it, and its launches stay on its range "
+UNMAPPED_MARK = ("gpuattr.pytorch: compiled graph %s has no kernel map: Inductor loaded it from "
+                 "its cache, compiled before gpuattr saw it, and its launches stay on its range "
                  "(run once with TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 to map it)")
 
 
@@ -82,10 +81,7 @@ class CompiledGraphs:
 
     def install(self):
         """Installs the maps now if the program already imported Inductor, else once it does."""
-        if all(name in sys.modules for name in _WATCHED):
-            self.install_loaded()
-        else:
-            sys.meta_path.insert(0, _InductorImportWatcher(self))
+        compat.after_import(_WATCHED, self.install_loaded)
 
     def install_loaded(self):
         """Installs the maps over the Inductor modules the program has loaded; an error leaves
@@ -162,32 +158,3 @@ class CompiledGraphs:
             return guard.call_in_range(lambda _: name, call, args, kwargs)
 
         return call_in_graph_range
-
-
-class _InductorImportWatcher:
-    """A meta-path finder that answers only for the modules the maps patch: it finds each one's
-    real spec, and once the last of them finished loading (not merely began: one imports the
-    other), installs the maps and removes itself."""
-
-    def __init__(self, graphs):
-        self._graphs = graphs
-        self._loaded = set()
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname not in _WATCHED:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.loader is None:
-            return spec
-        original_exec = spec.loader.exec_module
-        watcher = self
-
-        def exec_then_install(module):
-            original_exec(module)
-            watcher._loaded.add(fullname)
-            if watcher._loaded == set(_WATCHED) and watcher in sys.meta_path:
-                sys.meta_path.remove(watcher)
-                watcher._graphs.install_loaded()
-
-        spec.loader.exec_module = exec_then_install
-        return spec

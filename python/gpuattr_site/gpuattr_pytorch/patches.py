@@ -31,13 +31,13 @@ def functional_losses(functional):
 
 
 class Patches:
-    def __init__(self, torch, ranges, guard, steps, claims, module_hooks, op_mode):
+    def __init__(self, torch, ranges, guard, steps, claims, module_calls, op_mode):
         self._torch = torch
         self._ranges = ranges
         self._guard = guard
         self._steps = steps
         self._claims = claims
-        self._module_hooks = module_hooks
+        self._module_calls = module_calls
         self._op_mode = op_mode  # op_mode.OpMode or None
 
     def install(self):
@@ -141,7 +141,7 @@ class Patches:
         """A loss module's own call of a functional loss adds nothing: the module's range is the
         loss already."""
         functional = self._torch.nn.functional
-        innermost_is_loss = self._module_hooks.innermost_is_loss
+        innermost_is_loss = self._module_calls.innermost_is_loss
 
         def name_of_loss(name):
             range_name = "nn.functional." + name

@@ -50,6 +50,19 @@ class GradNodesTest(unittest.TestCase):
         self.assertEqual([type(node).__name__ for node in self.grad_nodes(value, torch.Tensor)],
                          ["AddBackward0", "SubBackward0"])
 
+    def test_an_object_that_claims_the_tensor_class_counts_as_a_tensor(self):
+        made = torch.ones(1, requires_grad=True) * 5
+
+        class Claiming:  # isinstance(Claiming(), torch.Tensor) through __class__
+            __class__ = torch.Tensor
+            requires_grad = True
+            grad_fn = made.grad_fn
+
+        self.assertIsInstance(Claiming(), torch.Tensor)
+        self.assertEqual(self.grad_nodes([Claiming(), 1.5, True], torch.Tensor), [made.grad_fn])
+        # The core's fast isinstance assumes torch.Tensor's metaclass keeps type's check.
+        self.assertNotIn("__instancecheck__", vars(type(torch.Tensor)))
+
     def test_what_a_property_raises_is_raised(self):
         class Broken(torch.Tensor):
             @property

@@ -1,5 +1,5 @@
 # What the running torch offers, found by feature: each probe on this torch, and on stand-ins for
-# the torches it does not have (dynamo without torch.compiler, a hook API without keywords).
+# the torches it does not have (dynamo without torch.compiler).
 import sys
 import types
 import unittest
@@ -9,10 +9,6 @@ import torch
 from gpuattr_pytorch import compat
 
 _TORCH2 = hasattr(torch, "compile")
-
-
-def _torch_version():
-    return tuple(int(part) for part in torch.__version__.split(".")[:2])
 
 
 class IsCompilingTest(unittest.TestCase):
@@ -50,45 +46,6 @@ class IsCompilingTest(unittest.TestCase):
         if is_compiling is not None:
             is_compiling()
         self.assertNotIn("torch._dynamo", sys.modules)
-
-
-class GlobalForwardHookTest(unittest.TestCase):
-    def test_this_torch_passes_keyword_arguments_where_it_can(self):
-        seen = []
-        hook = compat.register_global_forward_hook(
-            torch, lambda module, args, kwargs, output: seen.append(("kwargs", kwargs)),
-            lambda module, args, output: seen.append(("plain", None)))
-        try:
-            torch.nn.Identity()(torch.ones(1))
-            linear = torch.nn.Linear(1, 1)
-            linear(input=torch.ones(1)) if hook.with_kwargs else linear(torch.ones(1))
-        finally:
-            hook.handle.remove()
-        if hook.with_kwargs:
-            self.assertEqual(seen[0], ("kwargs", {}))
-            self.assertEqual(list(seen[1][1]), ["input"])
-        else:
-            self.assertEqual(seen, [("plain", None), ("plain", None)])
-        # torch >= 2.1 takes both; 1.13 neither.
-        takes_both = _torch_version() >= (2, 1)
-        self.assertEqual((hook.with_kwargs, hook.always_call), (takes_both, takes_both))
-
-    def test_a_torch_without_keywords_gets_the_plain_hook(self):
-        registered = []
-
-        def register(hook, **options):
-            if options:
-                raise TypeError("unexpected keyword argument")
-            registered.append(hook)
-            return "handle"
-
-        fake = types.SimpleNamespace(nn=types.SimpleNamespace(modules=types.SimpleNamespace(
-            module=types.SimpleNamespace(register_module_forward_hook=register))))
-        plain = object()
-        hook = compat.register_global_forward_hook(fake, object(), plain)
-        self.assertEqual((hook.handle, hook.with_kwargs, hook.always_call),
-                         ("handle", False, False))
-        self.assertEqual(registered, [plain])
 
 
 class AutogradNodeSupportTest(unittest.TestCase):

@@ -9,7 +9,7 @@ import types
 import unittest
 
 from fake_nvtx import RecordingNvtx
-from gpuattr_pytorch import compiled, compiled_graphs, kernel_map_cache
+from gpuattr_pytorch import compat, compiled, compiled_graphs, kernel_map_cache
 from gpuattr_pytorch.modules import ModuleNames
 from gpuattr_pytorch.ranges import Guard, Ranges
 
@@ -175,7 +175,7 @@ class LazyInstallTest(unittest.TestCase):
             import torch._inductor.codecache  # noqa: F401 - the program's import
             import torch._inductor.debug  # noqa: F401
         self.assertIsNone(graphs.kernel_maps.unavailable)
-        self.assertFalse(any(isinstance(finder, compiled_graphs._InductorImportWatcher)
+        self.assertFalse(any(isinstance(finder, compat.ImportWatcher)
                              for finder in sys.meta_path))
 
 

@@ -105,7 +105,7 @@ class ThreadScopeTest(unittest.TestCase):
 
         with mock.patch.object(torch.Tensor, "backward", torch.Tensor.backward), \
                 mock.patch.object(torch.autograd, "backward", torch.autograd.backward):
-            annotator.module_hooks.install()
+            annotator.module_calls.install()
             annotator.patches.wrap_backward()
             try:
                 thread = threading.Thread(target=worker)
