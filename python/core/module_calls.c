@@ -308,6 +308,7 @@ static PyObject* EnterSubmodule(ModuleCallsObject* self, PyObject* state, PyObje
   if (names == NULL || gpuattr_ranges_push(self->ranges, names, name) != 0) return NULL;
   PyObject* modules = ThreadList(state, g_modules_attribute);
   if (modules == NULL) return NULL;
+  Py_INCREF(modules);  // held across the Python it may call (a tensor subclass's properties)
   PyObject* call = NULL;
   PyObject* path = PathWith(modules, name);
   PyObject* boundary = path != NULL ? Boundary(self, args) : NULL;
@@ -324,6 +325,7 @@ static PyObject* EnterSubmodule(ModuleCallsObject* self, PyObject* state, PyObje
   Py_XDECREF(number);
   Py_XDECREF(boundary);
   Py_XDECREF(path);
+  Py_DECREF(modules);
   return call;
 }
 
