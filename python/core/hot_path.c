@@ -104,13 +104,9 @@ static PyObject* GradNodes(PyObject* module, PyObject* const* args, Py_ssize_t c
     PyErr_SetString(PyExc_TypeError, "grad_nodes(value, tensor_type)");
     return NULL;
   }
-  if (!PyType_Check(args[1])) {
-    PyErr_SetString(PyExc_TypeError, "grad_nodes: tensor_type must be a type");
-    return NULL;
-  }
   PyObject* found = PyList_New(0);
   if (found == NULL) return NULL;
-  if (CollectGradNodes(args[0], args[1], found, 0) != 0) {
+  if (gpuattr_collect_grad_nodes(args[0], args[1], found) != 0) {
     Py_DECREF(found);
     return NULL;
   }

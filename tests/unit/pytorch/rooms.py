@@ -1,5 +1,5 @@
 # The annotator's rooms composed over a recording NVTX, without the patches (which change torch
-# for the whole process): for the tests of module hooks and backward claims, over the compiled
+# for the whole process): for the tests of module calls and backward claims, over the compiled
 # core's Ranges and grad_nodes where this build has the core (core_for_tests), as the annotator
 # takes them (or over the pure-Python path, `core=None`). close() puts nn.Module.__call__ back.
 import torch
